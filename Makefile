@@ -1,0 +1,57 @@
+# `make up` sets up and starts the embedded system; `make test` sets up and runs every check.
+# Set-up is incremental: the virtual environment is rebuilt only when a pyproject or the
+# constraints change, the frontend only when its sources are newer than its build.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PIP_VERSION := 26.3
+FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/package.json frontend/vite.config.ts -type f 2>/dev/null)
+
+.PHONY: up test setup frontend lint typecheck pytest frontend-check clean
+
+up: setup frontend
+	$(BIN)/flowbroker up
+
+test: setup frontend lint typecheck frontend-check pytest
+
+setup: $(STAMP)
+
+$(STAMP): constraints.txt backend/pyproject.toml flow-nodes/pyproject.toml esql-parser/pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check pip==$(PIP_VERSION)
+	$(BIN)/python -m pip install -q -c constraints.txt -e ./esql-parser -e ./flow-nodes -e './backend[dev]'
+	touch $@
+
+ifneq ($(wildcard frontend/package.json),)
+frontend: frontend/dist/index.html
+
+frontend/node_modules/.package-lock.json: frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+frontend/dist/index.html: frontend/node_modules/.package-lock.json $(FRONTEND_SRC)
+	cd frontend && npm run build
+
+frontend-check: frontend/node_modules/.package-lock.json
+	cd frontend && npm run typecheck && npm run lint && npm run test:unit
+else
+frontend:
+	@echo "frontend: no frontend/package.json yet, nothing to build"
+frontend-check:
+	@true
+endif
+
+lint: setup
+	$(BIN)/ruff check backend esql-parser flow-nodes tests
+	$(BIN)/ruff format --check backend esql-parser flow-nodes tests
+
+typecheck: setup
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/pytest -q -p no:cacheprovider
+
+clean:
+	rm -rf $(VENV) frontend/node_modules frontend/dist

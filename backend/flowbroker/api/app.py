@@ -1,0 +1,131 @@
+"""The configuration manager's FastAPI application: middleware, error handling, routers, the designer."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import FileResponse, JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+import flowbroker.api.routes as routes_package
+from flowbroker.api import errors
+from flowbroker.api.deps import AuthCache
+from flowbroker.repository import db
+from flowbroker.services.validation import SpecLookup
+from flowbroker.settings import Settings
+
+
+class BodyLimit:
+    """Refuse request bodies above the configured size, declared or streamed, with 413."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = -1
+                if declared > self.limit or declared < 0:
+                    message = (
+                        f"request body larger than {self.limit} bytes"
+                        if declared > self.limit
+                        else "invalid Content-Length header"
+                    )
+                    status = 413 if declared > self.limit else 400
+                    response = errors.error_response(
+                        status,
+                        "body_too_large" if status == 413 else "bad_request",
+                        message,
+                        {"limit": self.limit},
+                    )
+                    await response(scope, receive, send)
+                    return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise errors.BodyTooLarge(self.limit)
+            return message
+
+        await self.app(scope, counted, send)
+
+
+def create_app(settings: Settings, *, node_lookup: SpecLookup | None = None, migrate: bool = True) -> FastAPI:
+    """Build the API over the repository named by ``settings``, migrating it to the head first.
+
+    ``node_lookup`` replaces the node registry when validating flows (the default is the registry).
+    """
+    engine = db.engine_from_settings(settings)
+    if migrate:
+        db.upgrade_if_needed(engine)
+    app = FastAPI(
+        title="flowbroker configuration manager",
+        version="0.1.0",
+        openapi_url="/api/openapi.json",
+        docs_url="/api/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.session_factory = db.session_factory(engine)
+    app.state.node_lookup = node_lookup
+    app.state.auth_cache = AuthCache()
+    errors.install(app)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    for info in sorted(pkgutil.iter_modules(routes_package.__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{routes_package.__name__}.{info.name}")
+        router = getattr(module, "router", None)
+        if router is not None:
+            app.include_router(router)
+    dist = settings.resolved_frontend_dist()
+    if dist is not None:
+        _serve_designer(app, dist)
+    else:
+        _api_only(app)
+    return app
+
+
+def _serve_designer(app: FastAPI, dist: Path) -> None:
+    root = dist.resolve()
+    index = root / "index.html"
+
+    @app.get("/{path:path}", include_in_schema=False)
+    async def designer(path: str, request: Request) -> Any:
+        if path == "api" or path.startswith("api/"):
+            return errors.error_response(404, "not_found", f"no route GET {request.url.path}")
+        candidate = (root / path).resolve()
+        if path and candidate.is_file() and candidate.is_relative_to(root):
+            return FileResponse(candidate)
+        # Every other path is a route of the single-page designer.
+        return FileResponse(index, headers={"Cache-Control": "no-cache"})
+
+
+def _api_only(app: FastAPI) -> None:
+    @app.get("/", include_in_schema=False)
+    async def root() -> JSONResponse:
+        return JSONResponse(
+            {"service": "flowbroker configuration manager", "api": "/api/docs", "designer": "not built"}
+        )

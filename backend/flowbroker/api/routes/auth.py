@@ -1,0 +1,45 @@
+"""Login, logout and the caller's own account: POST /api/auth/login returns a bearer token."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from fastapi import APIRouter, status
+
+from flowbroker.api.deps import CurrentToken, CurrentUser, DbSession, SettingsDep
+from flowbroker.api.schemas import LoginIn, PasswordIn, TokenOut, UserOut
+from flowbroker.services import users
+from flowbroker.services.errors import Unauthorized
+
+router = APIRouter(prefix="/api/auth", tags=["auth"])
+
+
+@router.post("/login", response_model=TokenOut)
+def login(body: LoginIn, session: DbSession, settings: SettingsDep) -> Any:
+    """Exchange a username and password for a bearer token."""
+    user, token = users.login(
+        session, body.username, body.password, timedelta(seconds=settings.token_ttl_seconds)
+    )
+    row = users.authenticate(session, token)[1]
+    return TokenOut(access_token=token, username=user.username, role=user.role, expires_at=row.expires_at)
+
+
+@router.post("/logout", status_code=status.HTTP_204_NO_CONTENT)
+def logout(token: CurrentToken, session: DbSession) -> None:
+    """Revoke the token this request carries."""
+    users.revoke(session, token.user.username, token)
+
+
+@router.get("/me", response_model=UserOut)
+def me(user: CurrentUser) -> Any:
+    """The user the token belongs to."""
+    return user
+
+
+@router.post("/password", status_code=status.HTTP_204_NO_CONTENT)
+def change_password(body: PasswordIn, user: CurrentUser, session: DbSession) -> None:
+    """Change one's own password; every token of the account is revoked."""
+    if not users.verify_password(user.password_hash, body.current_password):
+        raise Unauthorized("the current password is wrong", code="bad_credentials")
+    users.update(session, user.username, user.id, {"password": body.new_password})

@@ -1,0 +1,156 @@
+"""Deployments of flows to execution groups, and the flows and start/stop of a group."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, status
+from fastapi.responses import PlainTextResponse
+from pydantic import Field
+
+from flowbroker.api.deps import DbSession, Operator, SettingsDep, Viewer
+from flowbroker.api.schemas import Body, Id, Out, RefId
+from flowbroker.services import deploy, stats
+
+router = APIRouter(tags=["deployments"])
+
+
+class DeploymentIn(Body):
+    """What to deploy (a saved flow version, or a flow document) and where."""
+
+    flow_id: RefId | None = None
+    flow_name: Annotated[str, Field(max_length=128)] | None = None
+    version: Annotated[int, Field(ge=1)] | None = None
+    document: dict[str, Any] | None = Field(
+        default=None, description="a flow document, saved as the flow's next version"
+    )
+    broker: Annotated[str, Field(min_length=1, max_length=64)] = "default"
+    group: Annotated[str, Field(min_length=1, max_length=64)] = "default"
+    additional_instances: Annotated[int, Field(ge=0, le=256)] | None = None
+    overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description='{"nodeId.property": value} node property overrides; "externals": {VAR: value} EXTERNAL values',
+    )
+
+
+class Diagnostic(Out):
+    node: str = ""
+    property: str = ""
+    line: int = 0
+    column: int = 0
+    pointer: str = ""
+    message: str
+
+
+class DeploymentOut(Out):
+    id: int
+    flow: str
+    flow_id: int
+    version: int
+    broker: str
+    group: str
+    group_id: int
+    additional_instances: int
+    overrides: dict[str, Any]
+    status: str = Field(
+        description="pending, compiling, running, stopped, failed, undeploying, undeployed or replaced"
+    )
+    diagnostics: list[Diagnostic]
+    created_at: datetime
+    updated_at: datetime
+
+
+@router.post("/api/deployments", response_model=DeploymentOut, status_code=status.HTTP_202_ACCEPTED)
+def create_deployment(body: DeploymentIn, user: Operator, session: DbSession, settings: SettingsDep) -> Any:
+    """Deploy a flow version to an execution group; follow its status at GET /api/deployments/{id}."""
+    row = deploy.create(
+        session,
+        user.username,
+        flow_id=body.flow_id,
+        flow_name=body.flow_name,
+        version=body.version,
+        document=body.document,
+        broker=body.broker,
+        group=body.group,
+        additional_instances=body.additional_instances,
+        overrides=body.overrides,
+        data=settings.data,
+    )
+    return deploy.describe(row)
+
+
+@router.get("/api/deployments/{deployment_id}", response_model=DeploymentOut)
+def get_deployment(deployment_id: Id, _: Viewer, session: DbSession) -> Any:
+    """One deployment: its status and, when it failed, every diagnostic."""
+    return deploy.describe(deploy.get(session, deployment_id))
+
+
+@router.delete(
+    "/api/deployments/{deployment_id}", response_model=DeploymentOut, status_code=status.HTTP_202_ACCEPTED
+)
+def delete_deployment(deployment_id: Id, user: Operator, session: DbSession, settings: SettingsDep) -> Any:
+    """Undeploy: the group stops the flow after the messages in progress."""
+    return deploy.describe(deploy.undeploy(session, user.username, deployment_id, data=settings.data))
+
+
+class TraceIn(Body):
+    """User trace of a flow (seed 004 §2.14)."""
+
+    level: str = Field(description="none, normal or debug")
+    mode: str = Field(default="fast", description="safe: every record written through; fast: buffered")
+
+
+@router.put(
+    "/api/deployments/{deployment_id}/trace",
+    response_model=DeploymentOut,
+    status_code=status.HTTP_202_ACCEPTED,
+)
+def set_trace(
+    deployment_id: Id, body: TraceIn, user: Operator, session: DbSession, settings: SettingsDep
+) -> Any:
+    """Switch the user trace of the deployment's flow on or off."""
+    return deploy.describe(
+        deploy.set_trace(session, user.username, deployment_id, body.level, body.mode, settings.data)
+    )
+
+
+@router.get("/api/deployments/{deployment_id}/trace", response_class=PlainTextResponse)
+def read_trace(
+    deployment_id: Id,
+    _: Viewer,
+    session: DbSession,
+    settings: SettingsDep,
+    limit: Annotated[int, Query(ge=1, le=16 * 1024 * 1024)] = 1 << 20,
+) -> str:
+    """The last ``limit`` bytes of the flow's user trace."""
+    row = deploy.get(session, deployment_id)
+    return stats.read_trace(settings.data, row.broker.name, row.group.name, row.flow_version.flow.name, limit)
+
+
+@router.get("/api/groups/{group_id}/flows", response_model=list[DeploymentOut])
+def group_flows(group_id: Id, _: Viewer, session: DbSession) -> Any:
+    """The flows deployed to an execution group (the current deployment of each)."""
+    return [deploy.describe(d) for d in deploy.group_flows(session, group_id)]
+
+
+@router.post(
+    "/api/groups/{group_id}/start", response_model=list[DeploymentOut], status_code=status.HTTP_202_ACCEPTED
+)
+def start_group(group_id: Id, user: Operator, session: DbSession, settings: SettingsDep) -> Any:
+    """Start every flow of the group."""
+    return [
+        deploy.describe(d)
+        for d in deploy.group_control(session, user.username, group_id, "start", settings.data)
+    ]
+
+
+@router.post(
+    "/api/groups/{group_id}/stop", response_model=list[DeploymentOut], status_code=status.HTTP_202_ACCEPTED
+)
+def stop_group(group_id: Id, user: Operator, session: DbSession, settings: SettingsDep) -> Any:
+    """Stop every flow of the group after the messages in progress."""
+    return [
+        deploy.describe(d)
+        for d in deploy.group_control(session, user.username, group_id, "stop", settings.data)
+    ]

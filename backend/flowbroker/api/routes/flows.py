@@ -1,0 +1,113 @@
+"""Flows with version history: each save of a flow document is a new version."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Request, status
+
+from flowbroker.api.deps import DbSession, Developer, Viewer
+from flowbroker.api.schemas import (
+    MAX_ID,
+    FlowOut,
+    FlowSummary,
+    FlowVersionDocument,
+    FlowVersionOut,
+    Id,
+    ValidationOut,
+)
+from flowbroker.repository.models import Flow
+from flowbroker.services import flows, validation
+
+router = APIRouter(prefix="/api/flows", tags=["flows"])
+
+FlowDocument = Annotated[
+    Any,
+    Body(
+        description="a flow document (see the design's Flows section)",
+        examples=[{"name": "OrderRouting", "nodes": [], "connections": []}],
+    ),
+]
+Comment = Annotated[str, Query(max_length=2000, description="why this version was saved")]
+
+
+def _out(flow: Flow | flows.FlowState, document: dict[str, Any]) -> FlowOut:
+    return FlowOut(
+        id=flow.id,
+        name=flow.name,
+        description=flow.description,
+        current_version=flow.current_version,
+        created_at=flow.created_at,
+        updated_at=flow.updated_at,
+        document=document,
+    )
+
+
+@router.get("", response_model=list[FlowSummary])
+def list_flows(
+    _: Viewer,
+    session: DbSession,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
+) -> Any:
+    """Every flow, by name."""
+    return flows.list_flows(session, limit=limit, offset=offset)
+
+
+@router.post("", response_model=FlowOut, status_code=status.HTTP_201_CREATED)
+def create_flow(
+    document: FlowDocument, request: Request, user: Developer, session: DbSession, comment: Comment = ""
+) -> Any:
+    """Create a flow from a document; it becomes version 1."""
+    flow, row = flows.create(
+        session, user.username, document, comment=comment, lookup=request.app.state.node_lookup
+    )
+    return _out(flow, row.document)
+
+
+@router.post("/validate", response_model=ValidationOut)
+def validate_flow(document: FlowDocument, request: Request, _: Viewer) -> Any:
+    """Check a document against the node specs without saving it."""
+    found = validation.problems(document, request.app.state.node_lookup)
+    return ValidationOut(valid=not found, problems=found)
+
+
+@router.get("/{flow_id}", response_model=FlowOut)
+def get_flow(flow_id: Id, _: Viewer, session: DbSession) -> Any:
+    """A flow with its current document."""
+    state = flows.load(session, flow_id)
+    return _out(state, state.document)
+
+
+@router.put("/{flow_id}", response_model=FlowOut)
+def save_flow(
+    flow_id: Id,
+    document: FlowDocument,
+    request: Request,
+    user: Developer,
+    session: DbSession,
+    comment: Comment = "",
+) -> Any:
+    """Save a new version; a document whose ``version`` is not the current one gets 409."""
+    state = flows.save_state(
+        session, user.username, flow_id, document, comment=comment, lookup=request.app.state.node_lookup
+    )
+    return _out(state, state.document)
+
+
+@router.delete("/{flow_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_flow(flow_id: Id, user: Developer, session: DbSession) -> None:
+    """Delete a flow and its history (refused while deployed)."""
+    flows.delete(session, user.username, flow_id)
+
+
+@router.get("/{flow_id}/versions", response_model=list[FlowVersionOut])
+def list_versions(flow_id: Id, _: Viewer, session: DbSession) -> Any:
+    """The flow's versions, newest first."""
+    return flows.versions(session, flows.get(session, flow_id))
+
+
+@router.get("/{flow_id}/versions/{number}", response_model=FlowVersionDocument)
+def get_version(flow_id: Id, number: Id, _: Viewer, session: DbSession) -> Any:
+    """One version's document."""
+    return flows.version(session, flows.get(session, flow_id), number)

@@ -1,0 +1,19 @@
+"""GET /api/node-types: the node specs the designer draws its palette and property forms from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from flowbroker.api.deps import Viewer
+
+router = APIRouter(prefix="/api", tags=["node types"])
+
+
+@router.get("/node-types", response_model=list[dict[str, Any]])
+def node_types(_: Viewer) -> Any:
+    """Every registered node type's spec."""
+    from flowbroker_nodes import registry
+
+    return [spec.to_json() for spec in registry.specs()]

@@ -1,0 +1,45 @@
+"""Users and their roles; admins only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, status
+
+from flowbroker.api.deps import Admin, DbSession
+from flowbroker.api.schemas import Id, UserIn, UserOut, UserPatch
+from flowbroker.services import users
+
+router = APIRouter(prefix="/api/users", tags=["users"])
+
+
+@router.get("", response_model=list[UserOut])
+def list_users(_: Admin, session: DbSession) -> Any:
+    """Every user."""
+    return users.list_users(session)
+
+
+@router.post("", response_model=UserOut, status_code=status.HTTP_201_CREATED)
+def create_user(body: UserIn, actor: Admin, session: DbSession) -> Any:
+    """Create a user with a role."""
+    return users.create(session, actor.username, body.username, body.password, body.role)
+
+
+@router.get("/{user_id}", response_model=UserOut)
+def get_user(user_id: Id, _: Admin, session: DbSession) -> Any:
+    """One user."""
+    return users.get(session, user_id)
+
+
+@router.patch("/{user_id}", response_model=UserOut)
+def update_user(user_id: Id, body: UserPatch, actor: Admin, session: DbSession) -> Any:
+    """Change a user's role, password or active flag."""
+    return users.update(
+        session, actor.username, user_id, body.model_dump(exclude_unset=True, exclude_none=True)
+    )
+
+
+@router.delete("/{user_id}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_user(user_id: Id, actor: Admin, session: DbSession) -> None:
+    """Delete a user (never the last admin)."""
+    users.delete(session, actor.username, user_id)

@@ -1,0 +1,186 @@
+"""The topology: brokers and their execution groups."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from flowbroker.repository.models import Broker, Deployment, ExecutionGroup
+from flowbroker.services import audit
+from flowbroker.services.errors import Conflict, Invalid, NotFound, problem
+
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+DEFAULT = "default"
+
+
+def check_name(name: str, pointer: str = "/name") -> None:
+    if not NAME_RE.match(name):
+        raise Invalid(
+            f"invalid name {name!r}: a letter or _ then letters, digits, . _ - (at most 64)",
+            [problem(pointer, "a letter or _ then letters, digits, . _ - (at most 64)")],
+        )
+
+
+def list_brokers(session: Session) -> list[Broker]:
+    return list(session.scalars(select(Broker).order_by(Broker.name)))
+
+
+def get(session: Session, broker_id: int) -> Broker:
+    broker = session.get(Broker, broker_id)
+    if broker is None:
+        raise NotFound(f"no broker with id {broker_id}")
+    return broker
+
+
+def by_name(session: Session, name: str) -> Broker:
+    broker = session.scalars(select(Broker).where(Broker.name == name)).first()
+    if broker is None:
+        raise NotFound(f"no broker named {name!r}")
+    return broker
+
+
+def create(session: Session, actor: str, name: str, description: str = "", qm_url: str = "") -> Broker:
+    check_name(name)
+    if session.scalars(select(Broker.id).where(Broker.name == name)).first() is not None:
+        raise Conflict(f"a broker named {name!r} already exists", {"pointer": "/name"}, code="duplicate_name")
+    broker = Broker(name=name, description=description, qm_url=qm_url)
+    session.add(broker)
+    session.flush()
+    audit.record(session, actor, "broker.create", f"broker:{name}", {"id": broker.id})
+    session.commit()
+    return broker
+
+
+def update(session: Session, actor: str, broker_id: int, changes: dict[str, Any]) -> Broker:
+    broker = get(session, broker_id)
+    if changes.get("name") is not None and changes["name"] != broker.name:
+        check_name(changes["name"])
+        taken = session.scalars(select(Broker.id).where(Broker.name == changes["name"])).first()
+        if taken is not None:
+            raise Conflict(
+                f"a broker named {changes['name']!r} already exists",
+                {"pointer": "/name"},
+                code="duplicate_name",
+            )
+    for key in ("name", "description", "qm_url"):
+        if key in changes and changes[key] is not None:
+            setattr(broker, key, changes[key])
+    audit.record(
+        session, actor, "broker.update", f"broker:{broker.name}", {"id": broker.id, "fields": sorted(changes)}
+    )
+    session.commit()
+    return broker
+
+
+def _deployed_count(session: Session, *where: Any) -> int:
+    return int(
+        session.scalar(select(func.count(Deployment.id)).where(Deployment.status != "stopped", *where)) or 0
+    )
+
+
+def delete(session: Session, actor: str, broker_id: int) -> None:
+    broker = get(session, broker_id)
+    if _deployed_count(session, Deployment.broker_id == broker.id):
+        raise Conflict(f"broker {broker.name!r} has deployed flows; undeploy them first", code="in_use")
+    session.delete(broker)
+    audit.record(session, actor, "broker.delete", f"broker:{broker.name}", {"id": broker_id})
+    session.commit()
+
+
+def get_group(session: Session, broker_id: int, group_id: int) -> ExecutionGroup:
+    group = session.get(ExecutionGroup, group_id)
+    if group is None or group.broker_id != broker_id:
+        raise NotFound(f"broker {broker_id} has no execution group with id {group_id}")
+    return group
+
+
+def group_by_name(session: Session, broker_name: str, group_name: str) -> ExecutionGroup:
+    broker = by_name(session, broker_name)
+    group = session.scalars(
+        select(ExecutionGroup).where(ExecutionGroup.broker_id == broker.id, ExecutionGroup.name == group_name)
+    ).first()
+    if group is None:
+        raise NotFound(f"broker {broker_name!r} has no execution group named {group_name!r}")
+    return group
+
+
+def create_group(
+    session: Session, actor: str, broker_id: int, name: str, description: str = ""
+) -> ExecutionGroup:
+    broker = get(session, broker_id)
+    check_name(name)
+    exists = session.scalars(
+        select(ExecutionGroup.id).where(ExecutionGroup.broker_id == broker.id, ExecutionGroup.name == name)
+    ).first()
+    if exists is not None:
+        raise Conflict(
+            f"broker {broker.name!r} already has an execution group named {name!r}",
+            {"pointer": "/name"},
+            code="duplicate_name",
+        )
+    group = ExecutionGroup(broker_id=broker.id, name=name, description=description)
+    session.add(group)
+    session.flush()
+    audit.record(session, actor, "group.create", f"group:{broker.name}/{name}", {"id": group.id})
+    session.commit()
+    return group
+
+
+def update_group(
+    session: Session, actor: str, broker_id: int, group_id: int, changes: dict[str, Any]
+) -> ExecutionGroup:
+    group = get_group(session, broker_id, group_id)
+    if "name" in changes and changes["name"] is not None and changes["name"] != group.name:
+        check_name(changes["name"])
+        taken = session.scalars(
+            select(ExecutionGroup.id).where(
+                ExecutionGroup.broker_id == broker_id, ExecutionGroup.name == changes["name"]
+            )
+        ).first()
+        if taken is not None:
+            raise Conflict(
+                f"an execution group named {changes['name']!r} already exists",
+                {"pointer": "/name"},
+                code="duplicate_name",
+            )
+    for key in ("name", "description"):
+        if key in changes and changes[key] is not None:
+            setattr(group, key, changes[key])
+    audit.record(session, actor, "group.update", f"group:{group.broker.name}/{group.name}", {"id": group.id})
+    session.commit()
+    return group
+
+
+def delete_group(session: Session, actor: str, broker_id: int, group_id: int) -> None:
+    group = get_group(session, broker_id, group_id)
+    if _deployed_count(session, Deployment.group_id == group.id):
+        raise Conflict(
+            f"execution group {group.name!r} has deployed flows; undeploy them first", code="in_use"
+        )
+    target = f"group:{group.broker.name}/{group.name}"
+    session.delete(group)
+    audit.record(session, actor, "group.delete", target, {"id": group_id})
+    session.commit()
+
+
+def ensure_default(session: Session, actor: str = "system") -> ExecutionGroup:
+    """The broker ``default`` with the execution group ``default`` that `flowbroker up` runs."""
+    broker = session.scalars(select(Broker).where(Broker.name == DEFAULT)).first()
+    if broker is None:
+        broker = Broker(name=DEFAULT, description="the embedded broker started by flowbroker up")
+        session.add(broker)
+        session.flush()
+        audit.record(session, actor, "broker.create", f"broker:{DEFAULT}", {"id": broker.id})
+    group = session.scalars(
+        select(ExecutionGroup).where(ExecutionGroup.broker_id == broker.id, ExecutionGroup.name == DEFAULT)
+    ).first()
+    if group is None:
+        group = ExecutionGroup(broker_id=broker.id, name=DEFAULT, description="the default execution group")
+        session.add(group)
+        session.flush()
+        audit.record(session, actor, "group.create", f"group:{DEFAULT}/{DEFAULT}", {"id": group.id})
+    session.commit()
+    return group

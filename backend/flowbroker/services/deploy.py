@@ -1,0 +1,353 @@
+"""Deployments: record, compile-check and send a flow to an execution group, and follow its status.
+
+The configuration manager compiles the flow first (so ESQL and wiring problems come back with
+node, property, line and column before anything is sent), records a :class:`Deployment`, and
+sends a control task to the group's queue ``eg.<broker>.<group>``. The worker reports back by
+updating the same row. A deployment no worker picked up within :func:`pickup_timeout` seconds is
+failed with that reason, so nobody waits on an unreachable group.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from flowbroker.repository.models import Broker, Deployment, ExecutionGroup, Flow, FlowVersion
+from flowbroker.services import audit, brokers
+from flowbroker.services import flows as flow_service
+from flowbroker.services.errors import Invalid, NotFound, problem
+
+
+def pickup_timeout() -> float:
+    """Seconds a deployment may stay pending before it is failed as unreachable."""
+    try:
+        return float(os.environ.get("FLOWBROKER_DEPLOY_TIMEOUT", "20"))
+    except ValueError:
+        return 20.0
+
+
+#: Statuses: pending → compiling → running | failed; stopped; undeploying → undeployed; replaced.
+ACTIVE = ("pending", "compiling", "running", "stopped")
+
+
+def control_queue(broker: str, group: str) -> str:
+    return f"eg.{broker}.{group}"
+
+
+def apply_overrides(
+    document: dict[str, Any], overrides: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The document with ``{"nodeId.property": value}`` overrides applied, and the EXTERNAL values.
+
+    ``overrides["externals"]`` holds EXTERNAL-variable values: ``{"VAR": v}`` for every node or
+    ``{"nodeId": {"VAR": v}}`` for one.
+    """
+    doc = {**document, "nodes": [dict(n) for n in document.get("nodes") or []]}
+    by_id = {n.get("id"): n for n in doc["nodes"]}
+    externals: dict[str, Any] = {}
+    found: list[dict[str, str]] = []
+    for key, value in (overrides or {}).items():
+        if key == "externals":
+            if not isinstance(value, dict):
+                found.append(problem("/overrides/externals", "must be an object"))
+            else:
+                externals = dict(value)
+            continue
+        node_id, _, prop = key.partition(".")
+        node = by_id.get(node_id)
+        if node is None or not prop:
+            found.append(problem(f"/overrides/{key}", "must be 'nodeId.property' naming a node of the flow"))
+            continue
+        node["properties"] = {**(node.get("properties") or {}), prop: value}
+    if found:
+        raise Invalid(f"invalid overrides: {found[0]['pointer']}: {found[0]['message']}", found)
+    return doc, externals
+
+
+def check(document: dict[str, Any], overrides: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every problem that would stop the flow from running (empty: it compiles)."""
+    from flowbroker.runtime.compiler import FlowCompileError, compile_flow
+
+    doc, externals = apply_overrides(document, overrides or {})
+    try:
+        compile_flow(doc, externals=externals)
+    except FlowCompileError as exc:
+        return [p.to_json() for p in exc.problems]
+    return []
+
+
+def _resolve_version(
+    session: Session, flow_id: int | None, flow_name: str | None, version: int | None
+) -> FlowVersion:
+    if flow_id is not None:
+        flow = flow_service.get(session, flow_id)
+    elif flow_name:
+        flow = flow_service.get_by_name(session, flow_name)
+    else:
+        raise Invalid("a deployment names a flow: flow_id or flow_name", [problem("/flow_id", "required")])
+    return flow_service.version(session, flow, version)
+
+
+def create(
+    session: Session,
+    actor: str,
+    *,
+    flow_id: int | None = None,
+    flow_name: str | None = None,
+    version: int | None = None,
+    document: dict[str, Any] | None = None,
+    broker: str = "default",
+    group: str = "default",
+    additional_instances: int | None = None,
+    overrides: dict[str, Any] | None = None,
+    send: bool = True,
+    data: Path | None = None,
+) -> Deployment:
+    """Record a deployment, compile-check it and send it to its group; returns the row (202 semantics)."""
+    target = brokers.group_by_name(session, broker, group)
+    if document is not None:
+        if isinstance(document, dict):
+            apply_overrides(document, overrides or {})  # refuse bad overrides before saving anything
+        fv = _save_document(session, actor, document)
+    else:
+        fv = _resolve_version(session, flow_id, flow_name, version)
+    instances = additional_instances
+    if instances is None:
+        instances = int((fv.document.get("properties") or {}).get("additionalInstances", 0) or 0)
+    if instances < 0 or instances > 256:
+        raise Invalid(
+            "additional instances must be 0..256", [problem("/additional_instances", "must be 0..256")]
+        )
+    deployment = Deployment(
+        flow_version_id=fv.id,
+        broker_id=target.broker_id,
+        group_id=target.id,
+        additional_instances=instances,
+        overrides=dict(overrides or {}),
+        status="compiling",
+        diagnostics=[],
+    )
+    session.add(deployment)
+    session.flush()
+    problems = check(fv.document, deployment.overrides)
+    if problems:
+        deployment.status = "failed"
+        deployment.diagnostics = problems
+    else:
+        deployment.status = "pending"
+    audit.record(
+        session,
+        actor,
+        "deployment.create",
+        f"deployment:{deployment.id}",
+        {
+            "flow": fv.flow.name,
+            "version": fv.version,
+            "group": f"{broker}/{group}",
+            "status": deployment.status,
+        },
+    )
+    session.commit()
+    if send and deployment.status == "pending":
+        send_control(broker, group, "deploy", deployment.id, data)
+    return deployment
+
+
+def _save_document(session: Session, actor: str, document: dict[str, Any]) -> FlowVersion:
+    """Store a flow document given inline (``flowbroker deploy FILE``) as a new version of its flow."""
+    if isinstance(document, dict):
+        # deploying a file makes it the flow's next version, whatever version it was written from
+        document = {k: v for k, v in document.items() if k != "version"}
+    name = document.get("name") if isinstance(document, dict) else None
+    existing = (
+        session.scalars(select(Flow).where(Flow.name == name)).first() if isinstance(name, str) else None
+    )
+    if existing is None:
+        _, row = flow_service.create(session, actor, document)
+    else:
+        _, row = flow_service.save(session, actor, existing.id, document)
+    return row
+
+
+def get(session: Session, deployment_id: int) -> Deployment:
+    deployment = session.get(Deployment, deployment_id)
+    if deployment is None:
+        raise NotFound(f"deployment {deployment_id} not found")
+    _expire_if_unclaimed(session, deployment)
+    return deployment
+
+
+def _expire_if_unclaimed(session: Session, deployment: Deployment) -> None:
+    if deployment.status not in ("pending", "undeploying"):
+        return
+    updated = deployment.updated_at
+    if updated.tzinfo is None:
+        updated = updated.replace(tzinfo=datetime.UTC)
+    age = (datetime.datetime.now(datetime.UTC) - updated).total_seconds()
+    timeout = pickup_timeout()
+    if age > timeout:
+        group = f"{deployment.broker.name}/{deployment.group.name}"
+        deployment.diagnostics = [
+            {
+                "node": "",
+                "property": "",
+                "line": 0,
+                "column": 0,
+                "pointer": "",
+                "message": f"execution group {group} did not respond within {timeout:.0f}s: "
+                "is its worker running?",
+            }
+        ]
+        deployment.status = "failed"
+        session.commit()
+
+
+def undeploy(
+    session: Session, actor: str, deployment_id: int, *, send: bool = True, data: Path | None = None
+) -> Deployment:
+    deployment = get(session, deployment_id)
+    if deployment.status in ("undeployed", "replaced", "failed"):
+        deployment.status = "undeployed"
+        session.commit()
+        return deployment
+    deployment.status = "undeploying"
+    audit.record(session, actor, "deployment.delete", f"deployment:{deployment.id}", {})
+    session.commit()
+    if send:
+        send_control(deployment.broker.name, deployment.group.name, "undeploy", deployment.id, data)
+    return deployment
+
+
+def group_flows(session: Session, group_id: int) -> list[Deployment]:
+    """The group's current deployments (one per flow: the newest that is not undeployed or replaced)."""
+    rows = session.scalars(
+        select(Deployment)
+        .where(Deployment.group_id == group_id, Deployment.status.in_((*ACTIVE, "failed", "undeploying")))
+        .order_by(Deployment.id.desc())
+    ).all()
+    seen: set[str] = set()
+    current = []
+    for row in rows:
+        _expire_if_unclaimed(session, row)
+        name = row.flow_version.flow.name
+        if name not in seen:
+            seen.add(name)
+            current.append(row)
+    return current
+
+
+def group_control(
+    session: Session, actor: str, group_id: int, action: str, data: Path | None = None
+) -> list[Deployment]:
+    """Start or stop every flow of a group (``action`` is ``start`` or ``stop``)."""
+    group = session.get(ExecutionGroup, group_id)
+    if group is None:
+        raise NotFound(f"execution group {group_id} not found")
+    deployments = [d for d in group_flows(session, group_id) if d.status in ("running", "stopped")]
+    for deployment in deployments:
+        send_control(group.broker.name, group.name, action, deployment.id, data)
+    audit.record(session, actor, f"group.{action}", f"group:{group.broker.name}/{group.name}", {})
+    session.commit()
+    return deployments
+
+
+# -- what the worker calls -------------------------------------------------------------------
+
+
+def to_resume(session: Session, broker: str, group: str) -> list[Deployment]:
+    """The deployments a (re)started worker of ``broker/group`` must run again."""
+    target = brokers.group_by_name(session, broker, group)
+    return [d for d in group_flows(session, target.id) if d.status in ("running", "pending", "stopped")]
+
+
+def report(
+    session: Session, deployment_id: int, status: str, diagnostics: list[dict[str, Any]] | None = None
+) -> None:
+    """The worker's word on a deployment; a running one replaces older ones of the same flow."""
+    deployment = session.get(Deployment, deployment_id)
+    if deployment is None:
+        return
+    deployment.status = status
+    if diagnostics is not None:
+        deployment.diagnostics = diagnostics
+    if status == "running":
+        older = session.scalars(
+            select(Deployment)
+            .join(FlowVersion, Deployment.flow_version_id == FlowVersion.id)
+            .where(
+                Deployment.group_id == deployment.group_id,
+                Deployment.id < deployment.id,
+                FlowVersion.flow_id == deployment.flow_version.flow_id,
+                Deployment.status.in_(("running", "stopped", "pending")),
+            )
+        ).all()
+        for row in older:
+            row.status = "replaced"
+    session.commit()
+
+
+def describe(deployment: Deployment) -> dict[str, Any]:
+    return {
+        "id": deployment.id,
+        "flow": deployment.flow_version.flow.name,
+        "flow_id": deployment.flow_version.flow_id,
+        "version": deployment.flow_version.version,
+        "broker": deployment.broker.name,
+        "group": deployment.group.name,
+        "group_id": deployment.group_id,
+        "additional_instances": deployment.additional_instances,
+        "overrides": deployment.overrides,
+        "status": deployment.status,
+        "diagnostics": deployment.diagnostics,
+        "created_at": deployment.created_at,
+        "updated_at": deployment.updated_at,
+    }
+
+
+def send_control(
+    broker: str, group: str, action: str, deployment_id: int, data: Path | None = None, *extra: Any
+) -> None:
+    """Send a control task to the group's queue (no result is awaited)."""
+    from flowbroker.worker.app import celery_app
+
+    celery_app(data).send_task(
+        f"flowbroker.eg.{action}", args=[deployment_id, *extra], queue=control_queue(broker, group)
+    )
+
+
+TRACE_LEVELS = ("none", "normal", "debug")
+TRACE_MODES = ("safe", "fast")
+
+
+def set_trace(
+    session: Session, actor: str, deployment_id: int, level: str, mode: str, data: Path | None = None
+) -> Deployment:
+    """Switch the user trace of a running deployment's flow (seed 004 §2.14: safe or fast mode)."""
+    found = []
+    if level not in TRACE_LEVELS:
+        found.append(problem("/level", f"must be one of {', '.join(TRACE_LEVELS)}"))
+    if mode not in TRACE_MODES:
+        found.append(problem("/mode", f"must be one of {', '.join(TRACE_MODES)}"))
+    if found:
+        raise Invalid(f"invalid trace setting: {found[0]['pointer']}: {found[0]['message']}", found)
+    deployment = get(session, deployment_id)
+    if deployment.status not in ("running", "stopped"):
+        raise Invalid(
+            f"deployment {deployment_id} is {deployment.status}; trace applies to a running flow",
+            [problem("", "not running")],
+        )
+    audit.record(
+        session, actor, "deployment.trace", f"deployment:{deployment.id}", {"level": level, "mode": mode}
+    )
+    session.commit()
+    send_control(deployment.broker.name, deployment.group.name, "trace", deployment.id, data, level, mode)
+    return deployment
+
+
+def unknown_broker(session: Session, name: str) -> bool:
+    return session.scalars(select(Broker).where(Broker.name == name)).first() is None

@@ -1,0 +1,174 @@
+"""Statistics of execution groups: read what each group publishes, and render it for REST, SSE and Prometheus."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+#: A group whose last statistics are older than this is reported as not reporting.
+STALE_AFTER = 30.0
+
+
+def read_all(data: Path) -> list[dict[str, Any]]:
+    """The last statistics of every group that has published any, with ``age_s`` and ``reporting``."""
+    found: list[dict[str, Any]] = []
+    root = data / "stats"
+    if not root.is_dir():
+        return found
+    now = time.time()
+    for path in sorted(root.glob("*/*.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict):
+            continue
+        age = now - float(record.get("time", 0) or 0)
+        record["age_s"] = round(age, 1)
+        record["reporting"] = age <= STALE_AFTER
+        found.append(record)
+    return found
+
+
+def read_group(data: Path, broker: str, group: str) -> dict[str, Any] | None:
+    for record in read_all(data):
+        if record.get("broker") == broker and record.get("group") == group:
+            return record
+    return None
+
+
+def flows(data: Path) -> list[dict[str, Any]]:
+    """One row per deployed flow (without per-node detail)."""
+    rows = []
+    for record in read_all(data):
+        for name, flow in (record.get("flows") or {}).items():
+            row = {k: v for k, v in flow.items() if k != "nodes"}
+            row.update(broker=record.get("broker"), group=record.get("group"), flow=name)
+            rows.append(row)
+    return rows
+
+
+def _label(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def prometheus(data: Path) -> str:
+    """The statistics in the Prometheus text exposition format (version 0.0.4)."""
+    lines: list[str] = []
+
+    def metric(name: str, kind: str, help_text: str, samples: list[tuple[dict[str, Any], Any]]) -> None:
+        lines.append(f"# HELP {name} {help_text}")
+        lines.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
+            lines.append(f"{name}{{{text}}} {float(value or 0):g}")
+
+    records = read_all(data)
+    groups = [({"broker": r.get("broker"), "group": r.get("group")}, r) for r in records]
+    metric(
+        "flowbroker_group_rss_bytes",
+        "gauge",
+        "Resident memory of the execution group process.",
+        [(lb, r.get("rss_bytes")) for lb, r in groups],
+    )
+    metric(
+        "flowbroker_group_cpu_seconds_total",
+        "counter",
+        "CPU time of the execution group process.",
+        [(lb, r.get("cpu_seconds")) for lb, r in groups],
+    )
+    metric(
+        "flowbroker_group_threads",
+        "gauge",
+        "Threads of the execution group process.",
+        [(lb, r.get("threads")) for lb, r in groups],
+    )
+    metric(
+        "flowbroker_group_up",
+        "gauge",
+        "1 when the group published statistics recently.",
+        [(lb, 1 if r.get("reporting") else 0) for lb, r in groups],
+    )
+    flow_rows: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    node_rows: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for labels, record in groups:
+        for name, flow in (record.get("flows") or {}).items():
+            flow_labels = {**labels, "flow": name}
+            flow_rows.append((flow_labels, flow))
+            for node_id, node in (flow.get("nodes") or {}).items():
+                node_rows.append(({**flow_labels, "node": node_id}, node))
+    metric(
+        "flowbroker_flow_messages_total",
+        "counter",
+        "Messages the flow's input nodes got.",
+        [(lb, f.get("messages_in")) for lb, f in flow_rows],
+    )
+    metric(
+        "flowbroker_flow_errors_total",
+        "counter",
+        "Exceptions raised in the flow's nodes.",
+        [(lb, f.get("errors")) for lb, f in flow_rows],
+    )
+    metric(
+        "flowbroker_flow_backouts_total",
+        "counter",
+        "Units of work the flow backed out.",
+        [(lb, f.get("backouts")) for lb, f in flow_rows],
+    )
+    metric(
+        "flowbroker_flow_threads",
+        "gauge",
+        "Running threads of the flow.",
+        [(lb, f.get("threads")) for lb, f in flow_rows],
+    )
+    metric(
+        "flowbroker_node_messages_in_total",
+        "counter",
+        "Messages that reached the node.",
+        [(lb, n.get("messages_in")) for lb, n in node_rows],
+    )
+    metric(
+        "flowbroker_node_messages_out_total",
+        "counter",
+        "Messages the node propagated.",
+        [(lb, n.get("messages_out")) for lb, n in node_rows],
+    )
+    metric(
+        "flowbroker_node_errors_total",
+        "counter",
+        "Exceptions the node raised.",
+        [(lb, n.get("errors")) for lb, n in node_rows],
+    )
+    metric(
+        "flowbroker_node_cpu_microseconds_total",
+        "counter",
+        "CPU time in the node and below it.",
+        [(lb, n.get("cpu_us")) for lb, n in node_rows],
+    )
+    metric(
+        "flowbroker_node_elapsed_microseconds_total",
+        "counter",
+        "Elapsed time in the node and below it.",
+        [(lb, n.get("elapsed_us")) for lb, n in node_rows],
+    )
+    return "\n".join(lines) + "\n"
+
+
+def trace_path(data: Path, broker: str, group: str, flow: str) -> Path:
+    return data / "trace" / broker / group / f"{flow}.trace"
+
+
+def read_trace(data: Path, broker: str, group: str, flow: str, limit: int = 1 << 20) -> str:
+    """The last ``limit`` bytes of a flow's user trace."""
+    path = trace_path(data, broker, group, flow)
+    if path.parent.resolve().parent.parent != (data / "trace").resolve():
+        raise ValueError("bad trace path")
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, 2)
+            handle.seek(max(0, size - limit))
+            return handle.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""

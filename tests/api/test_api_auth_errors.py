@@ -1,0 +1,258 @@
+"""Auth, roles, the one error body, size limits, CORS and the audit trail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+PUBLIC = {("GET", "/api/health"), ("POST", "/api/auth/login")}
+
+
+def _api_routes(app: Any) -> list[tuple[str, str]]:
+    found = []
+    for path, operations in app.openapi()["paths"].items():
+        for method in operations:
+            found.append((method.upper(), path.replace("{", "").replace("}", "")))
+    return found
+
+
+def test_every_route_but_health_and_login_needs_a_token(api: Any) -> None:
+    routes = _api_routes(api.app)
+    assert len(routes) > 20
+    for method, path in routes:
+        concrete = path
+        for name in ("flow_id", "broker_id", "group_id", "source_id", "set_id", "user_id", "number"):
+            concrete = concrete.replace(name, "1")
+        if (method, path) in PUBLIC:
+            continue
+        response = api.client.request(method, concrete)
+        assert response.status_code == 401, (method, path, response.status_code)
+        assert set(response.json()) == {"code", "message", "detail"}
+
+
+def test_health_needs_no_token(api: Any) -> None:
+    body = api.client.get("/api/health").json()
+    assert body["status"] == "ok" and body["database"] == "up"
+    assert body["components"][0]["name"] == "configuration-manager"
+
+
+def test_wrong_password_and_unknown_user_get_the_same_401(api: Any) -> None:
+    wrong = api.client.post("/api/auth/login", json={"username": "admin", "password": "nope-nope"})
+    ghost = api.client.post("/api/auth/login", json={"username": "ghost", "password": "nope-nope"})
+    assert wrong.status_code == ghost.status_code == 401
+    assert (
+        wrong.json()
+        == ghost.json()
+        == {"code": "bad_credentials", "message": "wrong username or password", "detail": None}
+    )
+
+
+def test_garbage_tokens_are_401(api: Any) -> None:
+    for header in ("Bearer nonsense", "Basic abc", "Bearer ", "bearer"):
+        response = api.client.get("/api/flows", headers={"Authorization": header})
+        assert response.status_code == 401, header
+        assert response.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize(
+    ("role", "method", "path", "body", "allowed"),
+    [
+        ("viewer", "POST", "/api/flows", {"name": "ViewerFlow", "nodes": []}, False),
+        ("viewer", "POST", "/api/brokers", {"name": "viewerbroker"}, False),
+        ("viewer", "POST", "/api/datasources", {"name": "vds", "url": "sqlite://"}, False),
+        ("viewer", "GET", "/api/users", None, False),
+        ("developer", "POST", "/api/brokers", {"name": "devbroker"}, False),
+        ("developer", "GET", "/api/users", None, False),
+        ("operator", "GET", "/api/users", None, False),
+        ("viewer", "GET", "/api/flows", None, True),
+        ("viewer", "GET", "/api/audit", None, True),
+        ("admin", "GET", "/api/users", None, True),
+    ],
+)
+def test_role_checks(api: Any, role: str, method: str, path: str, body: Any, allowed: bool) -> None:
+    response = api.as_(role, method, path, json=body)
+    if allowed:
+        assert response.status_code < 400, response.text
+    else:
+        assert response.status_code == 403
+        assert response.json()["code"] == "forbidden"
+        assert role in response.json()["message"]
+
+
+def test_unknown_route_method_and_id_share_the_error_body(api: Any) -> None:
+    missing = api.as_("viewer", "GET", "/api/no-such-thing")
+    assert missing.status_code == 404
+    assert missing.json() == {
+        "code": "not_found",
+        "message": "no route GET /api/no-such-thing",
+        "detail": None,
+    }
+    method = api.as_("viewer", "PATCH", "/api/flows")
+    assert method.status_code == 405 and method.json()["code"] == "method_not_allowed"
+    for path in (
+        "/api/flows/987654",
+        "/api/brokers/987654",
+        "/api/datasources/987654",
+        "/api/message-sets/987654",
+    ):
+        response = api.as_("viewer", "GET", path)
+        assert response.status_code == 404 and response.json()["code"] == "not_found", path
+    bad_id = api.as_("viewer", "GET", "/api/flows/abc")
+    assert bad_id.status_code == 422
+    assert bad_id.json()["detail"][0]["pointer"] == "/flow_id"
+    assert bad_id.json()["detail"][0]["location"] == "path"
+
+
+def test_oversized_body_is_413(api: Any) -> None:
+    limit = api.app.state.settings.max_body_bytes
+    declared = api.as_("developer", "POST", "/api/flows", content=b" " * (limit + 1))
+    assert declared.status_code == 413
+    assert declared.json()["code"] == "body_too_large"
+
+    def chunks() -> Any:
+        for _ in range(limit // 65536 + 2):
+            yield b" " * 65536
+
+    streamed = api.as_(
+        "developer", "POST", "/api/flows", content=chunks(), headers={"Content-Type": "application/json"}
+    )
+    assert streamed.status_code == 413
+    assert streamed.json()["detail"] == {"limit": limit}
+
+
+def test_unknown_fields_and_wrong_types_in_resource_bodies(api: Any, unique: str) -> None:
+    extra = api.as_("operator", "POST", "/api/brokers", json={"name": unique, "colour": "red"})
+    assert extra.status_code == 422
+    assert extra.json()["detail"][0]["pointer"] == "/colour"
+    wrong = api.as_("operator", "POST", "/api/brokers", json={"name": 12})
+    assert wrong.status_code == 422 and wrong.json()["detail"][0]["pointer"] == "/name"
+    snake = api.as_(
+        "developer", "POST", "/api/datasources", json={"name": unique, "url": "sqlite://", "broker_id": 1}
+    )
+    assert snake.status_code == 422 and snake.json()["detail"][0]["pointer"] == "/broker_id"
+
+
+def test_every_change_is_audited_with_who_and_when(api: Any, unique: str) -> None:
+    api.as_("operator", "POST", "/api/brokers", json={"name": unique})
+    entries = api.as_("viewer", "GET", "/api/audit", params={"target": f"broker:{unique}"}).json()
+    assert [(e["actor"], e["action"], e["target"]) for e in entries] == [
+        ("operator", "broker.create", f"broker:{unique}")
+    ]
+    assert entries[0]["at"].endswith("Z") or "+00:00" in entries[0]["at"]
+    by_actor = api.as_(
+        "viewer", "GET", "/api/audit", params={"actor": "operator", "action": "broker.create"}
+    ).json()
+    assert unique in [e["target"].split(":", 1)[1] for e in by_actor]
+    future = api.as_("viewer", "GET", "/api/audit", params={"since": "2999-01-01T00:00:00Z"}).json()
+    assert future == []
+
+
+def test_logout_revokes_the_token(api: Any) -> None:
+    token = api.client.post(
+        "/api/auth/login", json={"username": "viewer", "password": "correct-horse-battery"}
+    ).json()["accessToken"]
+    headers = {"Authorization": f"Bearer {token}"}
+    assert api.client.get("/api/auth/me", headers=headers).json()["username"] == "viewer"
+    assert api.client.post("/api/auth/logout", headers=headers).status_code == 204
+    assert api.client.get("/api/auth/me", headers=headers).status_code == 401
+
+
+def test_users_admin_and_last_admin_protection(api: Any, unique: str) -> None:
+    created = api.as_(
+        "admin", "POST", "/api/users", json={"username": unique, "password": "longenough1", "role": "viewer"}
+    )
+    assert created.status_code == 201
+    user_id = created.json()["id"]
+    dup = api.as_(
+        "admin", "POST", "/api/users", json={"username": unique, "password": "longenough1", "role": "viewer"}
+    )
+    assert dup.status_code == 409
+    short = api.as_(
+        "admin", "POST", "/api/users", json={"username": unique + "x", "password": "short", "role": "viewer"}
+    )
+    assert short.status_code == 422 and short.json()["detail"][0]["pointer"] == "/password"
+    bad_role = api.as_(
+        "admin",
+        "POST",
+        "/api/users",
+        json={"username": unique + "y", "password": "longenough1", "role": "god"},
+    )
+    assert bad_role.status_code == 422 and bad_role.json()["detail"][0]["pointer"] == "/role"
+
+    login = api.client.post("/api/auth/login", json={"username": unique, "password": "longenough1"})
+    headers = {"Authorization": f"Bearer {login.json()['accessToken']}"}
+    promoted = api.as_(
+        "admin", "PATCH", f"/api/users/{user_id}", json={"role": "developer", "password": "newpassword2"}
+    )
+    assert promoted.json()["role"] == "developer"
+    assert api.client.get("/api/auth/me", headers=headers).status_code == 401  # password change revoked it
+
+    admins = [u for u in api.as_("admin", "GET", "/api/users").json() if u["role"] == "admin"]
+    assert len(admins) == 1
+    last = api.as_("admin", "PATCH", f"/api/users/{admins[0]['id']}", json={"role": "viewer"})
+    assert last.status_code == 409 and last.json()["code"] == "last_admin"
+    assert api.as_("admin", "DELETE", f"/api/users/{user_id}").status_code == 204
+
+
+def test_cors_is_closed_by_default(api: Any) -> None:
+    preflight = api.client.options(
+        "/api/flows", headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "GET"}
+    )
+    assert "access-control-allow-origin" not in preflight.headers
+
+
+def test_cors_opens_to_configured_origins(tmp_path: Any) -> None:
+    import warnings
+
+    from flowbroker.api.app import create_app
+    from flowbroker.settings import Settings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+
+    app = create_app(Settings(data=tmp_path, cors_origins="http://designer.local:5173"))
+    with TestClient(app) as client:
+        allowed = client.options(
+            "/api/flows",
+            headers={"Origin": "http://designer.local:5173", "Access-Control-Request-Method": "GET"},
+        )
+        assert allowed.headers["access-control-allow-origin"] == "http://designer.local:5173"
+        other = client.options(
+            "/api/flows", headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "GET"}
+        )
+        assert "access-control-allow-origin" not in other.headers
+    app.state.engine.dispose()
+
+
+def test_openapi_and_docs_are_served(api: Any) -> None:
+    schema = api.client.get("/api/openapi.json").json()
+    assert "/api/flows" in schema["paths"] and "/api/health" in schema["paths"]
+    assert api.client.get("/api/docs").status_code == 200
+
+
+def test_nul_characters_are_refused_on_every_backend(api: Any, unique: str) -> None:
+    document = {
+        "name": unique,
+        "nodes": [{"id": "c1", "type": "Compute", "properties": {"esql": "SET X = 1;\u0000"}}],
+    }
+    flow = api.as_("developer", "POST", "/api/flows", json=document)
+    assert flow.status_code == 422
+    assert flow.json()["detail"] == [
+        {"pointer": "/nodes/0/properties/esql", "message": "must not contain the NUL character"}
+    ]
+    source = api.as_(
+        "developer", "POST", "/api/datasources", json={"name": unique, "url": "sqlite:///a\u0000b"}
+    )
+    assert source.status_code == 422 and source.json()["detail"][0]["pointer"] == "/url"
+    broker = api.as_("operator", "POST", "/api/brokers", json={"name": unique, "description": "a\u0000b"})
+    assert broker.status_code in (201, 422)  # SQLite stores it; PostgreSQL refuses it: never a 500
+    if broker.status_code == 422:
+        assert broker.json()["code"] == "unstorable_value"
+    audit = api.as_("viewer", "GET", "/api/audit", params={"target": "flow:\u0000"})
+    assert audit.status_code in (200, 422)
+    mset = api.as_(
+        "developer", "POST", "/api/message-sets", json={"name": unique, "document": {"a": ["\u0000"]}}
+    )
+    assert mset.status_code == 422 and mset.json()["detail"][0]["pointer"] == "/document/a/0"
