@@ -1,0 +1,52 @@
+"""`flowbroker msgset import`: turn a COBOL copybook or C header into a message set's message type."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from flowbroker.commands import CommandError
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``msgset import``."""
+    parser = sub.add_parser("msgset", help="message sets: import record layouts")
+    actions = parser.add_subparsers(dest="msgset_action", metavar="ACTION")
+    actions.required = True
+    imp = actions.add_parser(
+        "import",
+        help="import a copybook or C header and print the message type as JSON",
+        description="Import a COBOL copybook or C struct header and print the message type as JSON.",
+    )
+    imp.add_argument("file", metavar="FILE", help="the copybook or header ('-' for standard input)")
+    kind = imp.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--copybook", action="store_true", help="FILE is a COBOL copybook")
+    kind.add_argument("--c-header", action="store_true", help="FILE is a C header of struct declarations")
+    imp.add_argument("--set", required=True, help="the message set the type belongs to")
+    imp.add_argument("--type", help="the message type's name (default: the record or last struct)")
+    imp.set_defaults(func=_import)
+
+
+def _import(args: argparse.Namespace) -> int:
+    from esql.domains import DomainError
+
+    from flowbroker.formats.copybook import ImportFault
+    from flowbroker.formats.importing import import_layout
+
+    try:
+        if args.file == "-":
+            text, source = sys.stdin.read(), "<stdin>"
+        else:
+            with open(args.file, encoding="utf-8", errors="strict") as handle:
+                text, source = handle.read(), args.file
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"cannot read {args.file}: {exc}") from None
+    try:
+        result = import_layout(text, "copybook" if args.copybook else "c-header", args.set, args.type, source)
+    except ImportFault as fault:
+        raise CommandError(str(fault)) from None
+    except DomainError as exc:
+        raise CommandError(f"{source}: {exc}") from None
+    print(json.dumps(result, indent=2))
+    return 0
