@@ -1,0 +1,1 @@
+"""ESQL for flowbroker: the grammar, compiler, message tree and built-in functions."""

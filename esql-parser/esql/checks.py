@@ -1,0 +1,176 @@
+"""Static checks the generator runs as it resolves names: types that are certainly wrong at compile time.
+
+Only literal operands have a type known for sure, so these checks look at literals (and declared
+variable types) and report what would fail on every run; everything else is left to run time.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from lark import Tree
+
+from esql.ast import keyword, string_value
+
+
+def article(word: str) -> str:
+    return ("an " if word[:1].upper() in "AEIOU" else "a ") + word
+
+
+if TYPE_CHECKING:
+    from esql.codegen import Generator, Var
+
+TYPE_NAMES = {
+    "CHARACTER",
+    "CHAR",
+    "INTEGER",
+    "INT",
+    "FLOAT",
+    "DECIMAL",
+    "BOOLEAN",
+    "DATE",
+    "TIME",
+    "GMTTIME",
+    "TIMESTAMP",
+    "GMTTIMESTAMP",
+    "INTERVAL",
+    "BLOB",
+    "BIT",
+    "REFERENCE",
+    "ROW",
+    "NAMESPACE",
+    "NAME",
+}
+NUMERIC = {"INTEGER", "INT", "FLOAT", "DECIMAL"}
+_NUMBER_TEXT = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
+
+
+def literal_type(node: Any) -> str | None:
+    """The ESQL type of a literal expression, or None when it is not known at compile time."""
+    if not isinstance(node, Tree):
+        return None
+    d = node.data
+    if d == "unary_op":
+        inner = literal_type(node.children[1])
+        return inner if inner in NUMERIC else None
+    if d == "paren":
+        return literal_type(node.children[0])
+    return {
+        "int_lit": "INTEGER",
+        "hex_int_lit": "INTEGER",
+        "decimal_lit": "DECIMAL",
+        "float_lit": "FLOAT",
+        "string_lit": "CHARACTER",
+        "blob_lit": "BLOB",
+        "bit_lit": "BIT",
+        "concat": "CHARACTER" if _all_char(node) else None,
+    }.get(d) or (
+        keyword(node.children[0])
+        if d == "typed_lit"
+        else "INTERVAL"
+        if d == "interval_lit"
+        else "BOOLEAN"
+        if d == "bool_lit" and keyword(node.children[0]) != "UNKNOWN"
+        else None
+    )
+
+
+def _all_char(node: Tree[Any]) -> bool:
+    return all(literal_type(c) == "CHARACTER" for c in node.children)
+
+
+def _compatible(target: str, value_type: str, node: Any) -> bool:
+    target = {"INT": "INTEGER", "CHAR": "CHARACTER"}.get(target, target)
+    if target == value_type or target in ("ROW", "REFERENCE", "NAMESPACE", "NAME", ""):
+        return True
+    if target == "CHARACTER":
+        return True  # every scalar has a CHARACTER form
+    if target in NUMERIC:
+        if value_type in NUMERIC:
+            return True
+        if value_type == "CHARACTER" and node.data == "string_lit":
+            return bool(_NUMBER_TEXT.match(string_value(node.children[0])))
+        return False
+    if target == "BOOLEAN":
+        if value_type == "CHARACTER" and node.data == "string_lit":
+            return string_value(node.children[0]).strip().upper() in ("TRUE", "FALSE", "1", "0")
+        return False
+    if target in ("TIMESTAMP", "GMTTIMESTAMP") and value_type in ("TIMESTAMP", "GMTTIMESTAMP"):
+        return True
+    if target in ("TIME", "GMTTIME") and value_type in ("TIME", "GMTTIME"):
+        return True
+    if value_type == "CHARACTER" and target in (
+        "DATE",
+        "TIME",
+        "GMTTIME",
+        "TIMESTAMP",
+        "GMTTIMESTAMP",
+        "BLOB",
+        "BIT",
+    ):
+        return True  # castable text; whether it parses is a run-time question
+    return False
+
+
+def check_initial_type(gen: Generator, var: Var, init: Any) -> None:
+    if init is None:
+        return
+    _check_value(gen, var, init, "initialise")
+
+
+def check_assign_type(gen: Generator, var: Var, expr: Any) -> None:
+    _check_value(gen, var, expr, "assign")
+
+
+def _check_value(gen: Generator, var: Var, expr: Any, verb: str) -> None:
+    value_type = literal_type(expr)
+    if value_type is None or var.kind not in ("scalar", "external"):
+        return
+    if var.type_name not in TYPE_NAMES:
+        return
+    if not _compatible(var.type_name, value_type, expr):
+        gen.error(
+            expr, f"cannot {verb} {var.type_name} variable '{var.name}' with {article(value_type)} value"
+        )
+
+
+def check_type_name(gen: Generator, node: Any, name: str) -> None:
+    if name not in TYPE_NAMES and not name.startswith("DEC"):
+        gen.error(node, f"unknown data type '{name}'")
+
+
+def check_arithmetic(gen: Generator, node: Tree[Any]) -> None:
+    a, op, b = node.children
+    sym = keyword(op)
+    ta, tb = literal_type(a), literal_type(b)
+    for side, t in ((a, ta), (b, tb)):
+        if t == "CHARACTER" and sym == "+" and side.data == "string_lit":
+            gen.error(node, "operator '+' cannot be applied to CHARACTER; use || to concatenate")
+            return
+        if t == "BOOLEAN":
+            gen.error(node, f"operator '{sym}' cannot be applied to BOOLEAN")
+            return
+        if (
+            t == "CHARACTER"
+            and side.data == "string_lit"
+            and not _NUMBER_TEXT.match(string_value(side.children[0]))
+        ):
+            gen.error(
+                node, f"operator '{sym}' cannot be applied to CHARACTER '{string_value(side.children[0])}'"
+            )
+            return
+
+
+def check_comparison(gen: Generator, node: Tree[Any]) -> None:
+    a, op, b = node.children
+    ta, tb = literal_type(a), literal_type(b)
+    if ta is None or tb is None or ta == tb:
+        return
+    pair = {ta, tb}
+    if pair <= NUMERIC:
+        return
+    if "BOOLEAN" in pair and pair & NUMERIC:
+        gen.error(node, f"cannot compare {ta} with {tb}")
+    elif pair & {"DATE", "TIME", "TIMESTAMP", "GMTTIME", "GMTTIMESTAMP"} and pair & NUMERIC:
+        gen.error(node, f"cannot compare {ta} with {tb}")

@@ -1,0 +1,2285 @@
+"""Code generation: ESQL syntax trees to straight-line Python source over the runtime helpers.
+
+Every user identifier is mangled (``v_``/``f_`` prefixes plus an escape of odd characters) so it
+can never name a Python built-in or a helper; helpers are ``_``-prefixed names that the compiler
+puts into the restricted globals of the generated module. Names are resolved here, once: a
+variable becomes a Python local, a correlation name a context attribute, a path a chain of
+navigation calls. Name and arity problems are reported as diagnostics while generating.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from lark import Token, Tree
+
+from esql import checks
+from esql.ast import ident, keyword, kids, position, string_value
+from esql.diagnostics import Diagnostic
+from esql.runtime import FIELD_TYPES
+
+CORRELATION = {
+    "InputRoot": "ctx.input_root",
+    "OutputRoot": "ctx.output_root",
+    "InputLocalEnvironment": "ctx.input_local_environment",
+    "OutputLocalEnvironment": "ctx.output_local_environment",
+    "Environment": "ctx.environment",
+    "InputExceptionList": "ctx.input_exception_list",
+    "OutputExceptionList": "ctx.output_exception_list",
+    "InputDestinationList": "ctx.input_local_environment",
+    "OutputDestinationList": "ctx.output_local_environment",
+    "InputBody": "ctx.input_root.last_child",
+    "InputProperties": "_child(ctx.input_root, 'Properties')",
+    "Root": "ctx.input_root",
+    "Body": "ctx.input_root.last_child",
+    "Properties": "_child(ctx.input_root, 'Properties')",
+    "LocalEnvironment": "ctx.input_local_environment",
+    "DestinationList": "ctx.input_local_environment",
+    "ExceptionList": "ctx.input_exception_list",
+}
+WRITABLE_ROOTS = {
+    "OutputRoot",
+    "OutputLocalEnvironment",
+    "Environment",
+    "OutputExceptionList",
+    "OutputDestinationList",
+    "LocalEnvironment",
+    "Root",
+    "ExceptionList",
+    "DestinationList",
+    "InputLocalEnvironment",
+}
+SQL_STATE = {
+    "SQLCODE": "ctx.sqlcode",
+    "SQLSTATE": "ctx.sqlstate",
+    "SQLERRORTEXT": "ctx.sqlerrortext",
+    "SQLNATIVEERROR": "ctx.sqlnativeerror",
+}
+BROKER_PROPERTIES = {
+    "BrokerName",
+    "QueueManagerName",
+    "NodeLabel",
+    "MessageFlowLabel",
+    "ApplicationLabel",
+    "LibraryLabel",
+    "ExecutionGroupLabel",
+    "ExecutionGroupName",
+    "BrokerVersion",
+    "BrokerUserId",
+    "BrokerDataSource",
+    "Family",
+    "ProcessId",
+    "WorkPath",
+    "CommitCount",
+    "CommitInterval",
+    "CoordinatedTransaction",
+    "DataSource",
+    "DataSourceUserId",
+    "NodeType",
+    "ThreadId",
+}
+BARE_FUNCTIONS = {
+    "CURRENT_DATE",
+    "CURRENT_TIME",
+    "CURRENT_TIMESTAMP",
+    "CURRENT_GMTDATE",
+    "CURRENT_GMTTIME",
+    "CURRENT_GMTTIMESTAMP",
+    "LOCAL_TIMEZONE",
+    "UUIDASCHAR",
+    "UUIDASBLOB",
+}
+CONSTANTS: dict[str, Any] = {
+    "MQPER_NOT_PERSISTENT": 0,
+    "MQPER_PERSISTENT": 1,
+    "MQPER_PERSISTENCE_AS_Q_DEF": 2,
+    "MQMT_REQUEST": 1,
+    "MQMT_REPLY": 2,
+    "MQMT_DATAGRAM": 8,
+    "MQMT_REPORT": 4,
+    "MQEI_UNLIMITED": -1,
+    "MQMD_CURRENT_VERSION": 2,
+    "MQMD_STRUC_ID": "MD  ",
+    "MQRO_NONE": 0,
+    "MQRO_PASS_MSG_ID": 128,
+    "MQRO_PASS_CORREL_ID": 64,
+    "MQFMT_NONE": "        ",
+    "MQFMT_STRING": "MQSTR   ",
+    "MQFMT_RF_HEADER_2": "MQHRF2  ",
+    "MQFMT_ADMIN": "MQADMIN ",
+    "MQCCSI_Q_MGR": 0,
+    "MQENC_NATIVE": 546,
+    "RootBitStream": 0,
+    "FolderBitStream": 0x00010000,
+    "EmbeddedBitStream": 0x00020000,
+    "ValidateNone": 0,
+    "ValidateContentAndValue": 0x00300000,
+    "ValidateContent": 0x00200000,
+    "ValidateValue": 0x00100000,
+    "ValidateImmediate": 0x00000400,
+    "ValidateDeferred": 0x00000200,
+    "ValidateComplete": 0x00000800,
+    "ValidateException": 0x00000010,
+    "ValidateLocalError": 0x00000020,
+}
+FIELD_FUNCTIONS = {"FIELDNAME", "FIELDNAMESPACE", "FIELDTYPE", "FIELDVALUE", "SAMEFIELD", "BITSTREAM"}
+TREE_BUILTINS = {"CARDINALITY", "EXISTS", "SINGULAR", "LASTMOVE", "THE", "COALESCE", "NULLIF", "ASBITSTREAM"}
+AGGREGATES = {"COUNT", "MAX", "MIN", "SUM"}
+BINOPS = {"+": "_add", "-": "_sub", "*": "_mul", "/": "_div"}
+COMPARE = {"=": "_eq", "<>": "_ne", "<": "_lt", "<=": "_le", ">": "_gt", ">=": "_ge"}
+
+
+class CodegenError(Exception):
+    pass
+
+
+def article(word: str) -> str:
+    return ("an " if word[:1].upper() in "AEIOU" else "a ") + word
+
+
+def mangle(prefix: str, name: str) -> str:
+    """A Python identifier for an ESQL name that cannot collide with any Python or helper name."""
+    if re.fullmatch(r"[A-Za-z0-9_]+", name):
+        return f"{prefix}{name}"
+    return prefix + "".join(c if c.isalnum() and c.isascii() else f"_{ord(c):x}_" for c in name)
+
+
+@dataclass
+class Var:
+    """A declared name: what it holds and how generated code reaches it."""
+
+    name: str
+    py: str
+    kind: str  # scalar | row | ref | namespace | alias | external | shared
+    type_name: str = ""
+    constant: bool = False
+    scope_level: int = 0
+
+
+@dataclass
+class Routine:
+    """A CREATE FUNCTION/PROCEDURE: its signature and generated Python name."""
+
+    name: str
+    qualified: str
+    py: str
+    params: list[tuple[str, str, str]]  # (direction, name, type)
+    returns: str | None
+    language: str
+    node: Tree[Any]
+    module: str | None
+    filename: str
+    schema: str
+
+
+@dataclass
+class Module:
+    name: str
+    kind: str
+    schema: str
+    filename: str
+    node: Tree[Any] | None
+    routines: dict[str, Routine] = field(default_factory=dict)
+    declares: list[Tree[Any]] = field(default_factory=list)
+    handlers: list[Tree[Any]] = field(default_factory=list)
+    bare_body: list[Tree[Any]] = field(default_factory=list)
+
+
+@dataclass
+class Unit:
+    filename: str
+    tree: Tree[Any]
+    schema: str = ""
+    path: list[str] = field(default_factory=list)
+
+
+class Emitter:
+    """Python source lines with indentation and a map from Python line to ESQL position."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.positions: list[tuple[str, int, int]] = []
+        self.indent = 0
+        self.where: tuple[str, int, int] = ("", 0, 0)
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.indent + text)
+        self.positions.append(self.where)
+
+
+class LoopFrame:
+    def __init__(self, label: str | None, lid: int, python_loop: bool) -> None:
+        self.label = label
+        self.lid = lid
+        self.python_loop = python_loop
+        self.needs_leave = False
+        self.needs_iterate = False
+
+
+class Generator:
+    """Generates one Python module for all the files of an ESQL project."""
+
+    def __init__(self, units: list[Unit], strict: bool = True) -> None:
+        self.units = units
+        self.strict = strict
+        self.diagnostics: list[Diagnostic] = []
+        self.out = Emitter()
+        self.modules: dict[str, Module] = {}
+        self.schema_routines: dict[str, dict[str, Routine]] = {}
+        self.schema_vars: dict[str, dict[str, Var]] = {}
+        self.schema_var_nodes: list[tuple[Unit, Tree[Any]]] = []
+        self.counter = 0
+        self.functions_env: dict[str, Any] = {}
+        self.used_functions: set[str] = set()
+        self.constants: dict[str, Any] = {}
+        self.filename = ""
+        self.scopes: list[dict[str, Var]] = []
+        self.loops: list[LoopFrame] = []
+        self.routine: Routine | None = None
+        self.module: Module | None = None
+        self.unit: Unit | None = None
+        self.in_handler = 0
+        self.handler_exc: list[str] = []
+        self.continue_stack: list[tuple[Tree[Any], list[Tree[Any]]]] = []
+        self.pre: list[list[str]] = []
+        self.bare = False
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def error(self, node: Any, message: str, severity: str = "error") -> None:
+        line, col = position(node)
+        self.diagnostics.append(Diagnostic(self.filename, line, col, message, severity))
+
+    def fresh(self, stem: str = "_t") -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def const(self, value: Any) -> str:
+        """A module-level constant holding ``value`` (for values with no Python literal form)."""
+        if value is None or isinstance(value, (bool, int, str, float)):
+            return repr(value)
+        key = self.fresh("_k")
+        self.constants[key] = value
+        return key
+
+    # ------------------------------------------------------------------ collection
+
+    def collect(self) -> None:
+        for unit in self.units:
+            self.filename = unit.filename
+            items = unit.tree.children
+            for item in items:
+                if item.data == "broker_schema":
+                    unit.schema = ".".join(ident(n) for n in item.children[0].children)
+                elif item.data == "path_decl":
+                    unit.path.extend(".".join(ident(n) for n in d.children) for d in item.children)
+            bare_items = [
+                i for i in items if i.data not in ("broker_schema", "path_decl", "module", "routine")
+            ]
+            is_bare = any(i.data not in ("declare", "empty") for i in bare_items)
+            routines = self.schema_routines.setdefault(unit.schema, {})
+            svars = self.schema_vars.setdefault(unit.schema, {})
+            has_module = any(i.data == "module" for i in items)
+            if is_bare and has_module:
+                for item in bare_items:
+                    if item.data == "return_stmt":
+                        self.error(item, "RETURN outside a function or procedure")
+                    elif item.data not in ("declare", "empty"):
+                        self.error(
+                            item, "a statement outside a module or routine (only DECLARE is allowed here)"
+                        )
+                is_bare = False
+            if is_bare:
+                bare = Module("", "COMPUTE", unit.schema, unit.filename, None)
+                bare.bare_body = bare_items
+                if "" in self.modules:
+                    self.error(bare_items[0], "only one file of a project may hold bare (MQSI V2) statements")
+                self.modules[""] = bare
+            for item in items:
+                if item.data == "routine":
+                    self.add_routine(unit, item, routines, None)
+                elif item.data == "module":
+                    self.add_module(unit, item)
+                elif item.data == "declare" and not is_bare:
+                    self.schema_var_nodes.append((unit, item))
+                    for name_node in item.children:
+                        if isinstance(name_node, Tree) and name_node.data in ("ident", "quoted"):
+                            name = ident(name_node)
+                            svars[name] = self.var_for_declare(name, item, level=0, global_=True)
+                elif item.data == "handler" and not is_bare:
+                    self.error(item, "a handler must be declared inside a module or a BEGIN … END block")
+
+    def add_module(self, unit: Unit, node: Tree[Any]) -> None:
+        kind = str(node.children[0]).upper()
+        name = ident(node.children[1])
+        if kind not in ("COMPUTE", "FILTER", "DATABASE", "DATABASEEVENT"):
+            self.error(node.children[0], f"unknown module kind '{kind}' (COMPUTE, FILTER, DATABASE expected)")
+        if name in self.modules:
+            self.error(node.children[1], f"module '{name}' is already defined")
+        module = Module(name, kind, unit.schema, unit.filename, node)
+        self.modules[name] = module
+        for item in node.children[2:]:
+            if item is None or item.data == "empty":
+                continue
+            if item.data == "routine":
+                self.add_routine(unit, item, module.routines, module)
+            elif item.data == "declare":
+                module.declares.append(item)
+            elif item.data == "handler":
+                module.handlers.append(item)
+
+    def add_routine(
+        self, unit: Unit, node: Tree[Any], table: dict[str, Routine], module: Module | None
+    ) -> None:
+        name = ident(node.children[1])
+        params = []
+        for p in kids(node, "param"):
+            direction = keyword(p.children[0]) or "IN"
+            params.append((direction, ident(p.children[1]), str(p.children[3].children[0]).upper()))
+        returns_node = kids(node, "returns")
+        returns = str(returns_node[0].children[0].children[0]).upper() if returns_node else None
+        body = node.children[-1]
+        language = "ESQL"
+        if body.data == "external_body":
+            lang = body.children[0]
+            # LANGUAGE .NET arrives as the word NET (the dot is punctuation in the grammar).
+            language = "".join(str(t) for t in lang.children).upper()
+            if language == "NET":
+                language = ".NET"
+        if name in table:
+            self.error(node.children[1], f"routine '{name}' is already defined")
+        qualified = f"{module.name}.{name}" if module else (f"{unit.schema}.{name}" if unit.schema else name)
+        table[name] = Routine(
+            name,
+            qualified,
+            mangle("f_", qualified.replace(".", "__")),
+            params,
+            returns,
+            language,
+            node,
+            module.name if module else None,
+            unit.filename,
+            unit.schema,
+        )
+
+    def var_for_declare(self, name: str, node: Tree[Any], level: int, global_: bool) -> Var:
+        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Tree) else ""
+        dtype = node.children[-2]
+        constant = False
+        if dtype.data == "reference_type":
+            kind, tname = "ref", "REFERENCE"
+        else:
+            if dtype.data == "constant_type":
+                constant = True
+                dtype = dtype.children[1]
+            tname = str(dtype.children[0]).upper()
+            kind = {"ROW": "row", "NAMESPACE": "namespace", "NAME": "namespace"}.get(tname, "scalar")
+        if mod == "EXTERNAL":
+            kind = "external"
+        py = mangle("g_" if global_ else "v_", name)
+        if not global_ and level > 1:
+            py = f"{py}_{level}"
+        return Var(name, py, kind, tname, constant or kind == "namespace", level)
+
+    # ------------------------------------------------------------------ program
+
+    def generate(self) -> str:
+        self.collect()
+        out = self.out
+        out.line("def _init(ctx):")
+        out.indent += 1
+        out.line("pass")
+        for unit, node in self.schema_var_nodes:
+            self.unit, self.filename = unit, unit.filename
+            self.scopes = [{}]
+            self.global_declare(node, self.schema_vars[unit.schema])
+        for module in self.modules.values():
+            if module.node is None:
+                continue
+            self.filename = module.filename
+            self.module = module
+            self.unit = next(u for u in self.units if u.filename == module.filename)
+            module_vars: dict[str, Var] = {}
+            self.scopes = [self.schema_vars.get(module.schema, {}), module_vars]
+            for node in module.declares:
+                for name_node in node.children:
+                    if isinstance(name_node, Tree) and name_node.data in ("ident", "quoted"):
+                        name = ident(name_node)
+                        var = self.var_for_declare(name, node, level=0, global_=True)
+                        var.py = mangle("g_", f"{module.name}__{name}")
+                        if name in module_vars:
+                            self.error(name_node, f"'{name}' is already declared in module {module.name}")
+                        module_vars[name] = var
+                self.global_declare(node, module_vars, declared=True)
+            module.declares_vars = module_vars  # type: ignore[attr-defined]
+        out.indent -= 1
+        for module in self.modules.values():
+            self.module = module
+            self.filename = module.filename
+            self.unit = next(u for u in self.units if u.filename == module.filename)
+            if module.node is None:
+                self.gen_bare(module)
+            for routine in module.routines.values():
+                self.gen_routine(routine)
+        for _schema, routines in self.schema_routines.items():
+            self.module = None
+            for routine in routines.values():
+                self.filename = routine.filename
+                self.unit = next(u for u in self.units if u.filename == routine.filename)
+                self.gen_routine(routine)
+        return "\n".join(out.lines) + "\n"
+
+    def global_declare(self, node: Tree[Any], table: dict[str, Var], declared: bool = False) -> None:
+        """Initialise schema/module-level variables in ``_init`` (run once per compiled program)."""
+        names = [ident(n) for n in node.children if isinstance(n, Tree) and n.data in ("ident", "quoted")]
+        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Tree) else ""
+        init = node.children[-1]
+        self.out.where = (self.filename, *position(node))
+        for name in names:
+            var = table.get(name) or self.var_for_declare(name, node, 0, True)
+            if not declared:
+                table[name] = var
+            if var.kind == "ref":
+                self.error(node, "a REFERENCE variable cannot be declared at schema or module level")
+                continue
+            if mod == "" and not var.constant:
+                self.error(
+                    node, f"'{name}': a schema or module level variable must be CONSTANT, EXTERNAL or SHARED"
+                )
+            self.out.line(f"global {var.py}")
+            if var.kind == "row":
+                self.out.line(f"{var.py} = _new_row()")
+                continue
+            if init is None:
+                self.out.line(f"{var.py} = None")
+            else:
+                code = self.scalar(init)
+                checks.check_initial_type(self, var, init)
+                self.out.line(f"{var.py} = {code}")
+
+    # ------------------------------------------------------------------ routines
+
+    def routine_header(self, routine: Routine) -> None:
+        params = ", ".join(mangle("v_", p[1]) for p in routine.params)
+        self.out.where = (self.filename, *position(routine.node))
+        self.out.line(f"def {routine.py}(ctx{', ' if params else ''}{params}):")
+
+    def gen_routine(self, routine: Routine) -> None:
+        self.routine = routine
+        self.loops = []
+        body = routine.node.children[-1]
+        self.routine_header(routine)
+        self.out.indent += 1
+        if routine.language == "DATABASE":
+            self.database_routine(routine, body)
+            self.out.indent -= 1
+            return
+        if routine.language != "ESQL":
+            lang = routine.language
+            self.out.line(
+                f"raise _EsqlRuntimeError({('routine ' + routine.qualified + ' is LANGUAGE ' + lang + ': ' + lang + ' routines cannot run in flowbroker')!r})"
+            )
+            self.out.indent -= 1
+            return
+        scope: dict[str, Var] = {}
+        for _direction, name, tname in routine.params:
+            kind = "ref" if tname == "REFERENCE" else "row" if tname == "ROW" else "scalar"
+            scope[name] = Var(name, mangle("v_", name), kind, tname, False, 2)
+        self.scopes = self.base_scopes() + [scope]
+        self.out.line("_stop = ctx.stop")
+        stmt = body.children[0]
+        self.statements([stmt], handlers=self.module.handlers if self.module else [])
+        outs = [mangle("v_", p[1]) for p in routine.params if p[0] in ("OUT", "INOUT")]
+        if outs:
+            self.out.line(f"return (None, {', '.join(outs)})")
+        else:
+            self.out.line("return None")
+        self.out.indent -= 1
+        self.routine = None
+
+    def database_routine(self, routine: Routine, body: Tree[Any]) -> None:
+        """LANGUAGE DATABASE: call the stored procedure named by EXTERNAL NAME on the node's data source."""
+        items = [c for c in body.children[1:] if c is not None]
+        external = None
+        for i, item in enumerate(items):
+            tok = item.children[0] if item.children else None
+            if isinstance(tok, Token) and tok.type in ("QUOTED", "STRING") and i > 0:
+                external = str(tok)[1:-1]
+        if external is None:
+            self.error(
+                routine.node, f'LANGUAGE DATABASE routine {routine.name} needs EXTERNAL NAME "schema.proc"'
+            )
+            self.out.line("return None")
+            return
+        outs = [p for p in routine.params if p[0] != "IN"]
+        if outs:
+            self.error(
+                routine.node,
+                f"routine {routine.name}: OUT and INOUT parameters of database routines are not supported",
+            )
+        args = ", ".join(mangle("v_", p[1]) for p in routine.params)
+        self.out.line(f"return _db_call(ctx, {external!r}, [{args}], {routine.returns is not None})")
+
+    def base_scopes(self) -> list[dict[str, Var]]:
+        scopes = [self.schema_vars.get(self.unit.schema if self.unit else "", {})]
+        if self.module is not None and self.module.node is not None:
+            scopes.append(getattr(self.module, "declares_vars", {}))
+        return scopes
+
+    def gen_bare(self, module: Module) -> None:
+        self.bare = True
+        self.routine = Routine(
+            "Main",
+            "Main",
+            "f__bare_main",
+            [],
+            "BOOLEAN",
+            "ESQL",
+            module.bare_body[0],
+            None,
+            module.filename,
+            module.schema,
+        )
+        self.out.where = (self.filename, *position(module.bare_body[0]))
+        self.out.line("def f__bare_main(ctx):")
+        self.out.indent += 1
+        self.out.line("_stop = ctx.stop")
+        self.scopes = self.base_scopes() + [{}]
+        self.statements(module.bare_body)
+        self.out.line("return True")
+        self.out.indent -= 1
+        self.routine = None
+        self.bare = False
+
+    # ------------------------------------------------------------------ statements
+
+    def statements(self, stmts: list[Any], handlers: list[Tree[Any]] | None = None) -> None:
+        """Emit a statement list; a DECLARE HANDLER guards the statements that follow it."""
+        handlers = list(handlers or [])
+        stmts = [s for s in stmts if s is not None and s.data != "empty"]
+        for i, stmt in enumerate(stmts):
+            if stmt.data == "handler":
+                handlers.append(stmt)
+                rest = stmts[i + 1 :]
+                self.guarded(rest, handlers)
+                return
+        if handlers:
+            self.guarded(stmts, handlers)
+            return
+        if not stmts:
+            self.out.line("pass")
+            return
+        for stmt in stmts:
+            self.statement(stmt)
+
+    def guarded(self, stmts: list[Any], handlers: list[Tree[Any]]) -> None:
+        handler = handlers[-1]
+        if keyword(handler.children[0]) == "CONTINUE":
+            # Every statement of the region, at any depth, gets the handler: after it runs,
+            # execution continues with the statement after the one that failed.
+            self.continue_stack.append((handler, handlers[:-1]))
+            if not stmts:
+                self.out.line("pass")
+            self.statements(stmts, handlers[:-1])
+            self.continue_stack.pop()
+            return
+        self.out.line("try:")
+        self.out.indent += 1
+        self.statements(stmts, handlers[:-1])
+        self.out.indent -= 1
+        self.handler_clause(handler, handlers[:-1])
+
+    def handler_clause(self, handler: Tree[Any], outer: list[Tree[Any]]) -> None:
+        """The ``except`` part running a handler's statement when its SQLSTATE conditions match."""
+        exc = self.fresh("_exc")
+        where = self.out.where
+        self.out.where = (self.filename, *position(handler))
+        conds = [c for c in handler.children[1:-1] if isinstance(c, Tree)]
+        tests = []
+        for cond in conds:
+            if cond.data == "sqlstate_value":
+                tests.append(f"_eq(_sqlstate({exc}), {string_value(cond.children[-1])!r})")
+            else:
+                esc = string_value(cond.children[1]) if cond.children[1] is not None else None
+                tests.append(f"_like(_sqlstate({exc}), {string_value(cond.children[0])!r}, {esc!r})")
+        test = " or ".join(f"({t}) is True" for t in tests) or "True"
+        self.out.line(f"except _CATCHABLE as {exc}:")
+        self.out.indent += 1
+        self.out.line(f"if not ({test}):")
+        self.out.line("    raise")
+        self.out.line(f"_note_error(ctx, {exc})")
+        self.handler_exc.append(exc)
+        self.in_handler += 1
+        saved, self.continue_stack = self.continue_stack, []
+        self.statements([handler.children[-1]], outer)
+        self.continue_stack = saved
+        self.in_handler -= 1
+        self.handler_exc.pop()
+        self.out.indent -= 1
+        self.out.where = where
+
+    def statement(self, stmt: Tree[Any]) -> None:
+        if self.continue_stack and stmt.data not in ("handler", "empty"):
+            self.out.where = (self.filename, *position(stmt))
+            stack = self.continue_stack
+            for _handler, _outer in stack:
+                self.out.line("try:")
+                self.out.indent += 1
+            self.plain_statement(stmt)
+            for handler, outer in reversed(stack):
+                self.out.indent -= 1
+                self.handler_clause(handler, outer)
+            return
+        self.plain_statement(stmt)
+
+    def plain_statement(self, stmt: Tree[Any]) -> None:
+        self.out.where = (self.filename, *position(stmt))
+        method = getattr(self, f"s_{stmt.data}", None)
+        if method is None:
+            self.error(stmt, f"statement {stmt.data} is not supported")
+            return
+        self.pre.append([])
+        start = len(self.out.lines)
+        method(stmt)
+        pre = self.pre.pop()
+        if pre:
+            indent = "    " * self.out.indent
+            lines = [indent + p for p in pre]
+            self.out.lines[start:start] = lines
+            self.out.positions[start:start] = [self.out.where] * len(lines)
+
+    def block(self, node: Tree[Any] | None) -> None:
+        self.scopes.append({})
+        self.statements(node.children if node is not None else [])
+        self.scopes.pop()
+
+    # -- variables
+
+    def lookup(self, name: str) -> Var | None:
+        for scope in reversed(self.scopes):
+            var = scope.get(name)
+            if var is not None:
+                return var
+        return None
+
+    def s_declare(self, node: Tree[Any]) -> None:
+        names = [n for n in node.children if isinstance(n, Tree) and n.data in ("ident", "quoted")]
+        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Tree) else ""
+        init = node.children[-1]
+        scope = self.scopes[-1]
+        level = len(self.scopes)
+        if mod == "EXTERNAL":
+            self.error(node, "EXTERNAL variables can only be declared at schema or module level")
+        if mod == "SHARED":
+            self.error(node, "SHARED variables can only be declared at schema or module level")
+        for name_node in names:
+            name = ident(name_node)
+            var = self.var_for_declare(name, node, level, global_=False)
+            if name in scope and not (self.bare and level == len(self.base_scopes()) + 1):
+                self.error(name_node, f"'{name}' is already declared in this scope")
+            scope[name] = var
+            if var.kind == "ref":
+                target = node.children[-2].children[0]
+                elem = self.element(target)
+                base = self.root_code(target)
+                self.out.line(f"{var.py} = _ref_to({elem}, {base})")
+                continue
+            if var.kind == "row":
+                self.out.line(f"{var.py} = _new_row()")
+                if init is not None:
+                    self.out.line(f"_assign_tree({var.py}, _deref({self.element_or_value(init)}))")
+                continue
+            checks.check_initial_type(self, var, init)
+            self.out.line(f"{var.py} = {self.scalar(init) if init is not None else 'None'}")
+
+    # -- SET
+
+    def s_set_stmt(self, node: Tree[Any]) -> None:
+        target, attr, expr = node.children
+        attr_kw = keyword(attr)
+        start = target.children[0]
+        elems = target.children[1:]
+        name = ident(start.children[0])
+        var = self.lookup(name)
+        if var is not None and not elems and start.children[1] is None and not attr_kw:
+            self.set_variable(var, expr, node)
+            return
+        if var is not None and var.kind in ("scalar", "namespace", "external") and elems:
+            self.error(start, f"'{name}' is {article(var.type_name)} variable, not a field reference")
+            return
+        if var is None and name not in CORRELATION:
+            self.error(start, f"undeclared identifier '{name}'")
+            return
+        if var is None and name not in WRITABLE_ROOTS:
+            self.error(start, f"'{name}' is read-only; only output trees and Environment can be changed")
+            return
+        last_all = (
+            bool(elems)
+            and isinstance(elems[-1].children[2], Tree)
+            and elems[-1].children[2].data == "index_all"
+        )
+        if attr_kw:
+            value = self.scalar(expr)
+            tgt = self.target(target)
+            if attr_kw == "VALUE":
+                self.out.line(f"_assign_value({tgt}, {value}, _to_element_value)")
+            elif attr_kw == "NAME":
+                self.out.line(f"_set_name({tgt}, {value})")
+            elif attr_kw == "NAMESPACE":
+                self.out.line(f"_set_namespace({tgt}, {value})")
+            else:
+                self.out.line(f"_set_type({tgt}, {value})")
+            return
+        if last_all:
+            parent = self.target(target, upto=len(elems) - 1)
+            nm, ns, ftype = self.step_parts(elems[-1])
+            items = self.list_value(expr)
+            self.out.line(f"_assign_list({parent}, {nm}, {ns}, {ftype}, {items}, _to_element_value)")
+            return
+        shared = self.shared_prefix(target, expr)
+        if shared:
+            self.set_with_shared_prefix(target, expr, shared)
+            return
+        kind, code = self.expr(expr)
+        if kind in ("elem", "list"):
+            if kind == "list":
+                code = f"_first({code})"
+            tmp = self.fresh()
+            # The source is read before the target is created; snapshot it when both share a tree.
+            self.out.line(f"{tmp} = _snapshot({code}, {self.root_code(target)})")
+            self.out.line(f"if {tmp} is None:")
+            self.out.line(f"    _delete({self.element(target)})")
+            self.out.line("else:")
+            self.out.line(f"    _assign_tree({self.target(target)}, {tmp})")
+            return
+        if kind == "null":
+            self.out.line(f"_delete({self.element(target)})")
+            return
+        if expr.data in ("string_lit", "int_lit", "bool_lit") and code != "None":
+            # A non-NULL literal can never delete the target: store it directly.
+            self.out.line(f"{self.target(target)}.value = {code}")
+            return
+        tmp = self.fresh()
+        self.out.line(f"{tmp} = {code}")
+        self.out.line(f"if {tmp} is None:")
+        self.out.line(f"    _delete({self.element(target)})")
+        self.out.line("else:")
+        self.out.line(f"    _assign_value({self.target(target)}, {tmp}, _to_element_value)")
+
+    def shared_prefix(self, target: Tree[Any], expr: Tree[Any]) -> int:
+        """How many leading path elements a SET's target and its field-reference source share."""
+        if expr.data != "fieldref" or self.is_list(expr):
+            return 0
+        t_start, s_start = target.children[0], expr.children[0]
+        if (
+            ident(t_start.children[0]) != ident(s_start.children[0])
+            or t_start.children[1]
+            or s_start.children[1]
+        ):
+            return 0
+        var = self.lookup(ident(t_start.children[0]))
+        if var is not None and var.kind not in ("row", "ref", "alias"):
+            return 0
+        if var is None and ident(t_start.children[0]) not in WRITABLE_ROOTS:
+            return 0
+        shared = 0
+        for a, b in zip(target.children[1:-1], expr.children[1:-1], strict=False):
+            if a != b or not self.plain_step(a):
+                break
+            shared += 1
+        return shared if shared >= 2 else 0
+
+    def plain_step(self, elem: Tree[Any]) -> bool:
+        type_qual, step, index = elem.children
+        if any(isinstance(p, Tree) and p.data == "dynamic" for p in step.children):
+            return False
+        if index is None:
+            return True
+        if index.data == "index_all":
+            return False
+        return all(
+            isinstance(n, Tree) and n.data in ("fieldref", "int_lit", "path_start", "ident") or n is None
+            for n in index.children
+        )
+
+    def set_with_shared_prefix(self, target: Tree[Any], expr: Tree[Any], shared: int) -> None:
+        """SET a.b.c.X = a.b.c.Y: walk the shared a.b.c once (the source is read first, as always)."""
+        prefix = self.fresh("_p")
+        self.out.line(f"{prefix} = {self.element(target, upto=shared)}")
+        source = self.fresh()
+        src = self.element(expr, base=(prefix, shared))
+        self.out.line(
+            f"{source} = _snapshot({src}, {self.root_code(target)}) if {prefix} is not None else None"
+        )
+        self.out.line(f"if {source} is None:")
+        self.out.line(f"    if {prefix} is not None:")
+        self.out.line(f"        _delete({self.element(target, base=(prefix, shared))})")
+        self.out.line("else:")
+        self.out.line(f"    _assign_tree({self.target(target, base=(prefix, shared))}, {source})")
+
+    def list_value(self, expr: Tree[Any]) -> str:
+        kind, code = self.expr(expr)
+        if kind == "list":
+            return code
+        if kind == "null":
+            return "[]"
+        return f"_as_list({code})"
+
+    def set_variable(self, var: Var, expr: Tree[Any], node: Tree[Any]) -> None:
+        if var.constant:
+            self.error(node, f"'{var.name}' is a constant and cannot be changed")
+        if var.kind == "external":
+            self.error(node, f"'{var.name}' is an EXTERNAL variable and cannot be changed")
+        if var.kind == "alias":
+            self.error(node, f"'{var.name}' is a correlation name and cannot be assigned")
+        if var.kind == "ref":
+            self.error(node, f"'{var.name}' is a REFERENCE; use MOVE to point it elsewhere")
+            return
+        if var.kind == "row":
+            kind, code = self.expr(expr)
+            if kind == "list":
+                code = f"_first({code})"
+            self.out.line(f"_assign_tree({var.py}, _deref({code}))")
+            return
+        checks.check_assign_type(self, var, expr)
+        prefix = self.global_prefix(var)
+        if prefix:
+            self.out.line(prefix)
+        self.out.line(f"{var.py} = {self.scalar(expr)}")
+
+    def global_prefix(self, var: Var) -> str:
+        if var.py.startswith("g_"):
+            return f"global {var.py}"
+        return ""
+
+    # -- control flow
+
+    def s_if_stmt(self, node: Tree[Any]) -> None:
+        cond, then = node.children[0], node.children[1]
+        self.out.line(f"if {self.condition(cond)}:")
+        self.indented(then)
+        for part in node.children[2:]:
+            if part is None:
+                continue
+            if part.data == "elseif":
+                self.out.where = (self.filename, *position(part))
+                self.out.line(f"elif {self.condition(part.children[0])}:")
+                self.indented(part.children[1])
+            elif part.data == "else_part":
+                self.out.line("else:")
+                self.indented(part.children[0])
+
+    def indented(self, stmts: Tree[Any] | None) -> None:
+        self.out.indent += 1
+        self.block(stmts)
+        self.out.indent -= 1
+
+    def condition(self, expr: Tree[Any]) -> str:
+        kind, code = self.expr(expr)
+        if kind == "bool":
+            return f"({code}) is True"
+        if kind in ("elem", "list"):
+            code = self.to_scalar(kind, code)
+        return f"_truth({code}) is True"
+
+    def s_labelled(self, node: Tree[Any]) -> None:
+        label = ident(node.children[0])
+        end_label = node.children[2]
+        if end_label is not None and ident(end_label) != label:
+            self.error(end_label, f"end label '{ident(end_label)}' does not match '{label}'")
+        self.loop_statement(node.children[1], label)
+
+    def s_while_stmt(self, node: Tree[Any]) -> None:
+        self.loop_statement(node, None)
+
+    s_loop_stmt = s_while_stmt
+    s_repeat_stmt = s_while_stmt
+    s_for_stmt = s_while_stmt
+    s_begin_stmt = s_while_stmt
+
+    def loop_statement(self, node: Tree[Any], label: str | None) -> None:
+        self.counter += 1
+        frame = LoopFrame(label, self.counter, node.data != "begin_stmt")
+        if label is not None and any(f.label == label for f in self.loops):
+            self.error(node, f"label '{label}' is already in use by an enclosing statement")
+        self.loops.append(frame)
+        start = len(self.out.lines)
+        saved_indent = self.out.indent
+        # The loop body is generated one level deeper so a try wrapper can be added afterwards.
+        self.out.indent += 1
+        getattr(self, f"gen_{node.data}")(node)
+        frame = self.loops.pop()
+        if frame.needs_leave:
+            body = self.out.lines[start:]
+            body_pos = self.out.positions[start:]
+            del self.out.lines[start:]
+            del self.out.positions[start:]
+            self.out.indent = saved_indent
+            self.out.line("try:")
+            self.out.lines.extend("    " + line for line in body)
+            self.out.positions.extend(body_pos)
+            self.out.line("except _LeaveSignal as _sig:")
+            self.out.line(f"    if _sig.label != {frame.lid}:")
+            self.out.line("        raise")
+        else:
+            # Dedent the generated body back to the statement's level.
+            self.out.lines[start:] = [line[4:] for line in self.out.lines[start:]]
+            self.out.indent = saved_indent
+        self.out.indent = saved_indent
+
+    def gen_while_stmt(self, node: Tree[Any]) -> None:
+        cond, body = node.children[0], node.children[1]
+        self.check_end_label(node, node.children[2])
+        self.out.line("while True:")
+        self.out.indent += 1
+        self.out.line("if _stop.is_set(): _check_stop(_stop)")
+        self.out.line(f"if not ({self.condition(cond)}):")
+        self.out.line("    break")
+        self.loop_body(body)
+        self.out.indent -= 1
+
+    def gen_loop_stmt(self, node: Tree[Any]) -> None:
+        self.check_end_label(node, node.children[1])
+        self.out.line("while True:")
+        self.out.indent += 1
+        self.out.line("if _stop.is_set(): _check_stop(_stop)")
+        self.loop_body(node.children[0])
+        self.out.indent -= 1
+
+    def gen_repeat_stmt(self, node: Tree[Any]) -> None:
+        self.check_end_label(node, node.children[2])
+        self.out.line("while True:")
+        self.out.indent += 1
+        self.out.line("if _stop.is_set(): _check_stop(_stop)")
+        self.loop_body(node.children[0])
+        self.out.line(f"if {self.condition(node.children[1])}:")
+        self.out.line("    break")
+        self.out.indent -= 1
+
+    def gen_for_stmt(self, node: Tree[Any]) -> None:
+        alias = ident(node.children[0])
+        self.check_end_label(node, node.children[3])
+        source = node.children[1]
+        items = self.element_list(source)
+        var = Var(alias, mangle("v_", alias) + f"_{self.counter}", "alias", "REFERENCE")
+        self.out.line(f"for {var.py} in {items}:")
+        self.out.indent += 1
+        self.out.line("if _stop.is_set(): _check_stop(_stop)")
+        self.scopes.append({alias: var})
+        self.loop_body(node.children[2])
+        self.scopes.pop()
+        self.out.indent -= 1
+
+    def loop_body(self, body: Tree[Any] | None) -> None:
+        """A loop's statements; wrapped so an ITERATE from an inner loop continues this one."""
+        frame = self.loops[-1]
+        start = len(self.out.lines)
+        self.block(body)
+        if frame.needs_iterate:
+            lines = self.out.lines[start:]
+            positions = self.out.positions[start:]
+            del self.out.lines[start:]
+            del self.out.positions[start:]
+            self.out.line("try:")
+            self.out.lines.extend("    " + line for line in lines)
+            self.out.positions.extend(positions)
+            self.out.line("except _IterateSignal as _sig:")
+            self.out.line(f"    if _sig.label != {frame.lid}:")
+            self.out.line("        raise")
+            frame.needs_iterate = False
+
+    def gen_begin_stmt(self, node: Tree[Any]) -> None:
+        atomic = node.children[0]
+        self.check_end_label(node, node.children[2])
+        if atomic is not None and keyword(atomic) == "ATOMIC":
+            self.out.line("with _ATOMIC:")
+            self.out.indent += 1
+            self.block(node.children[1])
+            self.out.indent -= 1
+        else:
+            self.out.line("if True:")
+            self.out.indent += 1
+            self.block(node.children[1])
+            self.out.indent -= 1
+
+    def check_end_label(self, node: Tree[Any], end: Any) -> None:
+        frame = self.loops[-1]
+        if end is not None and frame.label is None:
+            self.error(end, f"end label '{ident(end)}' given for an unlabelled statement")
+        elif end is not None and ident(end) != frame.label:
+            self.error(end, f"end label '{ident(end)}' does not match '{frame.label}'")
+
+    def find_loop(self, node: Tree[Any], verb: str) -> tuple[int, LoopFrame] | None:
+        label = ident(node.children[0])
+        for depth in range(len(self.loops) - 1, -1, -1):
+            if self.loops[depth].label == label:
+                return depth, self.loops[depth]
+        self.error(node, f"{verb} '{label}' is not inside a statement labelled '{label}'")
+        return None
+
+    def s_leave_stmt(self, node: Tree[Any]) -> None:
+        found = self.find_loop(node, "LEAVE")
+        if found is None:
+            return
+        depth, frame = found
+        inner_python_loops = [f for f in self.loops[depth + 1 :] if f.python_loop]
+        if frame.python_loop and not inner_python_loops:
+            self.out.line("break")
+        else:
+            frame.needs_leave = True
+            self.out.line(f"raise _LeaveSignal({frame.lid})")
+
+    def s_iterate_stmt(self, node: Tree[Any]) -> None:
+        found = self.find_loop(node, "ITERATE")
+        if found is None:
+            return
+        depth, frame = found
+        if not frame.python_loop:
+            self.error(node, f"ITERATE '{frame.label}' names a BEGIN block, not a loop")
+            return
+        inner = [f for f in self.loops[depth + 1 :] if f.python_loop]
+        if inner:
+            frame.needs_iterate = True
+            self.out.line(f"raise _IterateSignal({frame.lid})")
+            return
+        self.out.line("continue")
+
+    def s_case_stmt(self, node: Tree[Any]) -> None:
+        subject = node.children[0]
+        whens = kids(node, "case_when")
+        else_part = (
+            node.children[-1]
+            if node.children[-1] is not None and node.children[-1].data == "else_part"
+            else None
+        )
+        subj = None
+        if subject is not None:
+            subj = self.fresh()
+            self.out.line(f"{subj} = {self.scalar(subject)}")
+        for i, when in enumerate(whens):
+            self.out.where = (self.filename, *position(when))
+            test = (
+                f"_eq({subj}, {self.scalar(when.children[0])}) is True"
+                if subj is not None
+                else self.condition(when.children[0])
+            )
+            self.out.line(f"{'if' if i == 0 else 'elif'} {test}:")
+            self.indented(when.children[1])
+        if else_part is not None:
+            self.out.line("else:")
+            self.indented(else_part.children[0])
+        else:
+            self.out.line("else:")
+            self.out.line("    raise _EsqlRuntimeError('CASE: no WHEN clause matched and there is no ELSE')")
+
+    def s_return_stmt(self, node: Tree[Any]) -> None:
+        expr = node.children[0]
+        if self.routine is None:
+            self.error(node, "RETURN outside a function or procedure")
+            return
+        outs = [mangle("v_", p[1]) for p in self.routine.params if p[0] in ("OUT", "INOUT")]
+        if expr is None:
+            value = "None"
+        elif self.routine.returns in ("ROW", "REFERENCE"):
+            value = f"_deref({self.element_or_value(expr)})"
+        else:
+            value = self.scalar(expr)
+        if expr is not None and self.routine.returns is None and not self.bare:
+            self.error(node, f"procedure {self.routine.name} has no RETURNS clause but returns a value")
+        if outs:
+            self.out.line(f"return ({value}, {', '.join(outs)})")
+        else:
+            self.out.line(f"return {value}")
+
+    # -- CALL
+
+    def resolve_routine(self, node: Tree[Any], fieldref: Tree[Any]) -> Routine | None:
+        parts = [ident(fieldref.children[0].children[0])]
+        for elem in fieldref.children[1:]:
+            parts.append(ident(elem.children[1].children[0]))
+        name = parts[-1]
+        if len(parts) > 1:
+            schema = ".".join(parts[:-1])
+            found = self.schema_routines.get(schema, {}).get(name)
+            if found is None:
+                self.unresolved(node, ".".join(parts))
+            return found
+        if self.module is not None and name in self.module.routines:
+            return self.module.routines[name]
+        schema = self.unit.schema if self.unit else ""
+        if name in self.schema_routines.get(schema, {}):
+            return self.schema_routines[schema][name]
+        for path in self.unit.path if self.unit else []:
+            if name in self.schema_routines.get(path, {}):
+                return self.schema_routines[path][name]
+        return None
+
+    def unresolved(self, node: Any, name: str) -> None:
+        self.error(node, f"routine '{name}' is not defined", "error" if self.strict else "warning")
+
+    def call_args(self, routine: Routine, args: list[Tree[Any]], node: Tree[Any]) -> list[str]:
+        if len(args) != len(routine.params):
+            self.error(
+                node,
+                f"routine '{routine.name}' takes {len(routine.params)} argument(s) but {len(args)} were given",
+            )
+        codes = []
+        for (direction, _pname, ptype), arg in zip(routine.params, args, strict=False):
+            if ptype == "REFERENCE":
+                codes.append(self.reference_arg(arg))
+            elif ptype == "ROW":
+                codes.append(f"_deref({self.element_or_value(arg)})")
+            elif direction == "OUT":
+                codes.append("None")
+            else:
+                codes.append(self.scalar(arg))
+        return codes
+
+    def reference_arg(self, arg: Tree[Any]) -> str:
+        if arg.data == "fieldref" and len(arg.children) == 1:
+            var = self.lookup(ident(arg.children[0].children[0]))
+            if var is not None and var.kind == "ref":
+                return var.py
+        return f"_Reference({self.element(arg) if arg.data == 'fieldref' else self.scalar(arg)})"
+
+    def s_call_stmt(self, node: Tree[Any]) -> None:
+        fieldref, args_node, call_in, call_into = node.children
+        args = args_node.children if args_node is not None else []
+        routine = self.resolve_routine(node, fieldref)
+        if routine is None:
+            name = self.dotted(fieldref)
+            if "." not in name:
+                self.unresolved(node, name)
+            self.out.line(f"raise _EsqlRuntimeError({('routine ' + name + ' is not defined')!r})")
+            return
+        if call_in is not None:
+            self.error(call_in, "CALL … IN Database… is only valid for LANGUAGE DATABASE routines")
+        codes = self.call_args(routine, args, node)
+        call = f"{routine.py}(ctx{''.join(', ' + c for c in codes)})"
+        outs = [
+            (i, p) for i, p in enumerate(routine.params) if p[0] in ("OUT", "INOUT") and p[2] != "REFERENCE"
+        ]
+        result = self.fresh()
+        self.out.line(f"{result} = {call}")
+        if outs:
+            for n, (i, _p) in enumerate(outs, 1):
+                if i < len(args):
+                    self.assign_to(args[i], f"{result}[{n}]")
+            self.out.line(f"{result} = {result}[0]")
+        if call_into is not None:
+            self.assign_to(call_into.children[0], result)
+
+    def assign_to(self, target: Tree[Any], code: str) -> None:
+        if target.data == "fieldref" and len(target.children) == 1 and target.children[0].children[1] is None:
+            var = self.lookup(ident(target.children[0].children[0]))
+            if var is not None and var.kind in ("scalar",):
+                prefix = self.global_prefix(var)
+                if prefix:
+                    self.out.line(prefix)
+                self.out.line(f"{var.py} = {code}")
+                return
+        if target.data != "fieldref":
+            self.error(target, "an OUT or INOUT argument must be a variable or a field reference")
+            return
+        self.out.line(f"_assign_value({self.target(target)}, {code}, _to_element_value)")
+
+    def dotted(self, fieldref: Tree[Any]) -> str:
+        parts = [ident(fieldref.children[0].children[0])]
+        for elem in fieldref.children[1:]:
+            part = elem.children[1].children[0]
+            parts.append(ident(part) if isinstance(part, Tree) and part.data in ("ident", "quoted") else "*")
+        return ".".join(parts)
+
+    # -- tree statements
+
+    def s_create_stmt(self, node: Tree[Any]) -> None:
+        where, target, create_as, domain, tail = node.children
+        dom = self.scalar(domain.children[0]) if domain is not None else "None"
+        if where.data == "where_field":
+            new = self.fresh()
+            self.out.line(f"{new} = {self.target(target)}")
+            if domain is not None:
+                self.out.line(f"_set_domain({new}, {dom})")
+        else:
+            relation = keyword(where.children[0])
+            anchor = self.fresh()
+            self.out.line(f"{anchor} = {self.element(target)}")
+            self.out.line(f"if {anchor} is None:")
+            self.out.line(
+                f"    raise _EsqlRuntimeError({('CREATE: ' + self.dotted(target) + ' does not exist')!r})"
+            )
+            new = self.fresh()
+            self.out.line(f"{new} = _place({anchor}, {relation!r}, _new_field({dom}))")
+        if tail is not None:
+            if tail.data == "create_values":
+                for cv in tail.children:
+                    attr = keyword(cv.children[0])
+                    value = self.scalar(cv.children[1])
+                    func = {
+                        "VALUE": "_set_value",
+                        "NAME": "_set_name",
+                        "NAMESPACE": "_set_namespace",
+                        "TYPE": "_set_type",
+                    }[attr]
+                    self.out.line(f"{func}({new}, {value})")
+            elif tail.data == "create_from":
+                self.out.line(f"_create_from({new}, _deref({self.element_or_value(tail.children[0])}))")
+            elif tail.data == "create_parse":
+                opts = {keyword(o.children[0]): self.scalar(o.children[1]) for o in tail.children[1:]}
+                self.out.line(
+                    f"_parse_into({new}, {dom}, {self.scalar(tail.children[0])}, "
+                    f"{opts.get('CCSID', 'None')}, {opts.get('ENCODING', 'None')}, {opts.get('OPTIONS', 'None')}, "
+                    f"{opts.get('SET', 'None')}, {opts.get('TYPE', 'None')}, {opts.get('FORMAT', 'None')})"
+                )
+            elif tail.data == "create_repeat":
+                value = self.scalar(tail.children[0]) if tail.children[0] is not None else "_MISSING"
+                anchor_code = anchor if where.data != "where_field" else "None"
+                self.out.line(f"_create_repeat({new}, {anchor_code}, {value})")
+            elif tail.data == "create_identity":
+                nm, ns, ftype = self.step_parts(tail.children[0])
+                self.out.line(f"_set_name({new}, {nm})")
+                if ns != "''":
+                    self.out.line(f"_set_namespace({new}, {ns})")
+                if ftype != "None":
+                    self.out.line(f"_set_type({new}, {ftype})")
+        if create_as is not None:
+            ref = create_as.children[0]
+            var = self.lookup(ident(ref.children[0].children[0])) if len(ref.children) == 1 else None
+            if var is None or var.kind != "ref":
+                self.error(ref, "CREATE … AS needs a declared REFERENCE variable")
+            else:
+                self.out.line(f"{var.py} = _Reference({new})")
+
+    def s_delete_field(self, node: Tree[Any]) -> None:
+        self.check_writable(node.children[0])
+        self.out.line(f"_delete({self.element(node.children[0])})")
+
+    def s_delete_rel(self, node: Tree[Any]) -> None:
+        relation = keyword(node.children[0])
+        self.out.line(f"_delete(_relative({self.element(node.children[1])}, {relation!r}))")
+
+    def check_writable(self, fieldref: Tree[Any]) -> None:
+        name = ident(fieldref.children[0].children[0])
+        if self.lookup(name) is None and name in CORRELATION and name not in WRITABLE_ROOTS:
+            self.error(fieldref, f"'{name}' is read-only; only output trees and Environment can be changed")
+
+    def ref_var(self, fieldref: Tree[Any], verb: str) -> Var | None:
+        if len(fieldref.children) == 1:
+            var = self.lookup(ident(fieldref.children[0].children[0]))
+            if var is not None and var.kind == "ref":
+                return var
+        self.error(fieldref, f"{verb} needs a REFERENCE variable")
+        return None
+
+    def s_move_stmt(self, node: Tree[Any]) -> None:
+        var = self.ref_var(node.children[0], "MOVE")
+        if var is None:
+            return
+        target = node.children[1]
+        if target.data == "move_to":
+            self.out.line(f"_move_to({var.py}, {self.element(target.children[0])})")
+        elif target.data == "move_parent":
+            self.out.line(f"_move({var.py}, 'PARENT')")
+        else:
+            relation = keyword(target.children[0])
+            name = ns = ftype = "None"
+            repeat_type = repeat_name = False
+            for qual in target.children[1:]:
+                if qual.data == "move_filter":
+                    attr = keyword(qual.children[0])
+                    value = self.scalar(qual.children[1])
+                    if attr == "NAME":
+                        name = value
+                    elif attr == "NAMESPACE":
+                        ns = value
+                    elif attr == "TYPE":
+                        ftype = value
+                    else:
+                        self.error(qual, "MOVE accepts TYPE, NAMESPACE and NAME only")
+                else:
+                    attrs = [keyword(c) for c in qual.children]
+                    repeat_type = "TYPE" in attrs or not attrs
+                    repeat_name = "NAME" in attrs or not attrs
+            self.out.line(
+                f"_move({var.py}, {relation!r}, {name}, {ns}, {ftype}, {repeat_type}, {repeat_name})"
+            )
+
+    def s_attach_stmt(self, node: Tree[Any]) -> None:
+        source, target, relation = node.children
+        self.out.line(
+            f"_attach(_deref({self.element_or_value(source)}), {self.element(target)}, {keyword(relation)!r})"
+        )
+
+    def s_detach_stmt(self, node: Tree[Any]) -> None:
+        self.out.line(f"_delete(_deref({self.element_or_value(node.children[0])}))")
+
+    # -- node interaction
+
+    def s_propagate_stmt(self, node: Tree[Any]) -> None:
+        to = node.children[0]
+        terminal, is_label = "'out'", False
+        if to is not None:
+            is_label = keyword(to.children[0]) == "LABEL"
+            terminal = self.scalar(to.children[1])
+        sources = {"ENVIRONMENT": "None", "MESSAGE": "None", "EXCEPTION": "None"}
+        delete = True
+        for opt in node.children[1:]:
+            if opt is None:
+                continue
+            if opt.data == "prop_source":
+                sources[keyword(opt.children[0])] = f"_deref({self.element_or_value(opt.children[1])})"
+            elif keyword(opt.children[0]) == "DELETE":
+                delete = keyword(opt.children[1]) == "DEFAULT"
+        if self.module is not None and self.module.kind == "FILTER":
+            self.error(node, "PROPAGATE is not allowed in a FILTER module")
+        self.out.line(
+            f"_propagate(ctx, {terminal}, {is_label}, {sources['ENVIRONMENT']}, {sources['MESSAGE']}, "
+            f"{sources['EXCEPTION']}, {delete})"
+        )
+
+    def s_throw_stmt(self, node: Tree[Any]) -> None:
+        user = node.children[0] is not None
+        opts: dict[str, str] = {"SEVERITY": "3", "CATALOG": "'BIPmsgs'", "MESSAGE": "2951"}
+        values = "[]"
+        for opt in node.children[1:]:
+            if opt is None:
+                continue
+            if opt.data == "throw_value":
+                opts[keyword(opt.children[0])] = self.scalar(opt.children[1])
+            else:
+                values = (
+                    "["
+                    + ", ".join(self.scalar(a) for a in (opt.children[0].children if opt.children[0] else []))
+                    + "]"
+                )
+        self.out.line(
+            f"raise _throw({opts['SEVERITY']}, {opts['CATALOG']}, {opts['MESSAGE']}, {values}, {user})"
+        )
+
+    def s_resignal_stmt(self, node: Tree[Any]) -> None:
+        if not self.handler_exc:
+            self.error(node, "RESIGNAL outside a handler")
+            return
+        self.out.line(f"raise {self.handler_exc[-1]}")
+
+    def s_eval_stmt(self, node: Tree[Any]) -> None:
+        self.scalar(node.children[0])
+        self.out.line(
+            "raise _EsqlRuntimeError('EVAL is not supported: flowbroker never runs ESQL text built at run time')"
+        )
+
+    def s_log_stmt(self, node: Tree[Any]) -> None:
+        parts = []
+        for opt in node.children[1:]:
+            if opt is None:
+                continue
+            if opt.data == "log_value":
+                parts.append(f"({keyword(opt.children[0])!r}, {self.scalar(opt.children[1])})")
+            elif opt.data == "log_values":
+                args = opt.children[0].children if opt.children[0] is not None else []
+                parts.append("('VALUES', [" + ", ".join(self.scalar(a) for a in args) + "])")
+        self.out.line(f"_log(ctx, {keyword(node.children[0])!r}, [{', '.join(parts)}])")
+
+    # -- database statements
+
+    def db_table(self, fieldref: Tree[Any]) -> str:
+        start = ident(fieldref.children[0].children[0])
+        if start != "Database":
+            self.error(fieldref, "a table reference must start with Database")
+        parts = []
+        for elem in fieldref.children[1:]:
+            part = elem.children[1].children[0]
+            if isinstance(part, Tree) and part.data == "dynamic":
+                parts.append(self.scalar(part.children[0]))
+            else:
+                parts.append(repr(ident(part)))
+        if not parts:
+            self.error(fieldref, "a table name is missing after Database")
+        return "[" + ", ".join(parts) + "]"
+
+    def s_insert_stmt(self, node: Tree[Any]) -> None:
+        table = self.db_table(node.children[0])
+        cols = [
+            ident(c) for c in node.children[1:-1] if isinstance(c, Tree) and c.data in ("ident", "quoted")
+        ]
+        values = [self.scalar(a) for a in node.children[-1].children]
+        if cols and len(cols) != len(values):
+            self.error(node, f"INSERT names {len(cols)} column(s) but gives {len(values)} value(s)")
+        self.out.line(f"_db_insert(ctx, {table}, {cols!r}, [{', '.join(values)}])")
+
+    def db_scope(self, alias: str) -> None:
+        self.scopes.append({alias: Var(alias, "_COLUMN", "column")})
+
+    def s_update_stmt(self, node: Tree[Any]) -> None:
+        table = self.db_table(node.children[0])
+        alias_node = node.children[1]
+        alias = ident(alias_node) if alias_node is not None else self.last_part(node.children[0])
+        sets = kids(node, "column_set")
+        where = (
+            node.children[-1]
+            if node.children[-1] is not None and node.children[-1].data != "column_set"
+            else None
+        )
+        self.db_scope(alias)
+        assigns = ", ".join(f"({ident(s.children[0])!r}, {self.sql(s.children[1], alias)})" for s in sets)
+        cond = self.sql(where, alias) if where is not None else "None"
+        self.scopes.pop()
+        self.out.line(f"_db_update(ctx, {table}, [{assigns}], {cond})")
+
+    def s_delete_from_stmt(self, node: Tree[Any]) -> None:
+        table = self.db_table(node.children[0])
+        alias = ident(node.children[1]) if node.children[1] is not None else self.last_part(node.children[0])
+        self.db_scope(alias)
+        cond = self.sql(node.children[2], alias) if node.children[2] is not None else "None"
+        self.scopes.pop()
+        self.out.line(f"_db_delete(ctx, {table}, {cond})")
+
+    def last_part(self, fieldref: Tree[Any]) -> str:
+        part = fieldref.children[-1].children[1].children[0] if len(fieldref.children) > 1 else None
+        return ident(part) if isinstance(part, Tree) and part.data in ("ident", "quoted") else "T"
+
+    def s_passthru_stmt(self, node: Tree[Any]) -> None:
+        self.out.line(f"{self.passthru_call(node)}")
+
+    def passthru_call(self, node: Tree[Any]) -> str:
+        """PASSTHRU in its statement and function forms: SQL text, parameters, optional TO."""
+        if node.data == "passthru_fn":
+            node = node.children[0]
+        if node.data == "passthru_stmt" and node.children[0].data in ("paren_list", "paren_passthru"):
+            inner = node.children[0]
+            parts = [c for c in inner.children if c is not None] + [
+                c for c in node.children[1:] if c is not None
+            ]
+        else:
+            parts = [c for c in node.children if c is not None]
+        exprs: list[Tree[Any]] = []
+        to = values = None
+        for part in parts:
+            if part.data == "args":
+                exprs.extend(part.children)
+            elif part.data == "passthru_to":
+                to = part
+            elif part.data == "passthru_values":
+                values = part
+            else:
+                exprs.append(part)
+        sql_args = [self.scalar(e) for e in exprs[1:]]
+        if values is not None and values.children[0] is not None:
+            sql_args += [self.scalar(a) for a in values.children[0].children]
+        target = self.db_table(to.children[0]) if to is not None else "None"
+        return f"_passthru(ctx, {self.scalar(exprs[0])}, [{', '.join(sql_args)}], {target})"
+
+    # ------------------------------------------------------------------ expressions
+
+    def scalar(self, node: Tree[Any]) -> str:
+        kind, code = self.expr(node)
+        return self.to_scalar(kind, code)
+
+    def to_scalar(self, kind: str, code: str) -> str:
+        if kind == "elem":
+            return f"_value({code})"
+        if kind == "list":
+            return f"_values({code})"
+        if kind == "ref":
+            return f"_value({code}.element)"
+        return code
+
+    def element_or_value(self, node: Tree[Any]) -> str:
+        kind, code = self.expr(node)
+        return code
+
+    def expr(self, node: Any) -> tuple[str, str]:
+        """(kind, python code) where kind is scalar, bool, elem, list, row or null."""
+        method = getattr(self, f"e_{node.data}", None)
+        if method is None:
+            self.error(node, f"expression {node.data} is not supported")
+            return "scalar", "None"
+        return method(node)  # type: ignore[no-any-return]
+
+    # literals
+    def e_int_lit(self, node: Tree[Any]) -> tuple[str, str]:
+        value = int(str(node.children[0]))
+        if value >= 2**63:
+            self.error(node, f"integer literal {value} is out of the 64-bit INTEGER range")
+        return "scalar", repr(value)
+
+    def e_hex_int_lit(self, node: Tree[Any]) -> tuple[str, str]:
+        return "scalar", repr(int(str(node.children[0]), 16))
+
+    def e_decimal_lit(self, node: Tree[Any]) -> tuple[str, str]:
+        return "scalar", self.const(Decimal(str(node.children[0])))
+
+    def e_float_lit(self, node: Tree[Any]) -> tuple[str, str]:
+        return "scalar", repr(float(str(node.children[0])))
+
+    def e_string_lit(self, node: Tree[Any]) -> tuple[str, str]:
+        return "scalar", repr(string_value(node.children[0]))
+
+    def e_bool_lit(self, node: Tree[Any]) -> tuple[str, str]:
+        word = keyword(node.children[0])
+        return "bool", {"TRUE": "True", "FALSE": "False"}.get(word, "None")
+
+    def e_null_lit(self, node: Tree[Any]) -> tuple[str, str]:
+        return "null", "None"
+
+    def typed_literal(self, node: Tree[Any], kind: str, text: str, qualifier: str | None) -> tuple[str, str]:
+        try:
+            value = self.values.literal(kind, text, qualifier)
+        except Exception as exc:  # the literal's own message is the diagnostic
+            self.error(node, f"invalid {kind} literal '{text}': {exc}")
+            return "scalar", "None"
+        return "scalar", self.const(value)
+
+    def e_blob_lit(self, node: Tree[Any]) -> tuple[str, str]:
+        text = str(node.children[0])[2:-1]
+        if len("".join(text.split())) % 2:
+            self.error(node, "a BLOB literal needs an even number of hex digits")
+            return "scalar", "None"
+        return self.typed_literal(node, "X", text, None)
+
+    def e_bit_lit(self, node: Tree[Any]) -> tuple[str, str]:
+        return self.typed_literal(node, "B", str(node.children[0])[2:-1], None)
+
+    def e_typed_lit(self, node: Tree[Any]) -> tuple[str, str]:
+        return self.typed_literal(node, keyword(node.children[0]), string_value(node.children[1]), None)
+
+    def e_interval_lit(self, node: Tree[Any]) -> tuple[str, str]:
+        return self.typed_literal(
+            node, "INTERVAL", string_value(node.children[0]), self.qualifier(node.children[1])
+        )
+
+    def qualifier(self, node: Tree[Any]) -> str:
+        units = [keyword(u) for u in node.children if u is not None]
+        return " TO ".join(units)
+
+    def e_interval_diff(self, node: Tree[Any]) -> tuple[str, str]:
+        return (
+            "scalar",
+            f"_interval_of({self.scalar(node.children[0])}, {self.qualifier(node.children[1])!r})",
+        )
+
+    # operators
+    def e_or_op(self, node: Tree[Any]) -> tuple[str, str]:
+        a, b = self.scalar(node.children[0]), self.scalar(node.children[1])
+        t = self.fresh()
+        return "bool", f"(True if ({t} := {a}) is True else _or({t}, {b}))"
+
+    def e_and_op(self, node: Tree[Any]) -> tuple[str, str]:
+        a, b = self.scalar(node.children[0]), self.scalar(node.children[1])
+        t = self.fresh()
+        return "bool", f"(False if ({t} := {a}) is False else _and({t}, {b}))"
+
+    def e_not_op(self, node: Tree[Any]) -> tuple[str, str]:
+        return "bool", f"_not({self.scalar(node.children[0])})"
+
+    def e_compare(self, node: Tree[Any]) -> tuple[str, str]:
+        a, op, b = node.children
+        checks.check_comparison(self, node)
+        return "bool", f"{COMPARE[keyword(op)]}({self.comparand(a)}, {self.comparand(b)})"
+
+    def comparand(self, node: Tree[Any]) -> str:
+        """ROW and LIST values compare as trees/lists; a field reference compares by its value."""
+        kind, code = self.expr(node)
+        if node.data in ("row_expr", "list_expr"):
+            return code
+        if node.data == "fieldref" and len(node.children) == 1:
+            var = self.lookup(ident(node.children[0].children[0]))
+            if var is not None and var.kind == "row":
+                return code
+        return self.to_scalar(kind, code)
+
+    def e_between(self, node: Tree[Any]) -> tuple[str, str]:
+        v, neg, mod, lo, hi = node.children
+        code = (
+            f"_between({self.scalar(v)}, {self.scalar(lo)}, {self.scalar(hi)}, {keyword(mod) == 'SYMMETRIC'})"
+        )
+        return "bool", f"_not({code})" if neg is not None else code
+
+    def e_in_list(self, node: Tree[Any]) -> tuple[str, str]:
+        v, neg, args = node.children
+        code = f"_in({self.scalar(v)}, [{', '.join(self.scalar(a) for a in args.children)}])"
+        return "bool", f"_not({code})" if neg is not None else code
+
+    def e_like(self, node: Tree[Any]) -> tuple[str, str]:
+        v, neg, pat, esc = node.children
+        code = (
+            f"_like({self.scalar(v)}, {self.scalar(pat)}, {self.scalar(esc) if esc is not None else 'None'})"
+        )
+        return "bool", f"_not({code})" if neg is not None else code
+
+    def e_is_test(self, node: Tree[Any]) -> tuple[str, str]:
+        v, neg, what = node.children
+        word = keyword(what)
+        value = self.scalar(v)
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", value):
+            value = f"_same({value})"  # "is" on a literal is a SyntaxWarning in Python
+        code = {
+            "NULL": f"({value} is None)",
+            "TRUE": f"({value} is True)",
+            "FALSE": f"({value} is False)",
+            "UNKNOWN": f"({value} is None)",
+        }.get(word, f"_is_number_kind({value}, {word!r})")
+        return "bool", f"(not {code})" if neg is not None else code
+
+    def e_binop(self, node: Tree[Any]) -> tuple[str, str]:
+        a, op, b = node.children
+        checks.check_arithmetic(self, node)
+        return "scalar", f"{BINOPS[keyword(op)]}({self.scalar(a)}, {self.scalar(b)})"
+
+    def e_concat(self, node: Tree[Any]) -> tuple[str, str]:
+        return "scalar", f"_concat({self.scalar(node.children[0])}, {self.scalar(node.children[1])})"
+
+    def e_unary_op(self, node: Tree[Any]) -> tuple[str, str]:
+        op, v = node.children
+        if keyword(op) == "-":
+            if v.data in ("int_lit", "decimal_lit", "float_lit"):
+                kind, code = self.expr(v)
+                if v.data == "int_lit":
+                    return "scalar", repr(-int(str(v.children[0])))
+                return "scalar", f"_neg({code})"
+            return "scalar", f"_neg({self.scalar(v)})"
+        return self.expr(v)
+
+    def e_paren(self, node: Tree[Any]) -> tuple[str, str]:
+        return self.expr(node.children[0])
+
+    def e_paren_list(self, node: Tree[Any]) -> tuple[str, str]:
+        self.error(node, "a parenthesised list is only valid as the argument of PASSTHRU")
+        return "scalar", "None"
+
+    e_paren_passthru = e_paren_list
+
+    def e_passthru_fn(self, node: Tree[Any]) -> tuple[str, str]:
+        inner = node.children[0]
+        if inner.data == "paren":
+            return "list", f"_passthru(ctx, {self.scalar(inner.children[0])}, [], None)"
+        return "list", self.passthru_call(node)
+
+    def e_case_expr(self, node: Tree[Any]) -> tuple[str, str]:
+        subject = node.children[0]
+        whens = kids(node, "case_expr_when")
+        else_node = (
+            node.children[-1]
+            if node.children[-1] is not None and node.children[-1].data != "case_expr_when"
+            else None
+        )
+        code = self.scalar(else_node) if else_node is not None else "None"
+        subj_code = self.scalar(subject) if subject is not None else None
+        t = self.fresh()
+        for when in reversed(whens):
+            cond_node, value_node = when.children
+            if subj_code is not None:
+                cond = f"_eq({t}, {self.scalar(cond_node)}) is True"
+            else:
+                cond = self.condition(cond_node)
+            code = f"({self.scalar(value_node)} if {cond} else {code})"
+        if subj_code is not None:
+            # The subject is evaluated once and bound as the lambda's parameter for every WHEN.
+            code = f"_case_subject({subj_code}, lambda {t}: {code})"
+        return "scalar", code
+
+    def e_cast_expr(self, node: Tree[Any]) -> tuple[str, str]:
+        args, type_node = node.children[0], node.children[1]
+        tname = str(type_node.children[0]).upper()
+        checks.check_type_name(self, type_node, tname)
+        precision = [str(t) for t in type_node.children[1:] if t is not None]
+        if precision:
+            if tname not in ("DECIMAL", "DEC"):
+                self.error(type_node, f"only DECIMAL takes a precision, not {tname}")
+            tname = f"DECIMAL({', '.join(precision)})"
+        opts = {}
+        for opt in node.children[2:]:
+            if opt is not None:
+                opts[keyword(opt.children[0]).lower()] = self.scalar(opt.children[1])
+        kw = "".join(f", {k}={v}" for k, v in opts.items())
+        values = [self.scalar(a) for a in args.children]
+        if len(values) == 1:
+            return "scalar", f"_cast({values[0]}, {tname!r}{kw})"
+        return "scalar", f"_cast_many([{', '.join(values)}], {tname!r}{kw})"
+
+    def e_row_expr(self, node: Tree[Any]) -> tuple[str, str]:
+        fields = []
+        for f in node.children:
+            if f is None:
+                continue
+            value_node, name_node = f.children
+            name = self.alias_name(value_node, name_node)
+            fields.append(f"({name!r}, {self.element_or_value(value_node)})")
+        return "elem", f"_row_of([{', '.join(fields)}], _to_element_value)"
+
+    def alias_name(self, value_node: Tree[Any], name_node: Any) -> str | None:
+        if name_node is not None:
+            return self.dotted(name_node).split(".")[-1]
+        if value_node.data == "fieldref" and len(value_node.children) > 1:
+            return self.dotted(value_node).split(".")[-1]
+        return None
+
+    def e_list_expr(self, node: Tree[Any]) -> tuple[str, str]:
+        args = node.children[0].children if node.children[0] is not None else []
+        return "list", "[" + ", ".join(self.scalar(a) for a in args) + "]"
+
+    # calls
+    def e_call_star(self, node: Tree[Any]) -> tuple[str, str]:
+        self.error(node, f"{self.dotted(node.children[0])}(*) is only valid in a SELECT list")
+        return "scalar", "None"
+
+    def e_call(self, node: Tree[Any]) -> tuple[str, str]:
+        fieldref, call_args = node.children
+        args = (
+            call_args.children[0].children
+            if call_args is not None and call_args.children[0] is not None
+            else []
+        )
+        mode = call_args.children[1] if call_args is not None else None
+        name = self.dotted(fieldref)
+        upper = name.upper()
+        if upper in TREE_BUILTINS:
+            return self.tree_builtin(node, upper, args)
+        if upper in AGGREGATES and "." not in name:
+            self.error(node, f"{upper} is only valid in a SELECT list")
+            return "scalar", "None"
+        routine = self.resolve_routine(node, fieldref)
+        if routine is not None:
+            codes = self.call_args(routine, args, node)
+            call = f"{routine.py}(ctx{''.join(', ' + c for c in codes)})"
+            if routine.returns is None and not any(p[0] in ("OUT", "INOUT") for p in routine.params):
+                self.error(
+                    node, f"procedure '{routine.name}' returns no value and cannot be used in an expression"
+                )
+            if any(p[0] in ("OUT", "INOUT") and p[2] != "REFERENCE" for p in routine.params):
+                call += "[0]"
+            return ("elem" if routine.returns in ("ROW", "REFERENCE") else "scalar"), call
+        fdef = self.functions_env.get(upper)
+        if fdef is None or "." in name:
+            if "." in name:
+                self.unresolved(node, name)
+                return "scalar", f"_undefined({name!r})"
+            self.unresolved(node, name)
+            return "scalar", f"_undefined({name!r})"
+        if mode is not None:
+            if upper != "ROUND":
+                self.error(mode, "MODE is only valid in ROUND")
+            args_code = [self.scalar(a) for a in args] + [repr(ident(mode))]
+            return "scalar", self.builtin(node, "ROUND", args_code, 3)
+        if upper == "ROUND" and len(args) == 2:
+            return "scalar", self.builtin(node, "ROUND", [self.scalar(a) for a in args] + ["None"], 3)
+        if upper in FIELD_FUNCTIONS:
+            codes = [self.field_arg(a) for a in args]
+        else:
+            codes = [self.scalar(a) for a in args]
+        return "scalar", self.builtin(node, upper, codes, len(args))
+
+    def field_arg(self, node: Tree[Any]) -> str:
+        kind, code = self.expr(node)
+        if kind == "ref":
+            return f"{code}.element"
+        return f"_deref_soft({code})" if kind in ("scalar",) else code
+
+    def builtin(self, node: Tree[Any], name: str, codes: list[str], nargs: int) -> str:
+        fdef = self.functions_env.get(name)
+        if fdef is None:
+            self.error(node, f"unknown function '{name}'")
+            return "None"
+        lo, hi = fdef.min_args, fdef.max_args
+        if nargs < lo or (hi is not None and hi >= 0 and nargs > hi):
+            want = (
+                f"{lo}" if lo == hi else f"{lo} to {hi}" if hi is not None and hi >= 0 else f"at least {lo}"
+            )
+            self.error(node, f"function {name} takes {want} argument(s) but {nargs} were given")
+        self.used_functions.add(name)
+        return f"_fn_{name}({', '.join(codes)})"
+
+    def tree_builtin(self, node: Tree[Any], name: str, args: list[Tree[Any]]) -> tuple[str, str]:
+        if name in ("CARDINALITY", "EXISTS", "SINGULAR", "THE", "LASTMOVE") and len(args) != 1:
+            self.error(node, f"function {name} takes 1 argument(s) but {len(args)} were given")
+            return "scalar", "None"
+        if name == "LASTMOVE":
+            arg = args[0]
+            if arg.data == "fieldref" and len(arg.children) == 1:
+                var = self.lookup(ident(arg.children[0].children[0]))
+                if var is not None and var.kind == "ref":
+                    return "bool", f"{var.py}.lastmove"
+            self.error(node, "LASTMOVE needs a REFERENCE variable")
+            return "scalar", "None"
+        if name in ("CARDINALITY", "EXISTS", "SINGULAR"):
+            arg = args[0]
+            if arg.data == "fieldref":
+                last = arg.children[-1] if len(arg.children) > 1 else arg.children[0]
+                index = last.children[-1]
+                if not (isinstance(index, Tree) and index.data == "index_all"):
+                    self.error(arg, f"the argument of {name} must be a list: end the field reference with []")
+                    return "scalar", "None"
+                if len(arg.children) > 1 and not self.has_list_before_last(arg):
+                    parent = self.element(arg, upto=len(arg.children) - 2)
+                    nm, ns, ftype = self.step_parts(last)
+                    count = f"_count({parent}, {nm}, {ns}, {ftype})"
+                    if name == "CARDINALITY":
+                        return "scalar", count
+                    if name == "EXISTS":
+                        return "bool", f"({count} > 0)"
+                    return "bool", f"({count} == 1)"
+            kind, code = self.expr(arg)
+            if kind not in ("list",):
+                self.error(arg, f"the argument of {name} must be a list")
+                return "scalar", "None"
+            return ("scalar" if name == "CARDINALITY" else "bool"), f"_list_{name.lower()}({code})"
+        if name == "THE":
+            kind, code = self.expr(args[0])
+            return (
+                "elem" if kind in ("list", "elem") and args[0].data == "fieldref" else "scalar"
+            ), f"_first({code})"
+        if name == "COALESCE":
+            if not args:
+                self.error(node, "function COALESCE takes at least 1 argument(s) but 0 were given")
+                return "scalar", "None"
+            code = self.scalar(args[-1])
+            for a in reversed(args[:-1]):
+                t = self.fresh()
+                code = f"({t} if ({t} := {self.scalar(a)}) is not None else {code})"
+            return "scalar", code
+        if name == "NULLIF":
+            if len(args) != 2:
+                self.error(node, f"function NULLIF takes 2 argument(s) but {len(args)} were given")
+                return "scalar", "None"
+            return "scalar", f"_nullif({self.scalar(args[0])}, {self.scalar(args[1])})"
+        return "scalar", "None"
+
+    def e_asbitstream(self, node: Tree[Any]) -> tuple[str, str]:
+        opts = {
+            keyword(o.children[0]): self.scalar(o.children[1]) for o in node.children[1:] if o is not None
+        }
+        target = self.field_arg(node.children[0])
+        return "scalar", (
+            f"_asbitstream({target}, {opts.get('ENCODING', 'None')}, {opts.get('CCSID', 'None')}, "
+            f"{opts.get('SET', 'None')}, {opts.get('TYPE', 'None')}, {opts.get('FORMAT', 'None')}, "
+            f"{opts.get('OPTIONS', 'None')})"
+        )
+
+    def e_substring(self, node: Tree[Any]) -> tuple[str, str]:
+        s, how, a, b = node.children
+        word = keyword(how)
+        if word == "FROM":
+            return "scalar", self.builtin(
+                node,
+                "SUBSTRING",
+                [self.scalar(s), self.scalar(a), self.scalar(b) if b is not None else "None"],
+                3,
+            )
+        if b is not None:
+            self.error(node, f"SUBSTRING … {word} takes no FOR clause")
+        return "scalar", self.builtin(node, f"SUBSTRING_{word}", [self.scalar(s), self.scalar(a)], 2)
+
+    def e_position(self, node: Tree[Any]) -> tuple[str, str]:
+        n, s, f, r = node.children
+        codes = [self.scalar(n), self.scalar(s)] + [
+            self.scalar(x) if x is not None else "None" for x in (f, r)
+        ]
+        return "scalar", self.builtin(node, "POSITION", codes, 4)
+
+    def e_trim_from(self, node: Tree[Any]) -> tuple[str, str]:
+        spec, chars, s = node.children
+        return "scalar", self.builtin(
+            node,
+            "TRIM",
+            [
+                self.scalar(s),
+                repr(keyword(spec) or "BOTH"),
+                self.scalar(chars) if chars is not None else "None",
+            ],
+            3,
+        )
+
+    def e_trim_plain(self, node: Tree[Any]) -> tuple[str, str]:
+        return "scalar", self.builtin(node, "TRIM", [self.scalar(node.children[0]), "'BOTH'", "None"], 3)
+
+    def e_extract(self, node: Tree[Any]) -> tuple[str, str]:
+        part = ident(node.children[0]).upper()
+        return "scalar", self.builtin(node, "EXTRACT", [repr(part), self.scalar(node.children[1])], 2)
+
+    def e_overlay(self, node: Tree[Any]) -> tuple[str, str]:
+        s, r, a, b = node.children
+        codes = [self.scalar(s), self.scalar(r), self.scalar(a), self.scalar(b) if b is not None else "None"]
+        return "scalar", self.builtin(node, "OVERLAY", codes, 4)
+
+    def e_quantified(self, node: Tree[Any]) -> tuple[str, str]:
+        quant, source, alias_node, pred = node.children
+        alias = ident(alias_node)
+        items = self.element_list(source)
+        var = Var(alias, mangle("v_", alias) + f"_{self.fresh('q')}", "alias", "REFERENCE")
+        self.scopes.append({alias: var})
+        cond = self.scalar(pred)
+        self.scopes.pop()
+        func = "_for_all" if keyword(quant) == "ALL" else "_for_any"
+        return "bool", f"{func}({items}, lambda {var.py}: {cond})"
+
+    # SELECT
+    def e_select_expr(self, node: Tree[Any]) -> tuple[str, str]:
+        select_list = node.children[0]
+        froms = kids(node, "from_item")
+        where = (
+            node.children[-1]
+            if node.children[-1] is not None and node.children[-1].data != "from_item"
+            else None
+        )
+        if any(ident(f.children[0].children[0].children[0]) == "Database" for f in froms):
+            return self.db_select(node, select_list, froms, where)
+        fn = self.fresh("_select")
+        lines: list[str] = [f"def {fn}():", "    _res = []"]
+        indent = "    "
+        aliases: dict[str, Var] = {}
+        for f in froms:
+            ref, alias_node = f.children
+            alias = (
+                ident(alias_node)
+                if alias_node is not None
+                else self.last_part(ref)
+                if len(ref.children) > 1
+                else ident(ref.children[0].children[0])
+            )
+            self.scopes.append(dict(aliases))
+            items = self.element_list(ref)
+            self.scopes.pop()
+            var = Var(alias, mangle("v_", alias) + f"_{self.fresh('s')}", "alias", "REFERENCE")
+            aliases[alias] = var
+            lines.append(f"{indent}for {var.py} in {items}:")
+            indent += "    "
+        self.scopes.append(aliases)
+        if where is not None:
+            lines.append(f"{indent}if not ({self.condition(where)}):")
+            lines.append(f"{indent}    continue")
+        result_kind = "list"
+        if select_list.data == "select_item":
+            kind, code = self.expr(select_list.children[0])
+            value = f"_copy_or_value({code})" if kind in ("elem", "ref") else code
+            lines.append(f"{indent}_res.append({value})")
+        elif select_list.data == "select_star":
+            first = next(iter(aliases.values()))
+            lines.append(f"{indent}_res.append({first.py}.copy())")
+        else:
+            fields = select_list.children
+            aggs = [self.aggregate(f.children[0]) for f in fields]
+            if any(a is not None for a in aggs):
+                if not all(a is not None for a in aggs):
+                    self.error(select_list, "a SELECT list cannot mix aggregate functions and plain fields")
+                for i, (_func, arg) in enumerate(aggs):  # type: ignore[misc]
+                    value = "1" if arg is None else self.scalar(arg)
+                    lines.append(f"{indent}_res.append(({i}, {value}))")
+                self.scopes.pop()
+                lines.append(f"    return _aggregate(_res, {[a[0] for a in aggs]!r})")  # type: ignore[index]
+                self.pre[-1].extend(lines)
+                names = [self.alias_name(f.children[0], f.children[1]) for f in fields]
+                if len(fields) == 1 and fields[0].children[1] is None:
+                    return "scalar", f"{fn}()[0]"
+                return "elem", f"_row_of(_zip_names({names!r}, {fn}()), _to_element_value)"
+            parts = []
+            for f in fields:
+                value_node, name_node = f.children
+                name = self.alias_name(value_node, name_node)
+                parts.append(f"({name!r}, {self.element_or_value(value_node)})")
+            lines.append(f"{indent}_res.append(_row_of([{', '.join(parts)}], _to_element_value))")
+        self.scopes.pop()
+        lines.append("    return _res")
+        self.pre[-1].extend(lines)
+        return result_kind, f"{fn}()"
+
+    def aggregate(self, node: Tree[Any]) -> tuple[str, Tree[Any] | None] | None:
+        if node.data == "call_star":
+            name = self.dotted(node.children[0]).upper()
+            if name == "COUNT":
+                return ("COUNT", None)
+        if node.data == "call":
+            name = self.dotted(node.children[0]).upper()
+            if name in AGGREGATES:
+                args = node.children[1].children[0].children if node.children[1] is not None else []
+                if len(args) != 1:
+                    self.error(node, f"{name} takes 1 argument")
+                    return (name, None)
+                return (name, args[0])
+        return None
+
+    def db_select(
+        self, node: Tree[Any], select_list: Tree[Any], froms: list[Tree[Any]], where: Any
+    ) -> tuple[str, str]:
+        if len(froms) != 1:
+            self.error(node, "a SELECT from Database takes exactly one table")
+            return "list", "[]"
+        ref, alias_node = froms[0].children
+        table = self.db_table(ref)
+        alias = ident(alias_node) if alias_node is not None else self.last_part(ref)
+        self.db_scope(alias)
+        if select_list.data == "select_star":
+            cols = "None"
+            item = False
+        elif select_list.data == "select_item":
+            cols = f"[(None, {self.sql(select_list.children[0], alias)})]"
+            item = True
+        else:
+            parts = []
+            for f in select_list.children:
+                value_node, name_node = f.children
+                name = self.alias_name(value_node, name_node)
+                parts.append(f"({name!r}, {self.sql(value_node, alias)})")
+            cols = "[" + ", ".join(parts) + "]"
+            item = False
+        cond = self.sql(where, alias) if where is not None else "None"
+        self.scopes.pop()
+        return "list", f"_db_select(ctx, {table}, {cols}, {cond}, {item})"
+
+    def sql(self, node: Tree[Any], alias: str) -> str:
+        """Python code building a SQL expression: table columns become columns, the rest parameters."""
+        d = node.data
+        if d == "fieldref":
+            start = ident(node.children[0].children[0])
+            if start == alias and len(node.children) == 2:
+                return f"_sql.col({self.dotted(node).split('.')[-1]!r})"
+            if start == alias:
+                self.error(node, f"a column reference '{self.dotted(node)}' must name one column")
+                return "None"
+            return f"_sql.param({self.scalar(node)})"
+        if d == "compare":
+            a, op, b = node.children
+            return f"_sql.compare({keyword(op)!r}, {self.sql(a, alias)}, {self.sql(b, alias)})"
+        if d in ("and_op", "or_op"):
+            return f"_sql.{d[:-3]}_({self.sql(node.children[0], alias)}, {self.sql(node.children[1], alias)})"
+        if d == "not_op":
+            return f"_sql.not_({self.sql(node.children[0], alias)})"
+        if d == "binop":
+            a, op, b = node.children
+            return f"_sql.arith({keyword(op)!r}, {self.sql(a, alias)}, {self.sql(b, alias)})"
+        if d == "concat":
+            return f"_sql.concat({self.sql(node.children[0], alias)}, {self.sql(node.children[1], alias)})"
+        if d == "is_test":
+            v, neg, what = node.children
+            return (
+                f"_sql.is_null({self.sql(v, alias)}, {neg is not None})"
+                if keyword(what) in ("NULL", "UNKNOWN")
+                else "None"
+            )
+        if d == "like":
+            v, neg, pat, esc = node.children
+            return f"_sql.like({self.sql(v, alias)}, {self.sql(pat, alias)}, {neg is not None})"
+        if d == "in_list":
+            v, neg, args = node.children
+            return f"_sql.in_({self.sql(v, alias)}, [{', '.join(self.sql(a, alias) for a in args.children)}], {neg is not None})"
+        if d == "paren":
+            return self.sql(node.children[0], alias)
+        if d == "call" and self.dotted(node.children[0]).upper() in AGGREGATES:
+            args = node.children[1].children[0].children if node.children[1] is not None else []
+            return f"_sql.aggregate({self.dotted(node.children[0]).upper()!r}, {self.sql(args[0], alias) if args else 'None'})"
+        if d == "call_star" and self.dotted(node.children[0]).upper() == "COUNT":
+            return "_sql.aggregate('COUNT', None)"
+        return f"_sql.param({self.scalar(node)})"
+
+    # ------------------------------------------------------------------ field references
+
+    def e_fieldref(self, node: Tree[Any]) -> tuple[str, str]:
+        start = node.children[0]
+        name = ident(start.children[0])
+        elems = node.children[1:]
+        var = self.lookup(name)
+        if var is not None and var.kind == "column":
+            self.error(node, f"column '{self.dotted(node)}' can only be used inside the database statement")
+            return "scalar", "None"
+        if var is not None and not elems and start.children[1] is None:
+            if var.kind == "scalar" or var.kind == "namespace":
+                return "scalar", var.py
+            if var.kind == "external":
+                return "scalar", f"_external(ctx, {var.name!r}, {var.py}, {var.type_name!r})"
+            if var.kind == "ref":
+                return "elem", f"{var.py}.element"
+            return "elem", var.py
+        if var is not None and var.kind in ("scalar", "external", "namespace"):
+            self.error(node, f"'{name}' is {article(var.type_name)} variable, not a field reference")
+            return "scalar", "None"
+        if var is None and name not in CORRELATION:
+            if not elems and start.children[1] is None:
+                if name in SQL_STATE:
+                    return "scalar", SQL_STATE[name]
+                if name in BROKER_PROPERTIES:
+                    return "scalar", f"_broker_property(ctx, {name!r})"
+                if name.upper() in BARE_FUNCTIONS:
+                    return "scalar", self.builtin(node, name.upper(), [], 0)
+                if name in CONSTANTS:
+                    return "scalar", repr(CONSTANTS[name])
+            if name == "SQL" and len(elems) == 1:
+                prop = self.dotted(node).split(".")[1]
+                if prop in BROKER_PROPERTIES:
+                    return "scalar", f"_broker_property(ctx, {prop!r})"
+            dotted = self.dotted(node)
+            if dotted in FIELD_TYPES:
+                return "scalar", repr(FIELD_TYPES[dotted])
+            if name == "Database":
+                self.error(
+                    node, "a Database reference is only valid in SELECT, INSERT, UPDATE, DELETE and PASSTHRU"
+                )
+                return "scalar", "None"
+            self.error(node, f"undeclared identifier '{name}'")
+            return "scalar", "None"
+        code = self.element(node)
+        if self.is_list(node):
+            return "list", code
+        return "elem", code
+
+    def is_list(self, node: Tree[Any]) -> bool:
+        for elem in node.children:
+            index = elem.children[-1]
+            if isinstance(index, Tree) and index.data == "index_all":
+                return True
+        return False
+
+    def has_list_before_last(self, node: Tree[Any]) -> bool:
+        return self.is_list(Tree("fieldref", node.children[:-1]))
+
+    def root_code(self, node: Tree[Any]) -> str:
+        start = node.children[0]
+        name = ident(start.children[0])
+        var = self.lookup(name)
+        if var is not None:
+            if var.kind == "ref":
+                return f"{var.py}.element"
+            if var.kind in ("row", "alias"):
+                return var.py
+            self.error(start, f"'{name}' is {article(var.type_name)} variable, not a field reference")
+            return "None"
+        if name in CORRELATION:
+            return CORRELATION[name]
+        self.error(start, f"undeclared identifier '{name}'")
+        return "None"
+
+    def index_code(self, index: Any) -> str:
+        if index is None:
+            return "1"
+        d = index.data
+        if d == "index_n":
+            return self.scalar(index.children[0])
+        if d == "index_last":
+            return "-1" if index.children[0] is None else f"_neg({self.scalar(index.children[0])})"
+        if d == "index_first":
+            return "1" if index.children[0] is None else self.scalar(index.children[0])
+        return "1"
+
+    def step_parts(self, elem: Tree[Any]) -> tuple[str, str, str]:
+        """(name code, namespace code, field-type code) of one path element."""
+        type_qual, step, _index = elem.children
+        ftype = "None"
+        if type_qual is not None:
+            qual = ".".join(ident(n) for n in type_qual.children)
+            if qual in FIELD_TYPES:
+                ftype = repr(FIELD_TYPES[qual])
+            else:
+                var = self.lookup(qual)
+                if var is not None and var.kind in ("scalar",):
+                    ftype = var.py
+                else:
+                    self.error(type_qual, f"unknown field type '{qual}'")
+        first, second = step.children
+        if second is None:
+            ns = "''"
+            name_part = first
+        else:
+            name_part = second
+            if isinstance(first, Tree) and first.data == "star":
+                ns = "None"
+            elif isinstance(first, Tree) and first.data == "dynamic":
+                ns = self.scalar(first.children[0])
+            else:
+                prefix = ident(first)
+                var = self.lookup(prefix)
+                if var is None and prefix == "xmlns":
+                    ns = "'xmlns'"
+                elif var is None:
+                    self.error(first, f"undeclared namespace prefix '{prefix}'")
+                    ns = "''"
+                else:
+                    ns = self.scalar(Tree("fieldref", [Tree("path_start", [first, None])]))
+        if isinstance(name_part, Tree) and name_part.data == "star":
+            nm = "None"
+            if second is None:
+                ns = "None"
+        elif isinstance(name_part, Tree) and name_part.data == "dynamic":
+            nm = self.scalar(name_part.children[0])
+        else:
+            nm = repr(ident(name_part))
+        return nm, ns, ftype
+
+    def element(self, node: Tree[Any], upto: int | None = None, base: tuple[str, int] | None = None) -> str:
+        """Code evaluating to the Element (or list with ``[]``) a field reference names, no creation.
+
+        ``base`` = (code, n): start from ``code``, which already names the first n path elements.
+        """
+        start = node.children[0]
+        elems = node.children[1:]
+        if upto is not None:
+            elems = elems[:upto]
+        if base is not None:
+            code = base[0]
+            elems = elems[base[1] :]
+        else:
+            code = self.root_code(node)
+            if start.children[1] is not None:
+                code = (
+                    f"_step({code}.parent, {code}.name, {code}.namespace, "
+                    f"{self.index_code(start.children[1])}, None)"
+                )
+        is_list = False
+        for elem in elems:
+            nm, ns, ftype = self.step_parts(elem)
+            index = elem.children[2]
+            if is_list:
+                if isinstance(index, Tree) and index.data == "index_all":
+                    code = f"_flat_all({code}, {nm}, {ns}, {ftype})"
+                else:
+                    code = f"_step_list({code}, {nm}, {ns}, {self.index_code(index)}, {ftype})"
+                continue
+            if isinstance(index, Tree) and index.data == "index_all":
+                code = f"_step_all({code}, {nm}, {ns}, {ftype})"
+                is_list = True
+            elif index is None and ns == "''" and ftype == "None" and nm.startswith("'"):
+                code = f"_child({code}, {nm})"
+            else:
+                code = f"_step({code}, {nm}, {ns}, {self.index_code(index)}, {ftype})"
+        return code
+
+    def element_list(self, node: Tree[Any]) -> str:
+        if node.data != "fieldref":
+            kind, code = self.expr(node)
+            return code if kind == "list" else f"_as_list({code})"
+        if self.is_list(node):
+            return self.element(node)
+        return f"_as_list({self.element(node)})"
+
+    def target(self, node: Tree[Any], upto: int | None = None, base: tuple[str, int] | None = None) -> str:
+        """Code evaluating to the Element a field reference names, creating missing fields."""
+        start = node.children[0]
+        elems = node.children[1:]
+        if upto is not None:
+            elems = elems[:upto]
+        if base is not None:
+            code = base[0]
+            elems = elems[base[1] :]
+        else:
+            code = self.root_code(node)
+            if start.children[1] is not None:
+                self.error(start, "an index on the first name of a target reference is not supported")
+        for elem in elems:
+            nm, ns, ftype = self.step_parts(elem)
+            index = elem.children[2]
+            if isinstance(index, Tree) and index.data == "index_all":
+                self.error(elem, "[] is only valid on the last name of a target reference")
+                continue
+            if index is None and ns == "''" and ftype == "None" and nm.startswith("'"):
+                code = f"_ensure_child({code}, {nm})"
+            else:
+                if ns == "None":
+                    ns = "None"
+                code = f"_ensure({code}, {nm}, {ns}, {self.index_code(index)}, {ftype})"
+        return code
+
+    @property
+    def values(self) -> Any:
+        from esql.runtime import values_module
+
+        return values_module()

@@ -1,0 +1,1041 @@
+"""What compiled ESQL calls at run time: the execution context, field-reference navigation, tree statements.
+
+Generated code reaches only the names this module exports into its restricted globals (see
+:func:`runtime_globals`); everything an ESQL program can do to a message tree goes through the
+helpers here, so their semantics (SET to NULL deletes, a path SET creates what is missing,
+``[<]`` counts from the end …) live in one place.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from esql.tree import NAME_VALUE, Element
+
+#: Field-type constants usable in type qualifiers ``(XMLNSC.Attribute)`` and ``TYPE`` clauses.
+#: Attribute-like types share one value so a qualifier matches every spelling of it.
+FOLDER = 0x01000000
+FIELD = NAME_VALUE
+VALUE_TYPE = 0x02000000
+ATTRIBUTE = 0x03000100
+NAMESPACE_DECL = 0x03000102
+XML_DECLARATION = 0x01000400
+COMMENT = 0x02000400
+PROCESSING_INSTRUCTION = 0x03000401
+CDATA_FIELD = 0x03000001
+JSON_ARRAY = 0x01001000
+
+FIELD_TYPES: dict[str, int] = {}
+for _name, _value in {
+    "Folder": FOLDER,
+    "Element": FOLDER,
+    "Field": FIELD,
+    "PCDataField": FIELD,
+    "HybridField": FIELD,
+    "Value": VALUE_TYPE,
+    "PCDataValue": VALUE_TYPE,
+    "CDataValue": 0x02000001,
+    "CDataField": CDATA_FIELD,
+    "Attribute": ATTRIBUTE,
+    "SingleAttribute": ATTRIBUTE,
+    "DoubleAttribute": ATTRIBUTE,
+    "NamespaceDecl": NAMESPACE_DECL,
+    "SingleNamespaceDecl": NAMESPACE_DECL,
+    "DoubleNamespaceDecl": NAMESPACE_DECL,
+    "XmlDeclaration": XML_DECLARATION,
+    "Comment": COMMENT,
+    "ProcessingInstruction": PROCESSING_INSTRUCTION,
+    "DocumentType": 0x01000300,
+    "EntityDefinition": 0x01000301,
+    "SingleEntityDefinition": 0x01000301,
+    "EntityReference": 0x01000302,
+    "Bitstream": 0x02000402,
+    "BitStream": 0x02000402,
+}.items():
+    FIELD_TYPES[f"XMLNSC.{_name}"] = _value
+    FIELD_TYPES[f"XMLNS.{_name}"] = _value
+    FIELD_TYPES[f"XML.{_name}"] = _value
+    FIELD_TYPES[f"SOAP.{_name}"] = _value
+FIELD_TYPES.update(
+    {
+        "XML.attr": ATTRIBUTE,
+        "XML.tag": FOLDER,
+        "XML.content": VALUE_TYPE,
+        "XML.ParserRoot": FOLDER,
+        "XML.XmlDecl": XML_DECLARATION,
+        "XML.pcdata": VALUE_TYPE,
+        "JSON.Array": JSON_ARRAY,
+        "JSON.Object": FOLDER,
+        "JSON.Value": FIELD,
+        "MQRFH2.Field": FIELD,
+        "MQRFH2.Folder": FOLDER,
+        "MRM.Field": FIELD,
+        "DFDL.Field": FIELD,
+        "Name": 0x01000000,
+        "NameValue": NAME_VALUE,
+    }
+)
+try:
+    from esql.fieldtypes import FIELD_TYPES as _DOMAIN_FIELD_TYPES
+except ImportError:  # the shared table is optional; the names above cover what ESQL code uses
+    _DOMAIN_FIELD_TYPES = {}
+FIELD_TYPES.update(_DOMAIN_FIELD_TYPES)
+ATTRIBUTE_TYPES = frozenset({ATTRIBUTE, 0x03000101, NAMESPACE_DECL, 0x03000103})
+
+#: Integer terminal numbers of PROPAGATE TO TERMINAL n.
+TERMINAL_NUMBERS = {-2: "nowhere", -1: "failure", 0: "out", 1: "out1", 2: "out2", 3: "out3", 4: "out4"}
+
+
+class EsqlRuntimeError(Exception):
+    """A run-time failure of an ESQL program, with the source position of the failing statement."""
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+        self.sqlstate = "U11"
+
+    def __str__(self) -> str:
+        if self.line is not None:
+            return f"line {self.line}, column {self.column}: {self.message}"
+        return self.message
+
+
+class UserException(EsqlRuntimeError):
+    """THROW USER EXCEPTION: severity, catalog, message number and inserts, as an exception list."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        severity: Any = 3,
+        catalog: Any = "BIPmsgs",
+        number: Any = 2951,
+        values: list[Any] | None = None,
+        user: bool = True,
+    ) -> None:
+        super().__init__(message)
+        self.severity = severity
+        self.catalog = catalog
+        self.number = number
+        self.values = values or []
+        self.user = user
+        self.sqlstate = "U11"
+
+    def exception_list(self) -> Element:
+        """The ExceptionList tree IBM's brokers build for a user exception."""
+        root = Element("ExceptionList")
+        user = root.add("UserException")
+        user.add("Catalog", self.catalog)
+        user.add("Severity", self.severity)
+        user.add("Number", self.number)
+        user.add("Text", self.message)
+        for value in self.values:
+            user.add("Insert").add("Text", value)
+        return root
+
+
+class StopRequested(EsqlRuntimeError):
+    """The runtime asked the program to stop (flow stopping, runaway loop)."""
+
+
+class LeaveSignal(Exception):
+    """LEAVE of a label that is not the innermost loop: unwinds to the labelled statement."""
+
+    def __init__(self, label: int) -> None:
+        super().__init__(label)
+        self.label = label
+
+
+class IterateSignal(Exception):
+    """ITERATE of a label that is not the innermost loop."""
+
+    def __init__(self, label: int) -> None:
+        super().__init__(label)
+        self.label = label
+
+
+class Reference:
+    """A REFERENCE variable: the element it points at and whether its last MOVE succeeded."""
+
+    __slots__ = ("element", "lastmove")
+
+    def __init__(self, element: Element | None) -> None:
+        if element is None:
+            raise EsqlRuntimeError("a REFERENCE must point at an existing field")
+        self.element = element
+        self.lastmove = True
+
+    def __repr__(self) -> str:
+        return f"Reference({self.element.path()})"
+
+
+class _NeverStop:
+    __slots__ = ()
+
+    def is_set(self) -> bool:
+        return False
+
+
+_NEVER = _NeverStop()
+
+
+class ExecutionContext:
+    """The message assembly and services one execution of a routine sees."""
+
+    def __init__(
+        self,
+        input_root: Element | None = None,
+        input_local_environment: Element | None = None,
+        input_exception_list: Element | None = None,
+        environment: Element | None = None,
+        output_root: Element | None = None,
+        output_local_environment: Element | None = None,
+        output_exception_list: Element | None = None,
+        input_destination_list: Element | None = None,
+        propagate: Callable[[str, bool, Element, Element, Element], None] | None = None,
+        data_source: Any = None,
+        externals: dict[str, object] | None = None,
+        stop: threading.Event | None = None,
+        log: Callable[[str], None] | None = None,
+        node_name: str = "",
+    ) -> None:
+        self.input_root = input_root if input_root is not None else Element("Root")
+        self.input_local_environment = (
+            input_local_environment if input_local_environment is not None else Element("LocalEnvironment")
+        )
+        self.input_exception_list = (
+            input_exception_list if input_exception_list is not None else Element("ExceptionList")
+        )
+        self.environment = environment if environment is not None else Element("Environment")
+        self.output_root = output_root if output_root is not None else Element("Root")
+        self.output_local_environment = (
+            output_local_environment if output_local_environment is not None else Element("LocalEnvironment")
+        )
+        self.output_exception_list = (
+            output_exception_list if output_exception_list is not None else Element("ExceptionList")
+        )
+        self.input_destination_list = input_destination_list
+        self.propagate = propagate
+        self.data_source = data_source
+        self.externals = dict(externals or {})
+        self.stop: Any = stop if stop is not None else _NEVER
+        self.log = log
+        self.node_name = node_name
+        self.sqlcode = 0
+        self.sqlstate = ""
+        self.sqlerrortext = ""
+        self.sqlnativeerror = 0
+        self.propagated = 0
+        #: (terminal, is_label, root, local environment, exception list) of each PROPAGATE when no
+        #: ``propagate`` callback is given (``flowbroker esql run`` prints them).
+        self.propagations: list[tuple[str, bool, Element, Element, Element]] = []
+
+    @property
+    def input_body(self) -> Element | None:
+        return self.input_root.last_child
+
+    @property
+    def input_properties(self) -> Element | None:
+        return self.input_root.child("Properties")
+
+
+# ------------------------------------------------------------------ navigation
+
+
+def child(e: Element | None, name: str) -> Element | None:
+    """The first child named ``name`` in no namespace (the common, fast path step)."""
+    if e is None:
+        return None
+    node = e._first if e._lazy is None else e.first_child
+    while node is not None:
+        if node.name == name and not node.namespace:
+            return node
+        node = node.next_sibling
+    return None
+
+
+def _matches(node: Element, name: str | None, ns: str | None, ftype: int | None) -> bool:
+    if name is not None and node.name != name:
+        return False
+    if ns is not None and node.namespace != ns:
+        return False
+    if ftype is not None and node.type != ftype:
+        # A generic qualifier matches its single-quoted variant too (Attribute, NamespaceDecl).
+        return _type_matches(node.type, ftype)
+    return True
+
+
+def step(
+    e: Element | None, name: str | None, ns: str | None, index: int, ftype: int | None
+) -> Element | None:
+    """The ``index``-th child matching name/namespace/type (negative counts from the end)."""
+    if e is None:
+        return None
+    if index.__class__ is not int:
+        index = _index(index)
+    if index > 0 and ns == "" and ftype is None and name is not None:
+        # The common case (a plain name with an index) without the general matcher.
+        node = e._first if e._lazy is None else e.first_child
+        while node is not None:
+            if node.name == name and not node.namespace:
+                index -= 1
+                if index == 0:
+                    return node
+            node = node.next_sibling
+        return None
+    if index > 0:
+        seen = 0
+        node = e._first if e._lazy is None else e.first_child
+        while node is not None:
+            if _matches(node, name, ns, ftype):
+                seen += 1
+                if seen == index:
+                    return node
+            node = node.next_sibling
+        return None
+    if index == 0:
+        raise EsqlRuntimeError("field index 0 is not valid; indexes start at 1")
+    seen = 0
+    node = e.last_child
+    while node is not None:
+        if _matches(node, name, ns, ftype):
+            seen -= 1
+            if seen == index:
+                return node
+        node = node.prev_sibling
+    return None
+
+
+def step_all(e: Element | None, name: str | None, ns: str | None, ftype: int | None) -> list[Element]:
+    if e is None:
+        return []
+    out = []
+    node = e._first if e._lazy is None else e.first_child
+    while node is not None:
+        if _matches(node, name, ns, ftype):
+            out.append(node)
+        node = node.next_sibling
+    return out
+
+
+def step_list(
+    elements: list[Element], name: str | None, ns: str | None, index: int, ftype: int | None
+) -> Any:
+    return [found for e in elements if (found := step(e, name, ns, index, ftype)) is not None]
+
+
+def count(e: Element | None, name: str | None, ns: str | None, ftype: int | None) -> int:
+    """CARDINALITY of ``e.name[]`` without building the list."""
+    if e is None:
+        return 0
+    total = 0
+    if ns == "" and ftype is None and name is not None:
+        node = e._first if e._lazy is None else e.first_child
+        while node is not None:
+            if node.name == name and not node.namespace:
+                total += 1
+            node = node.next_sibling
+        return total
+    node = e._first if e._lazy is None else e.first_child
+    while node is not None:
+        if _matches(node, name, ns, ftype):
+            total += 1
+        node = node.next_sibling
+    return total
+
+
+def ensure(e: Element, name: str | None, ns: str | None, index: int, ftype: int | None) -> Element:
+    """The ``index``-th matching child of ``e``, created (appended) when it is the next one."""
+    if index.__class__ is not int:
+        index = _index(index)
+    if index > 0 and ns == "" and name is not None:
+        seen = 0
+        node = e._first if e._lazy is None else e.first_child
+        while node is not None:
+            if (
+                node.name == name
+                and not node.namespace
+                and (ftype is None or _type_matches(node.type, ftype))
+            ):
+                seen += 1
+                if seen == index:
+                    return node
+            node = node.next_sibling
+        if index != seen + 1:
+            raise EsqlRuntimeError(
+                f"cannot create {e.path()}.{name}[{index}]: only {seen} such field(s) exist"
+            )
+        return new_child(e, name, "", ftype if ftype is not None else NAME_VALUE)
+    if index > 0:
+        seen = 0
+        node = e._first if e._lazy is None else e.first_child
+        while node is not None:
+            if _matches(node, name, ns, ftype):
+                seen += 1
+                if seen == index:
+                    return node
+            node = node.next_sibling
+        if index != seen + 1:
+            raise EsqlRuntimeError(
+                f"cannot create {e.path()}.{name or '*'}[{index}]: only {seen} such field(s) exist"
+            )
+    else:
+        found = step(e, name, ns, index, ftype)
+        if found is not None:
+            return found
+        if index != -1:
+            raise EsqlRuntimeError(f"cannot create {e.path()}.{name or '*'}[<{-index}]: no such field")
+    if name is None:
+        # A wildcard target (SET OutputRoot.*[i] = …) is created nameless and takes the source's name.
+        return e.add("", namespace=ns or "", type=ftype if ftype is not None else NAME_VALUE)
+    return e.add(name, namespace=ns or "", type=ftype if ftype is not None else NAME_VALUE)
+
+
+def ensure_child(e: Element, name: str) -> Element:
+    """Fast path of :func:`ensure` for a plain name and no index."""
+    node = e._first if e._lazy is None else e.first_child
+    while node is not None:
+        if node.name == name and not node.namespace:
+            return node
+        node = node.next_sibling
+    return new_child(e, name, "", NAME_VALUE)
+
+
+def new_child(e: Element, name: str, ns: str, ftype: int) -> Element:
+    """Append a new field to ``e`` (already materialised by the caller's scan), linking it directly."""
+    node = _new_element(Element)
+    node.name = name
+    node.namespace = ns
+    node.type = ftype
+    node.value = None
+    node._first = node._last = node._lazy = None
+    node.next_sibling = None
+    last = e._last
+    node.parent = e
+    node.prev_sibling = last
+    if last is None:
+        e._first = node
+    else:
+        last.next_sibling = node
+    e._last = node
+    return node
+
+
+def _type_matches(actual: int, wanted: int) -> bool:
+    return actual == wanted or (wanted in (ATTRIBUTE, NAMESPACE_DECL) and actual == wanted + 1)
+
+
+def _index(value: Any) -> int:
+    """A field index from an expression: an INTEGER, or a whole DECIMAL/FLOAT/numeric text."""
+    if isinstance(value, bool) or value is None:
+        raise EsqlRuntimeError(f"a field index must be an INTEGER, not {type_label(value)}")
+    try:
+        as_int = int(value)
+    except (TypeError, ValueError):
+        raise EsqlRuntimeError(f"a field index must be an INTEGER, not '{value}'") from None
+    if as_int != value and not isinstance(value, str):
+        raise EsqlRuntimeError(f"a field index must be a whole number, not {value}")
+    return as_int
+
+
+def value_of(e: Element | None) -> Any:
+    """The value of a field reference used as a scalar (NULL when absent)."""
+    return None if e is None else e.value
+
+
+def values_of(elements: list[Element]) -> list[Any]:
+    return [e.value for e in elements]
+
+
+def deref(r: Any) -> Element | None:
+    """The element a reference-ish value denotes (REFERENCE, ROW element or None)."""
+    if isinstance(r, Reference):
+        return r.element
+    if isinstance(r, Element) or r is None:
+        return r
+    raise EsqlRuntimeError(f"a field reference was expected, found a {type_label(r)} value")
+
+
+def type_label(value: Any) -> str:
+    names = {
+        str: "CHARACTER",
+        int: "INTEGER",
+        float: "FLOAT",
+        bool: "BOOLEAN",
+        bytes: "BLOB",
+        list: "LIST",
+    }
+    return names.get(type(value), type(value).__name__.upper())
+
+
+# ------------------------------------------------------------------ tree statements
+
+
+def assign_value(target: Element, value: Any, to_element_value: Callable[[Any], Any]) -> None:
+    """SET field = scalar: a NULL deletes the field, anything else replaces its value."""
+    if value is None:
+        target.detach()
+        return
+    if isinstance(value, Element):
+        assign_tree(target, value)
+        return
+    if isinstance(value, Reference):
+        assign_tree(target, value.element)
+        return
+    if isinstance(value, list):
+        raise EsqlRuntimeError("a LIST can only be assigned to a field reference ending in []")
+    target.value = to_element_value(value)
+
+
+def assign_tree(target: Element, source: Element | None) -> None:
+    """SET field = field: the target keeps its name and takes the source's value, type and children."""
+    if source is None:
+        target.detach()
+        return
+    if source is target:
+        return
+    if source._first is None and source._lazy is None:
+        # A leaf (the common case): no subtree to copy, so no aliasing to guard against.
+        if not target.name:
+            target.name, target.namespace = source.name, source.namespace
+        target.value = source.value
+        target.type = source.type
+        if target._first is not None or target._lazy is not None:
+            target.clear_children()
+        return
+    if _is_ancestor(target, source):
+        source = source.copy()
+    if not target.name:
+        target.name, target.namespace = source.name, source.namespace
+    target.value = source.value
+    target.type = source.type
+    copy_children(target, source)
+
+
+def snapshot(source: Element | None, target_base: Element | None) -> Element | None:
+    """``source`` itself, or a copy when it has descendants and lives in the target's tree."""
+    if source is None or target_base is None or not source.has_children():
+        return source
+    if source.root() is target_base.root():
+        return source.copy()
+    return source
+
+
+def copy_children(target: Element, source: Element) -> None:
+    """Replace ``target``'s children by a deep copy of ``source``'s (an unparsed subtree is shared)."""
+    target.clear_children()
+    if source._lazy is not None:
+        target._lazy = source._lazy
+        return
+    _copy_into(target, source)
+
+
+def _copy_into(target: Element, source: Element) -> None:
+    # Links copies directly instead of going through append(): a tree copy is the hottest
+    # operation of a Compute node (SET OutputRoot = InputRoot).
+    node = source._first
+    prev = None
+    new = _new_element
+    while node is not None:
+        clone = new(Element)
+        clone.name = node.name
+        clone.namespace = node.namespace
+        clone.type = node.type
+        clone.value = node.value
+        clone.parent = target
+        clone.prev_sibling = prev
+        clone.next_sibling = None
+        clone._lazy = node._lazy
+        clone._first = clone._last = None
+        if prev is None:
+            target._first = clone
+        else:
+            prev.next_sibling = clone
+        prev = clone
+        if node._first is not None and node._lazy is None:
+            _copy_into(clone, node)
+        node = node.next_sibling
+    target._last = prev
+
+
+_new_element = object.__new__
+
+
+def _is_ancestor(node: Element, maybe_descendant: Element) -> bool:
+    p: Element | None = maybe_descendant
+    while p is not None:
+        if p is node:
+            return True
+        p = p.parent
+    return False
+
+
+def assign_list(
+    parent: Element,
+    name: str | None,
+    ns: str | None,
+    ftype: int | None,
+    items: Any,
+    to_element_value: Callable[[Any], Any],
+) -> None:
+    """SET a.b[] = list: replace every ``b`` under ``a`` by one field per item."""
+    if items is None:
+        items = []
+    if isinstance(items, Element):
+        items = [items]
+    sources = [(i.element if isinstance(i, Reference) else i) for i in items]
+    copies = [s.copy() if isinstance(s, Element) else s for s in sources]
+    existing = step_all(parent, name, ns, ftype)
+    anchor = existing[0].prev_sibling if existing else None
+    anchor_parent_first = bool(existing) and existing[0].prev_sibling is None
+    for old in existing:
+        old.detach()
+    new_name = name or (existing[0].name if existing else None)
+    if new_name is None:
+        raise EsqlRuntimeError("cannot assign a list to a wildcard field reference")
+    made = []
+    for item in copies:
+        node = Element(new_name, namespace=ns or "", type=ftype if ftype is not None else NAME_VALUE)
+        if isinstance(item, Element):
+            node.value = item.value
+            node.type = ftype if ftype is not None else item.type
+            node.copy_children_from(item)
+        elif item is not None:
+            node.value = to_element_value(item)
+        made.append(node)
+    for node in made:
+        if anchor is not None:
+            anchor.insert_after(node)
+            anchor = node
+        elif anchor_parent_first and parent.first_child is not None:
+            parent.first_child.insert_before(node)
+            anchor = node
+        else:
+            parent.append(node)
+            anchor = node
+
+
+def delete(e: Element | None) -> None:
+    if e is not None:
+        e.detach()
+
+
+def relative(e: Element | None, relation: str) -> Element | None:
+    if e is None:
+        return None
+    if relation == "FIRSTCHILD":
+        return e.first_child
+    if relation == "LASTCHILD":
+        return e.last_child
+    if relation == "PREVIOUSSIBLING":
+        return e.prev_sibling
+    if relation == "NEXTSIBLING":
+        return e.next_sibling
+    return e.parent
+
+
+def place(anchor: Element, relation: str, node: Element) -> Element:
+    """Put ``node`` as FIRSTCHILD/LASTCHILD/PREVIOUSSIBLING/NEXTSIBLING of ``anchor``."""
+    if relation == "FIRSTCHILD":
+        return anchor.prepend(node)
+    if relation == "LASTCHILD":
+        return anchor.append(node)
+    if anchor.parent is None:
+        raise EsqlRuntimeError(f"cannot add a sibling of {anchor.path()}: it has no parent")
+    if relation == "PREVIOUSSIBLING":
+        return anchor.insert_before(node)
+    return anchor.insert_after(node)
+
+
+def move(
+    ref: Reference,
+    relation: str,
+    name: str | None = None,
+    ns: str | None = None,
+    ftype: int | None = None,
+    repeat_type: bool = False,
+    repeat_name: bool = False,
+) -> None:
+    """MOVE ref FIRSTCHILD/… [TYPE t] [NAMESPACE n] [NAME n] | REPEAT TYPE NAME; sets LASTMOVE."""
+    start = ref.element
+    if repeat_type:
+        ftype = start.type
+    if repeat_name:
+        name = start.name
+        ns = start.namespace
+    node = relative(start, relation)
+    forward = relation in ("FIRSTCHILD", "NEXTSIBLING")
+    if relation != "PARENT":
+        while node is not None and not _matches(node, name, ns, ftype):
+            node = node.next_sibling if forward else node.prev_sibling
+    if node is None:
+        ref.lastmove = False
+    else:
+        ref.element = node
+        ref.lastmove = True
+
+
+def move_to(ref: Reference, target: Element | None) -> None:
+    if target is None:
+        ref.lastmove = False
+    else:
+        ref.element = target
+        ref.lastmove = True
+
+
+def attach(source: Element | None, anchor: Element | None, relation: str) -> None:
+    if source is None or anchor is None:
+        raise EsqlRuntimeError("ATTACH needs an existing field and an existing target")
+    if _is_ancestor(source, anchor):
+        raise EsqlRuntimeError("cannot ATTACH a field below itself")
+    place(anchor, relation, source)
+
+
+def iter_refs(elements: list[Element]) -> Iterator[Reference]:
+    for e in elements:
+        yield Reference(e)
+
+
+def new_row() -> Element:
+    return Element("Row")
+
+
+def row_of(fields: Sequence[tuple[str | None, Any]], to_element_value: Callable[[Any], Any]) -> Element:
+    """ROW(expr AS name, …): a detached tree with one field per item."""
+    row = Element("Row")
+    for position, (name, value) in enumerate(fields, 1):
+        if value is None:
+            continue
+        if isinstance(value, Reference):
+            value = value.element
+        if isinstance(value, Element):
+            node = row.add(name or value.name or f"Column{position}")
+            assign_tree(node, value)
+        else:
+            row.add(name or f"Column{position}", to_element_value(value))
+    return row
+
+
+def check_stop(stop: Any) -> None:
+    if stop.is_set():
+        raise StopRequested("stop requested: the program was interrupted between statements")
+
+
+class SharedState:
+    """SHARED and schema/module-level variables of one compiled program, with the ATOMIC lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.values: dict[str, Any] = {}
+        self.initialised = False
+
+
+# ------------------------------------------------------------------ value semantics adapter
+
+
+class _BasicValues:
+    """Operator semantics used only while ``esql.values`` is not installed (a minimal subset)."""
+
+    class EsqlValueError(Exception):
+        pass
+
+    MISSING = object()
+
+    @staticmethod
+    def _num(a: Any, b: Any) -> tuple[Any, Any]:
+        from decimal import Decimal
+
+        if isinstance(a, bool) or isinstance(b, bool):
+            raise _BasicValues.EsqlValueError("BOOLEAN values cannot take part in arithmetic")
+        if isinstance(a, float) or isinstance(b, float):
+            return float(a), float(b)
+        if isinstance(a, Decimal) or isinstance(b, Decimal):
+            return Decimal(a), Decimal(b)
+        return a, b
+
+    @classmethod
+    def add(cls, a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        if isinstance(a, str) or isinstance(b, str):
+            raise cls.EsqlValueError("cannot add CHARACTER values; use || to concatenate")
+        a, b = cls._num(a, b)
+        return cls._range(a + b)
+
+    @classmethod
+    def sub(cls, a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        a, b = cls._num(a, b)
+        return cls._range(a - b)
+
+    @classmethod
+    def mul(cls, a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        a, b = cls._num(a, b)
+        return cls._range(a * b)
+
+    @classmethod
+    def div(cls, a: Any, b: Any) -> Any:
+        from decimal import Decimal
+
+        if a is None or b is None:
+            return None
+        a, b = cls._num(a, b)
+        if b == 0:
+            raise cls.EsqlValueError("division by zero")
+        if isinstance(a, int) and isinstance(b, int):
+            q = abs(a) // abs(b)
+            return q if (a >= 0) == (b >= 0) else -q
+        if isinstance(a, Decimal):
+            return a / b
+        return a / b
+
+    @classmethod
+    def _range(cls, v: Any) -> Any:
+        if isinstance(v, int) and not -(2**63) <= v < 2**63:
+            raise cls.EsqlValueError("INTEGER overflow")
+        return v
+
+    @staticmethod
+    def neg(a: Any) -> Any:
+        return None if a is None else -a
+
+    @classmethod
+    def concat(cls, a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        if isinstance(a, bytes) and isinstance(b, bytes):
+            return a + b
+        return cls._text(a) + cls._text(b)
+
+    @staticmethod
+    def _text(v: Any) -> str:
+        if isinstance(v, bool):
+            return "TRUE" if v else "FALSE"
+        if isinstance(v, bytes):
+            return "X'" + v.hex().upper() + "'"
+        return str(v)
+
+    @classmethod
+    def _cmp(cls, a: Any, b: Any) -> tuple[Any, Any]:
+        from decimal import Decimal
+
+        if isinstance(a, str) != isinstance(b, str):
+            if isinstance(a, str) and isinstance(b, (int, float, Decimal)) and not isinstance(b, bool):
+                a = cls._parse_number(a, b)
+            elif isinstance(b, str) and isinstance(a, (int, float, Decimal)) and not isinstance(a, bool):
+                b = cls._parse_number(b, a)
+        elif isinstance(a, str) and isinstance(b, str):
+            return a.rstrip(" "), b.rstrip(" ")
+        return a, b
+
+    @classmethod
+    def _parse_number(cls, text: str, like: Any) -> Any:
+        from decimal import Decimal, InvalidOperation
+
+        try:
+            if isinstance(like, int):
+                return int(text.strip())
+            return type(like)(text.strip())
+        except (ValueError, InvalidOperation):
+            try:
+                return Decimal(text.strip())
+            except InvalidOperation:
+                raise cls.EsqlValueError(f"cannot compare '{text}' with a number") from None
+
+    @classmethod
+    def eq(cls, a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        a, b = cls._cmp(a, b)
+        return a == b
+
+    @classmethod
+    def ne(cls, a: Any, b: Any) -> Any:
+        r = cls.eq(a, b)
+        return None if r is None else not r
+
+    @classmethod
+    def lt(cls, a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        a, b = cls._cmp(a, b)
+        return a < b
+
+    @classmethod
+    def le(cls, a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        a, b = cls._cmp(a, b)
+        return a <= b
+
+    @classmethod
+    def gt(cls, a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        a, b = cls._cmp(a, b)
+        return a > b
+
+    @classmethod
+    def ge(cls, a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        a, b = cls._cmp(a, b)
+        return a >= b
+
+    @staticmethod
+    def and_(a: Any, b: Any) -> Any:
+        if a is False or b is False:
+            return False
+        if a is None or b is None:
+            return None
+        return True
+
+    @staticmethod
+    def or_(a: Any, b: Any) -> Any:
+        if a is True or b is True:
+            return True
+        if a is None or b is None:
+            return None
+        return False
+
+    @staticmethod
+    def not_(a: Any) -> Any:
+        return None if a is None else not a
+
+    @classmethod
+    def like(cls, value: Any, pattern: Any, escape: Any = None) -> Any:
+        import re
+
+        if value is None or pattern is None:
+            return None
+        out = []
+        i = 0
+        while i < len(pattern):
+            ch = pattern[i]
+            if escape is not None and ch == escape and i + 1 < len(pattern):
+                out.append(re.escape(pattern[i + 1]))
+                i += 2
+                continue
+            out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+            i += 1
+        return re.fullmatch("".join(out), str(value), re.DOTALL) is not None
+
+    @classmethod
+    def between(cls, v: Any, lo: Any, hi: Any, symmetric: bool = False) -> Any:
+        if symmetric and lo is not None and hi is not None and cls.gt(lo, hi):
+            lo, hi = hi, lo
+        return cls.and_(cls.ge(v, lo), cls.le(v, hi))
+
+    @classmethod
+    def in_(cls, v: Any, items: list[Any]) -> Any:
+        result: Any = False
+        for item in items:
+            r = cls.eq(v, item)
+            if r is True:
+                return True
+            if r is None:
+                result = None
+        return result
+
+    @staticmethod
+    def is_true(v: Any) -> bool:
+        return v is True
+
+    @staticmethod
+    def is_false(v: Any) -> bool:
+        return v is False
+
+    @staticmethod
+    def is_unknown(v: Any) -> bool:
+        return v is None
+
+    @classmethod
+    def cast(
+        cls,
+        value: Any,
+        type_name: str,
+        *,
+        format: Any = None,
+        ccsid: Any = None,
+        encoding: Any = None,
+        default: Any = MISSING,
+    ) -> Any:
+        from decimal import Decimal, InvalidOperation
+
+        if value is None:
+            return None
+        t = type_name.upper()
+        try:
+            if t in ("CHARACTER", "CHAR"):
+                if isinstance(value, bytes) and ccsid is not None:
+                    return value.decode("utf-8")
+                return cls._text(value)
+            if t in ("INTEGER", "INT"):
+                if isinstance(value, str):
+                    return int(value.strip())
+                return cls._range(int(value))
+            if t == "DECIMAL":
+                return Decimal(value.strip() if isinstance(value, str) else value)
+            if t == "FLOAT":
+                return float(value)
+            if t == "BOOLEAN":
+                if isinstance(value, str):
+                    low = value.strip().lower()
+                    if low in ("true", "1"):
+                        return True
+                    if low in ("false", "0"):
+                        return False
+                    raise ValueError(value)
+                return bool(value)
+            if t == "BLOB":
+                if isinstance(value, str):
+                    return value.encode("utf-8") if ccsid is not None else bytes.fromhex(value)
+                return bytes(value)
+        except (ValueError, InvalidOperation, TypeError):
+            if default is not cls.MISSING:
+                return default
+            raise cls.EsqlValueError(f"cannot cast '{value}' to {t}") from None
+        raise cls.EsqlValueError(f"CAST to {t} is not available")
+
+    @classmethod
+    def literal(cls, kind: str, text: str, qualifier: str | None = None) -> Any:
+        import datetime
+
+        if kind == "X":
+            return bytes.fromhex("".join(text.split()))
+        if kind == "DATE":
+            return datetime.date.fromisoformat(text)
+        raise cls.EsqlValueError(f"{kind} literals are not available")
+
+    @staticmethod
+    def type_name(value: Any) -> str:
+        return type_label(value)
+
+    @staticmethod
+    def to_element_value(value: Any) -> Any:
+        return value
+
+
+def values_module() -> Any:
+    """``esql.values`` when installed, else the minimal built-in semantics."""
+    try:
+        import esql.values as values
+    except ImportError:
+        return _BasicValues
+    return values
+
+
+def functions_environment() -> dict[str, Any]:
+    """``esql.functions.ENVIRONMENT`` (name → FunctionDef) when installed, else empty."""
+    try:
+        import esql.functions as functions
+    except ImportError:
+        return {}
+    return dict(functions.ENVIRONMENT)

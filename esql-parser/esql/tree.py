@@ -1,0 +1,402 @@
+"""The message tree: named, typed, ordered elements that ESQL reads and writes.
+
+Every part of a message assembly (Root, Properties, MQMD, the body domain, LocalEnvironment,
+Environment, ExceptionList) is a tree of :class:`Element`. Children form a doubly linked list so
+that the statements ESQL programs lean on most — MOVE to a sibling, DETACH, ATTACH, CREATE
+NEXTSIBLING — are constant time.
+
+Parse on demand: a format converter attaches a :class:`LazyContent` to a domain element instead
+of children. The first read below that element asks the parser to fill the children; until then
+the element serialises as its original bytes and copies share those bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+#: Field type of an element with no domain-specific type (IBM: a name-value element).
+NAME_VALUE = 0x03000000
+NAME = 0x01000000
+VALUE = 0x02000000
+
+
+class ContentParser(Protocol):
+    """What a domain parser offers the tree: fill an element's children from bytes."""
+
+    def fill(self, element: Element, content: LazyContent) -> None:
+        """Create ``element``'s children (and value, if any) from ``content.data``."""
+
+
+class LazyContent:
+    """Bytes of a subtree that has not been parsed yet, and how to parse them."""
+
+    __slots__ = ("ccsid", "data", "encoding", "options", "parser")
+
+    def __init__(
+        self,
+        parser: ContentParser,
+        data: bytes,
+        *,
+        ccsid: int = 1208,
+        encoding: int = 546,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        self.parser = parser
+        self.data = data
+        self.ccsid = ccsid
+        self.encoding = encoding
+        self.options = options or {}
+
+
+class Element:
+    """One field of a message tree."""
+
+    __slots__ = (
+        "_first",
+        "_last",
+        "_lazy",
+        "name",
+        "namespace",
+        "next_sibling",
+        "parent",
+        "prev_sibling",
+        "type",
+        "value",
+    )
+
+    def __init__(
+        self,
+        name: str = "",
+        value: Any = None,
+        *,
+        namespace: str = "",
+        type: int = NAME_VALUE,
+    ) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.type = type
+        self.value = value
+        self.parent: Element | None = None
+        self.prev_sibling: Element | None = None
+        self.next_sibling: Element | None = None
+        self._first: Element | None = None
+        self._last: Element | None = None
+        self._lazy: LazyContent | None = None
+
+    # -- parse on demand -------------------------------------------------------------------
+
+    def set_lazy(self, content: LazyContent | None) -> None:
+        """Replace this element's children by unparsed content, filled on first read."""
+        self.clear_children()
+        self._lazy = content
+
+    @property
+    def lazy(self) -> LazyContent | None:
+        """The unparsed content, or None once parsed (or if there never was any)."""
+        return self._lazy
+
+    def _materialize(self) -> None:
+        lazy = self._lazy
+        if lazy is not None:
+            self._lazy = None
+            lazy.parser.fill(self, lazy)
+
+    # -- navigation ------------------------------------------------------------------------
+
+    @property
+    def first_child(self) -> Element | None:
+        if self._lazy is not None:
+            self._materialize()
+        return self._first
+
+    @property
+    def last_child(self) -> Element | None:
+        if self._lazy is not None:
+            self._materialize()
+        return self._last
+
+    def children(self) -> Iterator[Element]:
+        """Iterate the children in order (safe against removing the current child)."""
+        child = self.first_child
+        while child is not None:
+            nxt = child.next_sibling
+            yield child
+            child = nxt
+
+    def children_named(self, name: str, namespace: str | None = None) -> Iterator[Element]:
+        """Children with this name (and namespace, when given)."""
+        for child in self.children():
+            if child.name == name and (namespace is None or child.namespace == namespace):
+                yield child
+
+    def child(self, name: str, index: int = 1, namespace: str | None = None) -> Element | None:
+        """The ``index``-th (1-based; negative counts from the end) child with this name."""
+        if index > 0:
+            seen = 0
+            node = self.first_child
+            while node is not None:
+                if node.name == name and (namespace is None or node.namespace == namespace):
+                    seen += 1
+                    if seen == index:
+                        return node
+                node = node.next_sibling
+            return None
+        seen = 0
+        node = self.last_child
+        while node is not None:
+            if node.name == name and (namespace is None or node.namespace == namespace):
+                seen -= 1
+                if seen == index:
+                    return node
+            node = node.prev_sibling
+        return None
+
+    def child_count(self) -> int:
+        count = 0
+        node = self.first_child
+        while node is not None:
+            count += 1
+            node = node.next_sibling
+        return count
+
+    def has_children(self) -> bool:
+        return self._lazy is not None or self._first is not None
+
+    def root(self) -> Element:
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+    def path(self) -> str:
+        """A dotted path from the root, for diagnostics (``Root.XMLNSC.Order.Item``)."""
+        parts = []
+        node: Element | None = self
+        while node is not None:
+            parts.append(node.name or "?")
+            node = node.parent
+        return ".".join(reversed(parts))
+
+    def walk(self) -> Iterator[Element]:
+        """This element and all its descendants, depth first, in document order."""
+        yield self
+        for child in self.children():
+            yield from child.walk()
+
+    # -- structure changes -----------------------------------------------------------------
+
+    def append(self, child: Element) -> Element:
+        """Add ``child`` as the last child (detaching it from where it was)."""
+        if self._lazy is not None:
+            self._materialize()
+        child.detach()
+        child.parent = self
+        child.prev_sibling = self._last
+        child.next_sibling = None
+        if self._last is None:
+            self._first = child
+        else:
+            self._last.next_sibling = child
+        self._last = child
+        return child
+
+    def append_new(self, child: Element) -> Element:
+        """Append a freshly created child that has no parent or siblings yet, without checks.
+
+        For parsers filling an element's children (the element has no unparsed content left);
+        anything else should use :meth:`append`.
+        """
+        last = self._last
+        child.parent = self
+        child.prev_sibling = last
+        if last is None:
+            self._first = child
+        else:
+            last.next_sibling = child
+        self._last = child
+        return child
+
+    def prepend(self, child: Element) -> Element:
+        """Add ``child`` as the first child."""
+        if self._lazy is not None:
+            self._materialize()
+        child.detach()
+        child.parent = self
+        child.prev_sibling = None
+        child.next_sibling = self._first
+        if self._first is None:
+            self._last = child
+        else:
+            self._first.prev_sibling = child
+        self._first = child
+        return child
+
+    def insert_after(self, sibling: Element) -> Element:
+        """Put ``sibling`` immediately after this element, under the same parent."""
+        parent = self.parent
+        if parent is None:
+            raise ValueError("cannot add a sibling to an element that has no parent")
+        sibling.detach()
+        sibling.parent = parent
+        sibling.prev_sibling = self
+        sibling.next_sibling = self.next_sibling
+        if self.next_sibling is None:
+            parent._last = sibling
+        else:
+            self.next_sibling.prev_sibling = sibling
+        self.next_sibling = sibling
+        return sibling
+
+    def insert_before(self, sibling: Element) -> Element:
+        """Put ``sibling`` immediately before this element, under the same parent."""
+        parent = self.parent
+        if parent is None:
+            raise ValueError("cannot add a sibling to an element that has no parent")
+        sibling.detach()
+        sibling.parent = parent
+        sibling.next_sibling = self
+        sibling.prev_sibling = self.prev_sibling
+        if self.prev_sibling is None:
+            parent._first = sibling
+        else:
+            self.prev_sibling.next_sibling = sibling
+        self.prev_sibling = sibling
+        return sibling
+
+    def detach(self) -> Element:
+        """Remove this element (with its subtree) from its parent; it stays usable."""
+        parent = self.parent
+        if parent is None:
+            return self
+        if self.prev_sibling is None:
+            parent._first = self.next_sibling
+        else:
+            self.prev_sibling.next_sibling = self.next_sibling
+        if self.next_sibling is None:
+            parent._last = self.prev_sibling
+        else:
+            self.next_sibling.prev_sibling = self.prev_sibling
+        self.parent = self.prev_sibling = self.next_sibling = None
+        return self
+
+    def clear_children(self) -> None:
+        """Drop every child (and any unparsed content)."""
+        self._lazy = None
+        node = self._first
+        while node is not None:
+            nxt = node.next_sibling
+            node.parent = node.prev_sibling = node.next_sibling = None
+            node = nxt
+        self._first = self._last = None
+
+    def add(self, name: str, value: Any = None, *, namespace: str = "", type: int = NAME_VALUE) -> Element:
+        """Create a child and append it; returns the new child."""
+        return self.append(Element(name, value, namespace=namespace, type=type))
+
+    # -- copying ---------------------------------------------------------------------------
+
+    def copy(self) -> Element:
+        """A deep copy of this element and its subtree, detached.
+
+        An unparsed subtree is copied by sharing its (immutable) bytes, so copying a message
+        nobody has read costs no parse.
+        """
+        clone = Element(self.name, self.value, namespace=self.namespace, type=self.type)
+        if self._lazy is not None:
+            clone._lazy = self._lazy
+            return clone
+        node = self._first
+        last: Element | None = None
+        # Link the copies directly: they are new, so append's detach and parse checks are not needed.
+        while node is not None:
+            kid = node.copy()
+            kid.parent = clone
+            kid.prev_sibling = last
+            if last is None:
+                clone._first = kid
+            else:
+                last.next_sibling = kid
+            last = kid
+            node = node.next_sibling
+        clone._last = last
+        return clone
+
+    def copy_children_from(self, other: Element) -> None:
+        """Replace this element's children by copies of ``other``'s children (ESQL tree SET)."""
+        self.clear_children()
+        if other._lazy is not None:
+            self._lazy = other._lazy
+            return
+        node = other._first
+        while node is not None:
+            self.append_new(node.copy())
+            node = node.next_sibling
+
+    # -- conveniences for tests and converters ---------------------------------------------
+
+    def to_data(self) -> Any:
+        """A plain nested representation (name → value or dict/list) for assertions."""
+        kids = list(self.children())
+        if not kids:
+            return self.value
+        out: dict[str, Any] = {}
+        for kid in kids:
+            data = kid.to_data()
+            if kid.name in out:
+                existing = out[kid.name]
+                if isinstance(existing, list) and getattr(existing, "_repeat", False):
+                    existing.append(data)
+                else:
+                    rep = _Repeat([existing, data])
+                    out[kid.name] = rep
+            else:
+                out[kid.name] = data
+        return {k: (list(v) if isinstance(v, _Repeat) else v) for k, v in out.items()}
+
+    def dump(self, indent: int = 0, out: Callable[[str], None] | None = None) -> str:
+        """An indented text rendering, one element a line (for logs and test failures)."""
+        lines: list[str] = []
+
+        def visit(node: Element, depth: int) -> None:
+            label = f"{node.namespace}:{node.name}" if node.namespace else node.name
+            text = f"{'  ' * depth}{label} (0x{node.type:08X})"
+            if node.value is not None:
+                text += f" = {node.value!r}"
+            if node._lazy is not None:
+                text += f" <unparsed {len(node._lazy.data)} bytes>"
+            lines.append(text)
+            for kid in node.children() if node._lazy is None else ():
+                visit(kid, depth + 1)
+
+        visit(self, indent)
+        text = "\n".join(lines)
+        if out is not None:
+            out(text)
+        return text
+
+    def __repr__(self) -> str:
+        return f"Element({self.name!r}, {self.value!r}, type=0x{self.type:08X})"
+
+
+class _Repeat(list):  # type: ignore[type-arg]
+    _repeat = True
+
+
+def build(name: str, data: Any) -> Element:
+    """Build a tree from nested dicts/lists/scalars (a list repeats the element name)."""
+    root = Element(name)
+    _fill(root, data)
+    return root
+
+
+def _fill(element: Element, data: Any) -> None:
+    if isinstance(data, dict):
+        for key, val in data.items():
+            if isinstance(val, list):
+                for item in val:
+                    _fill(element.add(key), item)
+            else:
+                _fill(element.add(key), val)
+    else:
+        element.value = data
