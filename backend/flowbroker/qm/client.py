@@ -1,0 +1,762 @@
+"""Client library of the queue manager: a blocking ``Client`` and an asyncio ``AsyncClient``.
+
+Both speak the framed protocol of :mod:`flowbroker.qm.protocol` over TCP or a Unix socket. The
+asyncio client pipelines: ``put_async`` sends without waiting for each reply (seed 002's
+asynchronous put) and ``get`` reads ahead a batch of messages when no unit of work is open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import json
+import os
+import socket
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from flowbroker.qm.protocol import (
+    OP_ADMIN,
+    OP_ALTER,
+    OP_BACKOUT,
+    OP_BROWSE_CLOSE,
+    OP_COMMIT,
+    OP_DEFINE,
+    OP_DELETE,
+    OP_GET,
+    OP_HELLO,
+    OP_INQUIRE,
+    OP_LIST,
+    OP_PING,
+    OP_PUBLISH,
+    OP_PURGE,
+    OP_PUT,
+    OP_REPLY_ERR,
+    OP_SUBSCRIBE,
+    OP_UNSUBSCRIBE,
+    RC_CONNECTION_BROKEN,
+    RC_NOT_AUTHORIZED,
+    FrameDecoder,
+    FrameError,
+    IdFactory,
+    Message,
+    MessageDescriptor,
+    QMError,
+    decode_message,
+    encode_frame,
+    encode_message,
+    pad_id,
+    split_messages,
+)
+
+__all__ = ["AsyncClient", "Client", "Message", "MessageDescriptor", "QMError", "resolve_address"]
+
+
+def resolve_address(
+    url: str | None, data_dir: str | None, user: str | None, password: str | None
+) -> tuple[tuple[str, int] | str, str, str]:
+    """((host, port) or unix path, user, password) from a URL or the data directory's qm.json."""
+    url = url or (None if data_dir else os.environ.get("FLOWBROKER_QM"))
+    if url:
+        u = urlparse(url)
+        if u.scheme == "unix":
+            address: tuple[str, int] | str = unquote(u.path)
+        elif u.scheme in ("fbqm", "tcp"):
+            if not u.hostname:
+                raise QMError(RC_CONNECTION_BROKEN, f"queue manager URL {url!r} names no host")
+            address = (u.hostname, u.port or 1414)
+        else:
+            raise QMError(
+                RC_CONNECTION_BROKEN, f"queue manager URL {url!r}: scheme must be fbqm:// or unix://"
+            )
+        user = user or (unquote(u.username) if u.username else None)
+        password = password or (unquote(u.password) if u.password else None)
+        if user is None or password is None:
+            info = _read_info(data_dir or os.environ.get("FLOWBROKER_DATA") or "./var", required=False)
+            user = user or info.get("user")
+            password = password or info.get("password")
+        if not user or not password:
+            raise QMError(RC_NOT_AUTHORIZED, f"no credentials for {url!r}: give user:password in the URL")
+        return address, user, password
+    info = _read_info(data_dir or os.environ.get("FLOWBROKER_DATA") or "./var", required=True)
+    return (str(info["host"]), int(info["port"])), user or info["user"], password or info["password"]
+
+
+def _read_info(data_dir: str, *, required: bool) -> dict[str, Any]:
+    path = Path(data_dir) / "qm.json"
+    try:
+        info = json.loads(path.read_text())
+        if not isinstance(info, dict):
+            raise ValueError("not an object")
+        return info
+    except FileNotFoundError:
+        if required:
+            raise QMError(RC_CONNECTION_BROKEN, f"{path} not found: is the queue manager running?") from None
+    except (ValueError, OSError) as exc:
+        if required:
+            raise QMError(RC_CONNECTION_BROKEN, f"{path} is unreadable: {exc}") from None
+    return {}
+
+
+def _fill_md(md: MessageDescriptor | None, ids: IdFactory) -> MessageDescriptor:
+    # A copy: one descriptor object is often reused for many puts, each needing its own msgId.
+    if md is None:
+        return MessageDescriptor(msg_id=ids.next())
+    if md.msg_id == b"\x00" * 24 or not md.msg_id:
+        return dataclasses.replace(md, msg_id=ids.next())
+    return md
+
+
+def _encode_batch(
+    bodies: list[bytes], md: MessageDescriptor | None, properties: dict[str, Any] | None, ids: IdFactory
+) -> bytes:
+    """Messages sharing one descriptor: encoded once, then only the msgId differs."""
+    base = md or MessageDescriptor()
+    parts: list[bytes] = []
+    last_body: bytes | None = None
+    template = b""
+    for body in bodies:
+        if body is not last_body:
+            template = encode_message(base, properties, body)
+            last_body = body
+        parts.append(ids.next())
+        parts.append(template[24:])
+    return b"".join(parts)
+
+
+def _id_hex(value: bytes | str | None) -> str | None:
+    return None if value is None else pad_id(value).hex()
+
+
+def _raise_error(args: Any) -> QMError:
+    if isinstance(args, dict):
+        return QMError(int(args.get("rc", RC_CONNECTION_BROKEN)), str(args.get("reason", "")))
+    return QMError(RC_CONNECTION_BROKEN, "malformed error reply")
+
+
+class Client:
+    """A blocking connection to the queue manager; one request at a time, replies in order."""
+
+    def __init__(self, sock: socket.socket, user: str, password: str) -> None:
+        self._sock = sock
+        self._decoder = FrameDecoder()
+        self._rids = itertools.count(1)
+        self._ready: dict[int, tuple[int, Any, bytes]] = {}
+        self._discard: set[int] = set()  # replies nobody waits for any more
+        self._ids = IdFactory()
+        self.user = user
+        self._call(OP_HELLO, {"user": user, "password": password})
+
+    @classmethod
+    def connect(
+        cls,
+        url: str | None = None,
+        *,
+        data_dir: str | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        timeout: float = 10.0,
+    ) -> Client:
+        address, user, password = resolve_address(url, data_dir, user, password)
+        try:
+            if isinstance(address, str):
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(timeout)
+                sock.connect(address)
+            else:
+                sock = socket.create_connection(address, timeout=timeout)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            raise QMError(
+                RC_CONNECTION_BROKEN, f"cannot reach the queue manager at {address}: {exc}"
+            ) from None
+        sock.settimeout(None)
+        try:
+            return cls(sock, user, password)
+        except BaseException:
+            sock.close()
+            raise
+
+    # --- transport --------------------------------------------------------------------------
+    def _send(self, op: int, args: Any = None, tail: bytes = b"") -> int:
+        rid = next(self._rids)
+        try:
+            self._sock.sendall(encode_frame(op, rid, args, tail))
+        except OSError as exc:
+            raise QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}") from None
+        return rid
+
+    def _wait(self, rid: int) -> tuple[Any, bytes]:
+        while rid not in self._ready:
+            try:
+                data = self._sock.recv(1 << 20)
+            except OSError as exc:
+                raise QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}") from None
+            if not data:
+                raise QMError(RC_CONNECTION_BROKEN, "the queue manager closed the connection")
+            try:
+                frames = self._decoder.feed(data)
+            except FrameError as exc:
+                raise QMError(RC_CONNECTION_BROKEN, f"bad frame from the queue manager: {exc}") from None
+            for op, frid, args, tail in frames:
+                if frid == 0 and op == OP_REPLY_ERR:
+                    raise _raise_error(args)
+                if frid in self._discard:
+                    self._discard.discard(frid)
+                    continue
+                self._ready[frid] = (op, args, tail)
+        op, args, tail = self._ready.pop(rid)
+        if op == OP_REPLY_ERR:
+            raise _raise_error(args)
+        return args, tail
+
+    def _call(self, op: int, args: Any = None, tail: bytes = b"") -> tuple[Any, bytes]:
+        return self._wait(self._send(op, args, tail))
+
+    # --- messaging --------------------------------------------------------------------------
+    def put(
+        self,
+        queue: str,
+        body: bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        syncpoint: bool = False,
+        properties: dict[str, Any] | None = None,
+    ) -> bytes:
+        md = _fill_md(md, self._ids)
+        _, tail = self._call(OP_PUT, {"q": queue, "sync": syncpoint}, encode_message(md, properties, body))
+        return tail[:24]
+
+    def put_many(
+        self,
+        queue: str,
+        bodies: list[bytes],
+        md: MessageDescriptor | None = None,
+        *,
+        syncpoint: bool = False,
+    ) -> list[bytes]:
+        """Put several messages in one frame (one round trip, one log record when persistent)."""
+        _, tail = self._call(
+            OP_PUT, {"q": queue, "sync": syncpoint}, _encode_batch(bodies, md, None, self._ids)
+        )
+        return [tail[i : i + 24] for i in range(0, len(tail), 24)]
+
+    def request(
+        self,
+        queue: str,
+        body: bytes,
+        reply_to_q: str,
+        *,
+        wait: float = 30,
+        md: MessageDescriptor | None = None,
+    ) -> Message | None:
+        """Put a request and wait for its reply (correlId = the request's msgId) in one round trip.
+
+        Both frames leave in one write: the msgId is chosen here, so the get need not wait for
+        the put's reply before it can name the correlId it matches.
+        """
+        md = _fill_md(md, self._ids)
+        md = dataclasses.replace(md, reply_to_q=reply_to_q)
+        frames = encode_frame(
+            OP_PUT, put_rid := next(self._rids), {"q": queue}, encode_message(md, None, body)
+        )
+        get_args = {"q": reply_to_q, "wait": wait, "correl_id": md.msg_id.hex()}
+        frames += encode_frame(OP_GET, get_rid := next(self._rids), get_args)
+        try:
+            self._sock.sendall(frames)
+        except OSError as exc:
+            raise QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}") from None
+        try:
+            self._wait(put_rid)
+        except QMError:
+            self._ready.pop(get_rid, None)
+            self._discard.add(get_rid)
+            raise
+        _, tail = self._wait(get_rid)
+        raws = split_messages(tail)
+        return decode_message(raws[0]) if raws else None
+
+    def get(
+        self,
+        queue: str,
+        *,
+        wait: float = 0,
+        syncpoint: bool = False,
+        msg_id: bytes | str | None = None,
+        correl_id: bytes | str | None = None,
+        browse_cursor: int | None = None,
+    ) -> Message | None:
+        if browse_cursor is not None:
+            msgs, _ = self.browse_next(queue, browse_cursor)
+            return msgs[0] if msgs else None
+        msgs = self.get_many(queue, 1, wait=wait, syncpoint=syncpoint, msg_id=msg_id, correl_id=correl_id)
+        return msgs[0] if msgs else None
+
+    def get_many(
+        self,
+        queue: str,
+        max_messages: int,
+        *,
+        wait: float = 0,
+        syncpoint: bool = False,
+        msg_id: bytes | str | None = None,
+        correl_id: bytes | str | None = None,
+    ) -> list[Message]:
+        args: dict[str, Any] = {"q": queue, "wait": wait, "sync": syncpoint, "max": max_messages}
+        if msg_id is not None:
+            args["msg_id"] = _id_hex(msg_id)
+        if correl_id is not None:
+            args["correl_id"] = _id_hex(correl_id)
+        _, tail = self._call(OP_GET, args)
+        return [decode_message(raw) for raw in split_messages(tail)]
+
+    def browse_next(self, queue: str, cursor: int = 0, max_messages: int = 1) -> tuple[list[Message], int]:
+        """The next messages under a browse cursor (0 opens one); returns them and the cursor."""
+        args, tail = self._call(OP_GET, {"q": queue, "browse": True, "cursor": cursor, "max": max_messages})
+        return [decode_message(raw) for raw in split_messages(tail)], int(args["cursor"])
+
+    def browse(self, queue: str, batch: int = 100) -> Iterator[Message]:
+        msgs, cursor = self.browse_next(queue, 0, batch)
+        try:
+            while msgs:
+                yield from msgs
+                msgs, cursor = self.browse_next(queue, cursor, batch)
+        finally:
+            self._call(OP_BROWSE_CLOSE, {"cursor": cursor})
+
+    def commit(self) -> None:
+        self._call(OP_COMMIT)
+
+    def backout(self) -> None:
+        self._call(OP_BACKOUT)
+
+    # --- pub/sub ----------------------------------------------------------------------------
+    def publish(
+        self,
+        topic: str,
+        body: bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        syncpoint: bool = False,
+        retain: bool = False,
+        properties: dict[str, Any] | None = None,
+    ) -> int:
+        md = _fill_md(md, self._ids)
+        args, _ = self._call(
+            OP_PUBLISH,
+            {"topic": topic, "sync": syncpoint, "retain": retain},
+            encode_message(md, properties, body),
+        )
+        return int(args["deliveries"])
+
+    def subscribe(
+        self,
+        topic: str,
+        queue: str,
+        *,
+        name: str | None = None,
+        correl_id: bytes | str | None = None,
+        filter: str | None = None,
+        durable: bool = True,
+    ) -> dict[str, Any]:
+        args, _ = self._call(
+            OP_SUBSCRIBE,
+            {
+                "topic": topic,
+                "queue": queue,
+                "name": name,
+                "correl_id": _id_hex(correl_id),
+                "filter": filter,
+                "durable": durable,
+            },
+        )
+        return dict(args)
+
+    def unsubscribe(self, name: str) -> None:
+        self._call(OP_UNSUBSCRIBE, {"name": name})
+
+    # --- administration ---------------------------------------------------------------------
+    def define_queue(self, name: str, *, replace: bool = False, **attrs: Any) -> dict[str, Any]:
+        args, _ = self._call(OP_DEFINE, {"name": name, "attrs": attrs, "replace": replace})
+        return dict(args)
+
+    def alter_queue(self, name: str, **attrs: Any) -> dict[str, Any]:
+        args, _ = self._call(OP_ALTER, {"name": name, "attrs": attrs})
+        return dict(args)
+
+    def delete_queue(self, name: str, *, purge: bool = False) -> None:
+        self._call(OP_DELETE, {"name": name, "purge": purge})
+
+    def inquire_queue(self, name: str) -> dict[str, Any]:
+        args, _ = self._call(OP_INQUIRE, {"name": name})
+        return dict(args)
+
+    def list_queues(self, pattern: str = "*") -> list[dict[str, Any]]:
+        args, _ = self._call(OP_LIST, {"pattern": pattern})
+        return list(args["queues"])
+
+    def purge(self, name: str) -> int:
+        args, _ = self._call(OP_PURGE, {"name": name})
+        return int(args["purged"])
+
+    def define_user(self, user: str, password: str) -> None:
+        self._call(OP_ADMIN, {"action": "define_user", "user": user, "password": password})
+
+    def set_topic_acl(
+        self, topic: str, principal: str, *, publish: bool | None = None, subscribe: bool | None = None
+    ) -> None:
+        self._call(
+            OP_ADMIN,
+            {
+                "action": "set_topic_acl",
+                "topic": topic,
+                "principal": principal,
+                "publish": publish,
+                "subscribe": subscribe,
+            },
+        )
+
+    def admin(self, action: str, **args: Any) -> dict[str, Any]:
+        reply, _ = self._call(OP_ADMIN, {"action": action, **args})
+        return dict(reply)
+
+    def ping(self) -> None:
+        self._call(OP_PING)
+
+    def close(self) -> None:
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """An asyncio connection: every request pipelined, replies matched by request id."""
+
+    def __init__(self) -> None:
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._pending: dict[int, asyncio.Future[tuple[Any, bytes]]] = {}
+        self._rids = itertools.count(1)
+        self._ids = IdFactory()
+        self._task: asyncio.Task[None] | None = None
+        self._async_puts: deque[asyncio.Future[tuple[Any, bytes]]] = deque()
+        self._read_ahead: dict[str, deque[Message]] = {}
+        self._in_uow = False
+        self._broken: QMError | None = None
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str | None = None,
+        *,
+        data_dir: str | None = None,
+        user: str | None = None,
+        password: str | None = None,
+    ) -> AsyncClient:
+        address, user, password = resolve_address(url, data_dir, user, password)
+        self = cls()
+        try:
+            if isinstance(address, str):
+                self._reader, self._writer = await asyncio.open_unix_connection(address, limit=1 << 22)
+            else:
+                self._reader, self._writer = await asyncio.open_connection(
+                    address[0], address[1], limit=1 << 22
+                )
+                sock = self._writer.get_extra_info("socket")
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            raise QMError(
+                RC_CONNECTION_BROKEN, f"cannot reach the queue manager at {address}: {exc}"
+            ) from None
+        self._task = asyncio.get_running_loop().create_task(self._read_loop())
+        try:
+            await self._call(OP_HELLO, {"user": user, "password": password})
+        except QMError:
+            await self.close()
+            raise
+        return self
+
+    async def _read_loop(self) -> None:
+        decoder = FrameDecoder()
+        assert self._reader is not None
+        error = QMError(RC_CONNECTION_BROKEN, "the queue manager closed the connection")
+        try:
+            while True:
+                data = await self._reader.read(1 << 20)
+                if not data:
+                    break
+                for op, rid, args, tail in decoder.feed(data):
+                    if rid == 0 and op == OP_REPLY_ERR:
+                        error = _raise_error(args)
+                        raise error
+                    fut = self._pending.pop(rid, None)
+                    if fut is None or fut.done():
+                        continue
+                    if op == OP_REPLY_ERR:
+                        fut.set_exception(_raise_error(args))
+                    else:
+                        fut.set_result((args, tail))
+        except (OSError, FrameError, QMError) as exc:
+            if not isinstance(exc, QMError):
+                error = QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}")
+        self._broken = error
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(error)
+        self._pending.clear()
+
+    def _send(self, op: int, args: Any = None, tail: bytes = b"") -> asyncio.Future[tuple[Any, bytes]]:
+        if self._broken is not None:
+            raise self._broken
+        assert self._writer is not None
+        rid = next(self._rids)
+        fut: asyncio.Future[tuple[Any, bytes]] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        self._writer.write(encode_frame(op, rid, args, tail))
+        return fut
+
+    async def _call(self, op: int, args: Any = None, tail: bytes = b"") -> tuple[Any, bytes]:
+        fut = self._send(op, args, tail)
+        assert self._writer is not None
+        await self._writer.drain()
+        return await fut
+
+    # --- messaging --------------------------------------------------------------------------
+    async def put(
+        self,
+        queue: str,
+        body: bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        syncpoint: bool = False,
+        properties: dict[str, Any] | None = None,
+    ) -> bytes:
+        md = _fill_md(md, self._ids)
+        if syncpoint:
+            self._in_uow = True
+        _, tail = await self._call(
+            OP_PUT, {"q": queue, "sync": syncpoint}, encode_message(md, properties, body)
+        )
+        return tail[:24]
+
+    def put_async(
+        self,
+        queue: str,
+        bodies: list[bytes] | bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        syncpoint: bool = False,
+        properties: dict[str, Any] | None = None,
+    ) -> None:
+        """Send messages without waiting; ``flush()`` waits for them and raises the first refusal."""
+        if isinstance(bodies, bytes | bytearray):
+            bodies = [bytes(bodies)]
+        if syncpoint:
+            self._in_uow = True
+        tail = _encode_batch(bodies, md, properties, self._ids)
+        self._async_puts.append(self._send(OP_PUT, {"q": queue, "sync": syncpoint}, tail))
+
+    async def flush(self) -> None:
+        assert self._writer is not None
+        await self._writer.drain()
+        first: BaseException | None = None
+        while self._async_puts:
+            fut = self._async_puts.popleft()
+            try:
+                await fut
+            except QMError as exc:
+                first = first or exc
+        if first is not None:
+            raise first
+
+    async def get(
+        self,
+        queue: str,
+        *,
+        wait: float = 0,
+        syncpoint: bool = False,
+        msg_id: bytes | str | None = None,
+        correl_id: bytes | str | None = None,
+        browse_cursor: int | None = None,
+        read_ahead: int = 0,
+    ) -> Message | None:
+        """One message; with ``read_ahead`` (outside a unit of work) later gets come from a local batch.
+
+        As with MQ's read-ahead, the batch leaves the queue when it is fetched: messages still
+        buffered when the application ends are gone, so use it for non-persistent traffic.
+        """
+        if browse_cursor is not None:
+            args, tail = await self._call(OP_GET, {"q": queue, "browse": True, "cursor": browse_cursor})
+            raws = split_messages(tail)
+            return decode_message(raws[0]) if raws else None
+        plain = msg_id is None and correl_id is None and not syncpoint
+        buffered = self._read_ahead.get(queue)
+        if plain and buffered:
+            return buffered.popleft()
+        msgs = await self.get_many(
+            queue,
+            max(1, read_ahead) if plain else 1,
+            wait=wait,
+            syncpoint=syncpoint,
+            msg_id=msg_id,
+            correl_id=correl_id,
+        )
+        if not msgs:
+            return None
+        if len(msgs) > 1:
+            self._read_ahead.setdefault(queue, deque()).extend(msgs[1:])
+        return msgs[0]
+
+    async def get_many(
+        self,
+        queue: str,
+        max_messages: int,
+        *,
+        wait: float = 0,
+        syncpoint: bool = False,
+        msg_id: bytes | str | None = None,
+        correl_id: bytes | str | None = None,
+    ) -> list[Message]:
+        args: dict[str, Any] = {"q": queue, "wait": wait, "sync": syncpoint, "max": max_messages}
+        if msg_id is not None:
+            args["msg_id"] = _id_hex(msg_id)
+        if correl_id is not None:
+            args["correl_id"] = _id_hex(correl_id)
+        if syncpoint:
+            self._in_uow = True
+        _, tail = await self._call(OP_GET, args)
+        return [decode_message(raw) for raw in split_messages(tail)]
+
+    async def get_raw_many(
+        self, queue: str, max_messages: int, *, wait: float = 0, syncpoint: bool = False
+    ) -> list[bytes]:
+        """Encoded messages, undecoded: for relays and measurements that need no descriptor."""
+        _, tail = await self._call(OP_GET, {"q": queue, "wait": wait, "sync": syncpoint, "max": max_messages})
+        return split_messages(tail)
+
+    async def commit(self) -> None:
+        await self.flush()
+        self._in_uow = False
+        await self._call(OP_COMMIT)
+
+    async def backout(self) -> None:
+        try:
+            await self.flush()
+        finally:
+            self._in_uow = False
+            await self._call(OP_BACKOUT)
+
+    async def publish(
+        self,
+        topic: str,
+        body: bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        syncpoint: bool = False,
+        retain: bool = False,
+        properties: dict[str, Any] | None = None,
+    ) -> int:
+        md = _fill_md(md, self._ids)
+        args, _ = await self._call(
+            OP_PUBLISH,
+            {"topic": topic, "sync": syncpoint, "retain": retain},
+            encode_message(md, properties, body),
+        )
+        return int(args["deliveries"])
+
+    async def subscribe(
+        self,
+        topic: str,
+        queue: str,
+        *,
+        name: str | None = None,
+        correl_id: bytes | str | None = None,
+        filter: str | None = None,
+        durable: bool = True,
+    ) -> dict[str, Any]:
+        args, _ = await self._call(
+            OP_SUBSCRIBE,
+            {
+                "topic": topic,
+                "queue": queue,
+                "name": name,
+                "correl_id": _id_hex(correl_id),
+                "filter": filter,
+                "durable": durable,
+            },
+        )
+        return dict(args)
+
+    async def unsubscribe(self, name: str) -> None:
+        await self._call(OP_UNSUBSCRIBE, {"name": name})
+
+    async def define_queue(self, name: str, *, replace: bool = False, **attrs: Any) -> dict[str, Any]:
+        args, _ = await self._call(OP_DEFINE, {"name": name, "attrs": attrs, "replace": replace})
+        return dict(args)
+
+    async def alter_queue(self, name: str, **attrs: Any) -> dict[str, Any]:
+        args, _ = await self._call(OP_ALTER, {"name": name, "attrs": attrs})
+        return dict(args)
+
+    async def delete_queue(self, name: str, *, purge: bool = False) -> None:
+        await self._call(OP_DELETE, {"name": name, "purge": purge})
+
+    async def inquire_queue(self, name: str) -> dict[str, Any]:
+        args, _ = await self._call(OP_INQUIRE, {"name": name})
+        return dict(args)
+
+    async def list_queues(self, pattern: str = "*") -> list[dict[str, Any]]:
+        args, _ = await self._call(OP_LIST, {"pattern": pattern})
+        return list(args["queues"])
+
+    async def purge(self, name: str) -> int:
+        args, _ = await self._call(OP_PURGE, {"name": name})
+        return int(args["purged"])
+
+    async def browse(self, queue: str, batch: int = 100) -> list[Message]:
+        args, tail = await self._call(OP_GET, {"q": queue, "browse": True, "cursor": 0, "max": batch})
+        cursor = args["cursor"]
+        out = [decode_message(r) for r in split_messages(tail)]
+        while True:
+            args, tail = await self._call(
+                OP_GET, {"q": queue, "browse": True, "cursor": cursor, "max": batch}
+            )
+            raws = split_messages(tail)
+            if not raws:
+                break
+            out.extend(decode_message(r) for r in raws)
+        await self._call(OP_BROWSE_CLOSE, {"cursor": cursor})
+        return out
+
+    async def ping(self) -> None:
+        await self._call(OP_PING)
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            try:
+                await self._writer.wait_closed()
+            except OSError:
+                pass
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, 2)
+            except (TimeoutError, asyncio.CancelledError):
+                self._task.cancel()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,343 @@
+"""The queue manager's wire format: frames, the message descriptor, reason codes and their errors.
+
+A frame is ``<u32 length><u8 op><u32 request id><payload>``; ``length`` counts everything after
+itself. Most payloads are ``<u32 n><n bytes of JSON arguments><binary tail>``; the tail carries
+messages in the encoding of :func:`encode_message`, the same bytes the persistence log stores,
+so the server relays a message without ever decoding its body.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+# --- reason codes (modelled on MQ's MQRC values) -------------------------------------------------
+RC_NONE = 0
+RC_NOT_AUTHORIZED = 2035
+RC_UNKNOWN_OBJECT_NAME = 2085
+RC_OBJECT_ALREADY_EXISTS = 2100
+RC_Q_FULL = 2053
+RC_MSG_TOO_BIG_FOR_Q = 2030
+RC_PUT_INHIBITED = 2051
+RC_GET_INHIBITED = 2016
+RC_NO_MSG_AVAILABLE = 2033
+RC_BACKED_OUT = 2003
+RC_CONNECTION_BROKEN = 2009
+RC_DATA_LENGTH_ERROR = 2010
+RC_OBJECT_IN_USE = 2042
+RC_Q_NOT_EMPTY = 2055
+RC_SYNCPOINT_NOT_AVAILABLE = 2072
+RC_UNKNOWN_ALIAS_BASE_Q = 2082
+RC_FUNCTION_NOT_SUPPORTED = 2298
+RC_SELECTOR_SYNTAX_ERROR = 2459
+RC_SELECTOR_NOT_SUPPORTED = 2518
+RC_TOPIC_STRING_ERROR = 2425
+RC_SUBSCRIPTION_NOT_FOUND = 2428
+RC_DUPLICATE_SUBSCRIPTION = 2432
+RC_FRAME_ERROR = 2196  # modelled on MQRC_UNEXPECTED_ERROR-class protocol faults
+RC_BAD_ARGUMENT = 2046
+RC_PERSISTENCE_FAILED = 2102
+RC_STREAM_DUPLICATE_FAILED = 2600
+RC_UNEXPECTED_ERROR = 2195
+
+REASONS = {
+    RC_NOT_AUTHORIZED: "not authorized",
+    RC_UNKNOWN_OBJECT_NAME: "unknown object name",
+    RC_OBJECT_ALREADY_EXISTS: "object already exists",
+    RC_Q_FULL: "queue full",
+    RC_MSG_TOO_BIG_FOR_Q: "message too long for queue",
+    RC_PUT_INHIBITED: "put inhibited",
+    RC_GET_INHIBITED: "get inhibited",
+    RC_NO_MSG_AVAILABLE: "no message available",
+    RC_CONNECTION_BROKEN: "connection broken",
+    RC_DATA_LENGTH_ERROR: "malformed or oversized frame",
+    RC_Q_NOT_EMPTY: "queue not empty",
+    RC_FRAME_ERROR: "malformed frame",
+    RC_BAD_ARGUMENT: "bad argument",
+}
+
+
+class QMError(Exception):
+    """A refused request: an MQ-style reason code and a one-line reason."""
+
+    def __init__(self, reason_code: int, reason: str = "") -> None:
+        self.reason_code = reason_code
+        self.reason = reason or REASONS.get(reason_code, "error")
+        super().__init__(f"{self.reason_code}: {self.reason}")
+
+
+# --- ops ----------------------------------------------------------------------------------------
+OP_HELLO = 1
+OP_PUT = 2
+OP_GET = 3
+OP_COMMIT = 4
+OP_BACKOUT = 5
+OP_PUBLISH = 6
+OP_SUBSCRIBE = 7
+OP_UNSUBSCRIBE = 8
+OP_DEFINE = 9
+OP_ALTER = 10
+OP_DELETE = 11
+OP_INQUIRE = 12
+OP_LIST = 13
+OP_PURGE = 14
+OP_BROWSE_CLOSE = 15
+OP_ADMIN = 16
+OP_PING = 17
+OP_REPLY_OK = 0x80
+OP_REPLY_ERR = 0x81
+
+FRAME_HEADER = struct.Struct("<IBI")
+HEADER_SIZE = FRAME_HEADER.size
+#: Frames larger than this are refused before a byte of their payload is buffered.
+DEFAULT_MAX_FRAME = 64 * 1024 * 1024
+_U32 = struct.Struct("<I")
+
+
+class FrameError(Exception):
+    """The byte stream is not a sequence of valid frames; the connection must be closed."""
+
+    def __init__(self, reason: str, offset: int) -> None:
+        super().__init__(f"{reason} at byte offset {offset}")
+        self.reason = reason
+        self.offset = offset
+
+
+def encode_frame(op: int, rid: int, args: Any = None, tail: bytes | bytearray | memoryview = b"") -> bytes:
+    j = orjson.dumps(args) if args is not None else b""
+    payload_len = 4 + len(j) + len(tail)
+    return b"".join((FRAME_HEADER.pack(5 + payload_len, op, rid), _U32.pack(len(j)), j, tail))
+
+
+class FrameDecoder:
+    """Cuts a byte stream into frames: feed bytes, collect ``(op, rid, args, tail)`` tuples.
+
+    Incremental so a frame split over many reads (or a client that stops mid-frame) costs
+    nothing but the buffered bytes; never trusts a length before checking it against the limit.
+    """
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.max_frame = max_frame
+        self._buf = bytearray()
+        self._consumed = 0  # stream offset of _buf[0], for precise error positions
+
+    @property
+    def pending(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[tuple[int, int, Any, bytes]]:
+        buf = self._buf
+        buf += data
+        frames: list[tuple[int, int, Any, bytes]] = []
+        pos = 0
+        n = len(buf)
+        while n - pos >= 4:
+            (length,) = _U32.unpack_from(buf, pos)
+            if length < 5 or length > self.max_frame:
+                raise FrameError(f"frame length {length} outside 5..{self.max_frame}", self._consumed + pos)
+            if n - pos - 4 < length:
+                break
+            _, op, rid = FRAME_HEADER.unpack_from(buf, pos)
+            start = pos + HEADER_SIZE
+            end = pos + 4 + length
+            frames.append(self._split(op, rid, bytes(buf[start:end]), self._consumed + start))
+            pos = end
+        if pos:
+            del buf[:pos]
+            self._consumed += pos
+        return frames
+
+    @staticmethod
+    def _split(op: int, rid: int, payload: bytes, offset: int) -> tuple[int, int, Any, bytes]:
+        if not payload:
+            return op, rid, None, b""
+        if len(payload) < 4:
+            raise FrameError("payload shorter than its argument length", offset)
+        (jlen,) = _U32.unpack_from(payload, 0)
+        if jlen > len(payload) - 4:
+            raise FrameError(f"argument length {jlen} exceeds payload of {len(payload) - 4}", offset)
+        args: Any = None
+        if jlen:
+            try:
+                args = orjson.loads(payload[4 : 4 + jlen])
+            except orjson.JSONDecodeError as exc:
+                raise FrameError(f"arguments are not JSON ({exc})", offset + 4) from None
+        return op, rid, args, payload[4 + jlen :]
+
+
+# --- the message descriptor ---------------------------------------------------------------------
+PERSISTENCE_NOT_PERSISTENT = 0
+PERSISTENCE_PERSISTENT = 1
+PERSISTENCE_AS_Q_DEF = 2
+EXPIRY_UNLIMITED = -1
+FORMAT_NONE = ""
+FORMAT_STRING = "MQSTR"
+FORMAT_RFH2 = "MQHRF2"
+
+#: msg_id, correl_id, group_id, persistence, priority, expiry (tenths of a second, -1 unlimited),
+#: put_time, backout_count, encoding, coded_char_set_id, then the lengths of reply_to_q,
+#: reply_to_q_mgr, format, properties (JSON) and body.
+MD_STRUCT = struct.Struct("<24s24s24sBbqdIiiHHHII")
+MD_SIZE = MD_STRUCT.size
+BACKOUT_OFFSET = struct.calcsize("<24s24s24sBbqd")
+PERSISTENCE_OFFSET = 72
+PRIORITY_OFFSET = 73
+EXPIRY_OFFSET = 74
+PUT_TIME_OFFSET = 82
+_BACKOUT = struct.Struct("<I")
+_PUT_TIME = struct.Struct("<d")
+_PRIORITY = struct.Struct("<b")
+_EXPIRY = struct.Struct("<q")
+ZERO_ID = b"\x00" * 24
+
+
+@dataclass
+class MessageDescriptor:
+    """The MQMD fields a message carries (DESIGN.md 'The message')."""
+
+    msg_id: bytes = ZERO_ID
+    correl_id: bytes = ZERO_ID
+    persistence: int = PERSISTENCE_AS_Q_DEF
+    priority: int = -1  # -1: the queue's default priority
+    expiry: int = EXPIRY_UNLIMITED
+    reply_to_q: str = ""
+    reply_to_q_mgr: str = ""
+    format: str = FORMAT_NONE
+    encoding: int = 546
+    coded_char_set_id: int = 1208
+    put_time: float = 0.0
+    backout_count: int = 0
+    group_id: bytes = ZERO_ID
+
+
+@dataclass
+class Message:
+    """A message as an application sees it: descriptor, properties and body."""
+
+    md: MessageDescriptor
+    properties: dict[str, Any] = field(default_factory=dict)
+    body: bytes = b""
+
+
+def pad_id(value: bytes | str | None) -> bytes:
+    """An id of exactly 24 bytes: text is UTF-8 encoded, short ids are padded with NULs."""
+    if value is None:
+        return ZERO_ID
+    raw = value.encode() if isinstance(value, str) else bytes(value)
+    if len(raw) > 24:
+        raise QMError(RC_BAD_ARGUMENT, f"id is {len(raw)} bytes, at most 24 allowed")
+    return raw.ljust(24, b"\x00")
+
+
+def encode_message(md: MessageDescriptor, properties: dict[str, Any] | None, body: bytes) -> bytes:
+    rq = md.reply_to_q.encode()
+    rqm = md.reply_to_q_mgr.encode()
+    fmt = md.format.encode()
+    props = orjson.dumps(properties) if properties else b""
+    if not 0 <= len(rq) < 65536 or len(rqm) > 65535 or len(fmt) > 65535:
+        raise QMError(RC_BAD_ARGUMENT, "descriptor string field longer than 65535 bytes")
+    if not -1 <= md.priority <= 9:
+        raise QMError(RC_BAD_ARGUMENT, f"priority {md.priority} outside 0..9")
+    if md.persistence not in (0, 1, 2):
+        raise QMError(RC_BAD_ARGUMENT, f"persistence {md.persistence} is not 0, 1 or 2")
+    return b"".join(
+        (
+            MD_STRUCT.pack(
+                pad_id(md.msg_id),
+                pad_id(md.correl_id),
+                pad_id(md.group_id),
+                md.persistence,
+                md.priority,
+                md.expiry,
+                md.put_time,
+                md.backout_count,
+                md.encoding,
+                md.coded_char_set_id,
+                len(rq),
+                len(rqm),
+                len(fmt),
+                len(props),
+                len(body),
+            ),
+            rq,
+            rqm,
+            fmt,
+            props,
+            body,
+        )
+    )
+
+
+def message_length(buf: bytes | memoryview, offset: int = 0) -> int:
+    """Total encoded length of the message starting at ``offset``; validates the header."""
+    if len(buf) - offset < MD_SIZE:
+        raise QMError(RC_DATA_LENGTH_ERROR, f"message header truncated at byte offset {offset}")
+    f = MD_STRUCT.unpack_from(buf, offset)
+    total = MD_SIZE + f[10] + f[11] + f[12] + f[13] + f[14]
+    if len(buf) - offset < total:
+        raise QMError(RC_DATA_LENGTH_ERROR, f"message at byte offset {offset} is truncated")
+    return total
+
+
+def decode_message(raw: bytes) -> Message:
+    f = MD_STRUCT.unpack_from(raw, 0)
+    pos = MD_SIZE
+    rq = raw[pos : pos + f[10]].decode()
+    pos += f[10]
+    rqm = raw[pos : pos + f[11]].decode()
+    pos += f[11]
+    fmt = raw[pos : pos + f[12]].decode()
+    pos += f[12]
+    props = orjson.loads(raw[pos : pos + f[13]]) if f[13] else {}
+    pos += f[13]
+    body = raw[pos : pos + f[14]]
+    md = MessageDescriptor(
+        msg_id=f[0],
+        correl_id=f[1],
+        group_id=f[2],
+        persistence=f[3],
+        priority=f[4],
+        expiry=f[5],
+        put_time=f[6],
+        backout_count=f[7],
+        encoding=f[8],
+        coded_char_set_id=f[9],
+        reply_to_q=rq,
+        reply_to_q_mgr=rqm,
+        format=fmt,
+    )
+    return Message(md, props, body)
+
+
+def split_messages(tail: bytes) -> list[bytes]:
+    """The concatenated encoded messages of a frame tail, each as its own bytes."""
+    out: list[bytes] = []
+    pos = 0
+    n = len(tail)
+    while pos < n:
+        size = message_length(tail, pos)
+        out.append(tail[pos : pos + size])
+        pos += size
+    return out
+
+
+def patch_backout(raw: bytes, count: int) -> bytes:
+    return raw[:BACKOUT_OFFSET] + _BACKOUT.pack(count) + raw[BACKOUT_OFFSET + 4 :]
+
+
+class IdFactory:
+    """Unique 24-byte message ids: a per-process random prefix, the time and a counter."""
+
+    def __init__(self) -> None:
+        self._prefix = b"AMQ" + os.urandom(9)
+        self._seq = 0
+        self._pack = struct.Struct(">IQ").pack
+
+    def next(self) -> bytes:
+        self._seq += 1
+        return self._prefix + self._pack(int(time.time()), self._seq)
