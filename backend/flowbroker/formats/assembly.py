@@ -1,0 +1,148 @@
+"""The message assembly's Root built from a queue manager message, and a Root turned back into one.
+
+Root holds ``Properties``, ``MQMD``, an optional ``MQRFH2`` and one body-domain element, in that
+order. The body's template (domain, set, type, format) comes from the MQRFH2 ``<mcd>`` folder when
+there is one, else from the input node's default message template.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import esql.domains
+from esql.domains import DomainError
+from esql.tree import Element
+
+from flowbroker.formats import load_all, mqmd, rfh2
+
+FOLDER = 0x01000000
+HEADER_NAMES = frozenset({"Properties", "MQMD", "MQRFH2"})
+_TEXT_DOMAINS = frozenset({"XMLNSC", "XMLNS", "XML", "JSON"})
+
+
+@dataclass
+class Template:
+    """The message template of seed 004 §1.3: domain, set, type, format."""
+
+    domain: str = "BLOB"
+    set: str = ""
+    type: str = ""
+    format: str = ""
+
+
+def parser_options(template: Template) -> dict[str, Any]:
+    return {"set": template.set, "type": template.type, "format": template.format}
+
+
+def build_root(descriptor: Any, body: bytes, default: Template | None = None) -> Element:
+    """Root for a message: headers parsed now, the body attached to parse on first read."""
+    load_all()
+    template = default or Template()
+    encoding = int(getattr(descriptor, "encoding", 546))
+    ccsid = int(getattr(descriptor, "coded_char_set_id", 1208))
+    fmt = str(getattr(descriptor, "format", "") or "")
+    root = Element("Root", type=FOLDER)
+    properties = root.add("Properties", type=FOLDER)
+    root.append(mqmd.build(descriptor))
+    body_encoding, body_ccsid = encoding, ccsid
+    if fmt.strip() == mqmd.FORMAT_RFH2.strip():
+        header, body = rfh2.parse(body, encoding=encoding, ccsid=ccsid)
+        root.append(header)
+        chosen = rfh2.template(header)
+        template = Template(
+            domain=chosen.get("domain", template.domain),
+            set=chosen.get("set", template.set if "domain" not in chosen else ""),
+            type=chosen.get("type", template.type if "domain" not in chosen else ""),
+            format=chosen.get("format", template.format if "domain" not in chosen else ""),
+        )
+        body_encoding = int(header.child("Encoding").value)  # type: ignore[union-attr]
+        body_ccsid = int(header.child("CodedCharSetId").value)  # type: ignore[union-attr]
+    domain = template.domain.upper() or "BLOB"
+    for name, value in (
+        ("MessageSet", template.set),
+        ("MessageType", template.type),
+        ("MessageFormat", template.format),
+        ("Encoding", body_encoding),
+        ("CodedCharSetId", body_ccsid),
+        ("Transactional", True),
+        ("Persistence", bool(getattr(descriptor, "persistence", 0) == 1)),
+        ("Priority", getattr(descriptor, "priority", 0)),
+        ("ReplyIdentifier", getattr(descriptor, "correl_id", b"")),
+    ):
+        properties.append_new(Element(name, value))
+    parser = esql.domains.get(domain)
+    body_element = root.add(domain, type=FOLDER)
+    parser.attach(
+        body_element, body, ccsid=body_ccsid, encoding=body_encoding, options=parser_options(template)
+    )
+    return root
+
+
+def _property(properties: Element | None, name: str, default: Any) -> Any:
+    if properties is None:
+        return default
+    kid = properties.child(name)
+    return default if kid is None or kid.value is None else kid.value
+
+
+def body_element(root: Element) -> Element | None:
+    """The body-domain element: the last child of Root that is not a header."""
+    node = root.last_child
+    while node is not None and node.name in HEADER_NAMES:
+        node = node.prev_sibling
+    return node
+
+
+def to_message(root: Element) -> tuple[dict[str, Any], bytes]:
+    """(descriptor fields, body bytes) for an output Root; the output template comes from Properties."""
+    load_all()
+    properties = root.child("Properties")
+    fields = mqmd.fields(root.child("MQMD"))
+    body_node = body_element(root)
+    domain = body_node.name if body_node is not None else "BLOB"
+    template = Template(
+        domain=domain,
+        set=str(_property(properties, "MessageSet", "") or ""),
+        type=str(_property(properties, "MessageType", "") or ""),
+        format=str(_property(properties, "MessageFormat", "") or ""),
+    )
+    encoding = int(_property(properties, "Encoding", fields.get("encoding", 546)))
+    ccsid = int(_property(properties, "CodedCharSetId", fields.get("coded_char_set_id", 1208)))
+    body = b""
+    if body_node is not None:
+        try:
+            parser = esql.domains.get(domain)
+        except DomainError:
+            raise DomainError(
+                f"the last child of Root is '{domain}', which is not a message domain",
+                domain=domain,
+                path=body_node.path(),
+            ) from None
+        body = parser.serialize(body_node, ccsid=ccsid, encoding=encoding, options=parser_options(template))
+    header = root.child("MQRFH2")
+    if header is not None:
+        md_encoding = int(fields.get("encoding", 546))
+        md_ccsid = int(fields.get("coded_char_set_id", 1208))
+        rfh2.set_template(header, domain, template.set, template.type, template.format)
+        _set(header, "Encoding", encoding)
+        _set(header, "CodedCharSetId", ccsid)
+        inner = header.child("Format")
+        if domain in _TEXT_DOMAINS and (inner is None or not str(inner.value or "").strip()):
+            _set(header, "Format", mqmd.FORMAT_STRING)  # the body after the header is character data
+        body = rfh2.serialize(header, encoding=md_encoding, ccsid=md_ccsid) + body
+        fields["format"] = mqmd.FORMAT_RFH2
+    else:
+        fields["encoding"] = encoding
+        fields["coded_char_set_id"] = ccsid
+        if domain in _TEXT_DOMAINS:
+            fields["format"] = mqmd.FORMAT_STRING
+    return fields, body
+
+
+def _set(folder: Element, name: str, value: Any) -> None:
+    kid = folder.child(name)
+    if kid is None:
+        folder.prepend(Element(name, value))
+    else:
+        kid.value = value

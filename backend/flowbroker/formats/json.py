@@ -1,0 +1,115 @@
+"""The JSON domain: ``JSON.Data`` holds the document; objects and arrays carry ACE's JSON field types."""
+
+from __future__ import annotations
+
+import decimal
+from typing import Any
+
+import orjson
+from esql.domains import DomainError
+from esql.tree import NAME_VALUE, Element, LazyContent
+
+from flowbroker.formats import ccsid as ccsids
+
+OBJECT = 0x01000000
+ARRAY = 0x01001000
+
+
+def _build(element: Element, value: Any) -> None:
+    if isinstance(value, dict):
+        element.type = OBJECT
+        for key, val in value.items():
+            _build(element.append_new(Element(key)), val)
+    elif isinstance(value, list):
+        element.type = ARRAY
+        for val in value:
+            _build(element.append_new(Element("Item")), val)
+    else:
+        element.type = NAME_VALUE
+        element.value = value
+
+
+def _data(element: Element) -> Any:
+    if element.type == ARRAY:
+        return [_data(kid) for kid in element.children()]
+    if element.first_child is not None or element.type == OBJECT:
+        out: dict[str, Any] = {}
+        for kid in element.children():
+            val = _data(kid)
+            if kid.name in out:
+                # Repeated names (e.g. built by ESQL) become an array, as ACE's serialiser does.
+                prev = out[kid.name]
+                out[kid.name] = [*prev, val] if isinstance(prev, _Many) else _Many([prev, val])
+            else:
+                out[kid.name] = val
+        return out
+    return element.value
+
+
+class _Many(list):  # type: ignore[type-arg]
+    pass
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, decimal.Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).hex().upper()
+    if isinstance(value, Element):
+        return _data(value)
+    return str(value)
+
+
+class JsonParser:
+    """Parses on first read (orjson); an untouched subtree serialises as the bytes it came from."""
+
+    domains: tuple[str, ...] = ("JSON",)
+
+    def attach(
+        self, element: Element, data: bytes, *, ccsid: int, encoding: int, options: dict[str, Any]
+    ) -> None:
+        element.set_lazy(LazyContent(self, bytes(data), ccsid=ccsid, encoding=encoding, options=options))
+
+    def fill(self, element: Element, content: LazyContent) -> None:
+        data = content.data
+        if content.ccsid != 1208:
+            try:
+                data = data.decode(ccsids.codec(content.ccsid)).encode("utf-8")
+            except UnicodeError as exc:
+                raise DomainError(f"JSON: {exc}", domain="JSON", path=element.path()) from None
+        if not data.strip():
+            raise DomainError("JSON: the message body is empty", domain="JSON", path=element.path(), offset=0)
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise DomainError(
+                f"JSON: malformed JSON at line {exc.lineno}, column {exc.colno} (byte offset {exc.pos}): {exc.msg}",
+                domain="JSON",
+                path=element.path(),
+                offset=exc.pos,
+            ) from None
+        _build(element.append_new(Element("Data")), value)
+
+    def serialize(self, element: Element, *, ccsid: int, encoding: int, options: dict[str, Any]) -> bytes:
+        lazy = element.lazy
+        if lazy is not None and lazy.ccsid == ccsid:
+            return lazy.data
+        if element.name.upper() != "JSON" and options.get("folder") is not False:
+            data: Element | None = element  # ASBITSTREAM of a folder below JSON.Data
+        else:
+            data = element.child("Data")
+        if data is None:
+            # ESQL that builds OutputRoot.JSON.x without Data: treat the domain element as the object.
+            if element.first_child is None:
+                return b""
+            data = element
+        try:
+            text = orjson.dumps(_data(data), default=_default)
+        except TypeError as exc:
+            raise DomainError(f"JSON: {exc}", domain="JSON", path=data.path()) from None
+        if ccsid != 1208:
+            return text.decode("utf-8").encode(ccsids.codec(ccsid))
+        return text
+
+
+PARSER = JsonParser()

@@ -1,0 +1,463 @@
+"""The XML machinery the XMLNSC, XMLNS and XML domains share: a hardened lxml parse and one tree writer."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+from xml.parsers import expat
+
+from esql.domains import DomainError
+from esql.tree import Element
+from lxml import etree
+
+from flowbroker.formats import ccsid as ccsids
+
+FOLDER = 0x01000000
+DOCTYPE = 0x01000300
+XML_DECL = 0x01000400
+VALUE = 0x02000000
+CDATA_VALUE = 0x02000001
+COMMENT = 0x02000400
+PI_VALUE = 0x02000401
+FIELD = 0x03000000
+CDATA_FIELD = 0x03000001
+ATTRIBUTE = 0x03000100
+SINGLE_ATTRIBUTE = 0x03000101
+NS_DECL = 0x03000102
+SINGLE_NS_DECL = 0x03000103
+PI_FIELD = 0x03000401
+
+XMLNS_URI = "http://www.w3.org/2000/xmlns/"
+_ATTRIBUTE_TYPES = frozenset({ATTRIBUTE, SINGLE_ATTRIBUTE})
+_NS_TYPES = frozenset({NS_DECL, SINGLE_NS_DECL})
+_TEXT_TYPES = frozenset({VALUE, 0x02000002})
+_PI_TYPES = frozenset({PI_VALUE, PI_FIELD})
+
+# lxml parser objects must not be shared between threads: each flow thread gets its own set.
+_LOCAL = threading.local()
+
+
+def _parser(encoding: str | None, keep_blank: bool) -> etree.XMLParser:
+    """A parser that never resolves entities, loads a DTD or touches the network."""
+    key = (encoding, keep_blank)
+    parsers: dict[tuple[str | None, bool], etree.XMLParser] | None = getattr(_LOCAL, "parsers", None)
+    if parsers is None:
+        parsers = _LOCAL.parsers = {}
+    found = parsers.get(key)
+    if found is None:
+        found = etree.XMLParser(
+            encoding=encoding,
+            resolve_entities=False,
+            no_network=True,
+            load_dtd=False,
+            dtd_validation=False,
+            huge_tree=False,
+            remove_blank_text=not keep_blank,
+            strip_cdata=True,
+            collect_ids=False,
+        )
+        parsers[key] = found
+    return found
+
+
+def line_offset(data: bytes, line: int) -> int:
+    """The byte offset where ``line`` (1-based) starts."""
+    return _offset(data, line, 1)
+
+
+def _offset(data: bytes, line: int, column: int) -> int:
+    pos = 0
+    for _ in range(max(line - 1, 0)):
+        nxt = data.find(b"\n", pos)
+        if nxt < 0:
+            break
+        pos = nxt + 1
+    return pos + max(column - 1, 0)
+
+
+def parse(data: bytes, ccsid: int, domain: str, path: str, *, keep_blank: bool = False) -> tuple[Any, str]:
+    """Parse ``data`` (in ``ccsid`` unless it starts with a byte-order mark): the lxml root and the text head."""
+    if not data.strip():
+        raise DomainError(f"{domain}: the message body is empty", domain=domain, path=path, offset=0)
+    encoding: str | None
+    if data[:2] in (b"\xfe\xff", b"\xff\xfe") or data[:3] == b"\xef\xbb\xbf":
+        encoding = None
+    elif ccsids.is_ebcdic(ccsid):
+        # libxml2 has no EBCDIC code page of its own here: transcode to UTF-8 and say so.
+        try:
+            data = data.decode(ccsids.codec(ccsid)).encode("utf-8")
+        except UnicodeError as exc:
+            raise DomainError(f"{domain}: {exc}", domain=domain, path=path) from None
+        encoding = "utf-8"
+    else:
+        encoding = ccsids.codec(ccsid)
+        if encoding.startswith("utf-16"):
+            encoding = "utf-16le" if encoding.endswith("le") else "utf-16be"
+    if b"<!ENTITY" in data:
+        # Entity declarations are how XXE and entity expansion attacks start; refuse them outright.
+        raise DomainError(
+            f"{domain}: DTD entity declarations are not allowed (byte offset {data.find(b'<!ENTITY')})",
+            domain=domain,
+            path=path,
+            offset=data.find(b"<!ENTITY"),
+        )
+    try:
+        root = etree.fromstring(data, _parser(encoding, keep_blank))
+    except etree.XMLSyntaxError as exc:
+        line, column = exc.position if exc.position else (exc.lineno or 0, 0)
+        offset = _offset(data, line, column)
+        message = exc.msg or str(exc)
+        raise DomainError(
+            f"{domain}: malformed XML at line {line}, column {column} (byte offset {offset}): {message}",
+            domain=domain,
+            path=path,
+            offset=offset,
+        ) from None
+    except (ValueError, LookupError) as exc:
+        raise DomainError(f"{domain}: {exc}", domain=domain, path=path, offset=0) from None
+    dtd = root.getroottree().docinfo.internalDTD
+    if dtd is not None and any(True for _ in dtd.iterentities()):
+        raise DomainError(f"{domain}: DTD entity declarations are not allowed", domain=domain, path=path)
+    return root, _head(data, encoding)
+
+
+def declaration(head: str, root: Any) -> dict[str, str] | None:
+    """The XML declaration's pseudo-attributes, when the document (whose start is ``head``) has one."""
+    head = head.lstrip("\ufeff")
+    if not head.startswith("<?xml"):
+        return None
+    info = root.getroottree().docinfo
+    out = {"Version": info.xml_version or "1.0"}
+    decl = head.split("?>", 1)[0]
+    if "encoding" in decl:
+        match = re.search(r"encoding\s*=\s*[\"']([^\"']*)", decl)
+        out["Encoding"] = match.group(1) if match else (info.encoding or "")
+    if "standalone" in decl:
+        out["StandAlone"] = "yes" if info.standalone else "no"
+    return out
+
+
+def _head(data: bytes, encoding: str | None) -> str:
+    if data[:3] == b"\xef\xbb\xbf":
+        return data[3:400].decode("utf-8", "ignore")
+    if data[:2] == b"\xfe\xff":
+        return data[2:400].decode("utf-16-be", "ignore")
+    if data[:2] == b"\xff\xfe":
+        return data[2:400].decode("utf-16-le", "ignore")
+    return data[:400].decode(encoding or "utf-8", "ignore")
+
+
+def split(tag: str) -> tuple[str, str]:
+    if tag[0] == "{":
+        ns, _, name = tag[1:].partition("}")
+        return ns, name
+    return "", tag
+
+
+def prolog(root: Any) -> list[Any]:
+    """Comments and processing instructions before the document element, in order."""
+    return list(reversed(list(root.itersiblings(preceding=True))))
+
+
+def epilog(root: Any) -> list[Any]:
+    return list(root.itersiblings())
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+def text_of(value: Any) -> str:
+    """How a tree value is written as XML character data."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | decimal.Decimal):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, bytes | bytearray):
+        return base64.b16encode(bytes(value)).decode("ascii")
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    return str(value)
+
+
+def escape_text(text: str) -> str:
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def escape_attr(text: str) -> str:
+    text = escape_text(text)
+    if '"' in text:
+        text = text.replace('"', "&quot;")
+    if "\n" in text or "\r" in text or "\t" in text:
+        text = text.replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;")
+    return text
+
+
+class Writer:
+    """Writes an XML-domain subtree as text; ``namespaces`` says whether names carry a namespace URI."""
+
+    def __init__(self, domain: str, namespaces: bool) -> None:
+        self.domain = domain
+        self.namespaces = namespaces
+
+    def document(self, domain_element: Element) -> str:
+        out: list[str] = []
+        roots = 0
+        for child in domain_element.children():
+            kind = child.type
+            if kind == XML_DECL:
+                out.append(self._declaration(child))
+            elif kind == COMMENT:
+                out.append(f"<!--{text_of(child.value)}-->")
+            elif kind in _PI_TYPES:
+                out.append(f"<?{child.name} {text_of(child.value)}?>" if child.value else f"<?{child.name}?>")
+            elif kind == DOCTYPE or kind in _ATTRIBUTE_TYPES or kind in _NS_TYPES:
+                continue
+            elif kind in _TEXT_TYPES and not child.name:
+                if child.value is not None and text_of(child.value).strip():
+                    raise DomainError(
+                        f"{self.domain}: text outside the document element",
+                        domain=self.domain,
+                        path=child.path(),
+                    )
+            else:
+                roots += 1
+                if roots > 1:
+                    raise DomainError(
+                        f"{self.domain}: an XML document has one root element; found a second, '{child.name}'",
+                        domain=self.domain,
+                        path=child.path(),
+                    )
+                self._element(child, out, {"http://www.w3.org/XML/1998/namespace": "xml"}, [0])
+        return "".join(out)
+
+    def fragment(self, element: Element) -> str:
+        """One element below the domain (ASBITSTREAM of a folder) as an XML fragment."""
+        out: list[str] = []
+        self._element(element, out, {"http://www.w3.org/XML/1998/namespace": "xml"}, [0])
+        return "".join(out)
+
+    def _declaration(self, decl: Element) -> str:
+        parts = {kid.name.lower(): text_of(kid.value) for kid in decl.children() if kid.value is not None}
+        text = f'<?xml version="{parts.get("version", "1.0")}"'
+        if "encoding" in parts:
+            text += f' encoding="{parts["encoding"]}"'
+        if "standalone" in parts:
+            text += f' standalone="{parts["standalone"]}"'
+        return text + "?>"
+
+    def _qname(
+        self, element: Element, scope: dict[str, str], decls: list[str], counter: list[int], attr: bool
+    ) -> str:
+        ns = element.namespace
+        if not ns or not self.namespaces:
+            return element.name
+        prefix = scope.get(ns)
+        if prefix is None or (attr and prefix == ""):
+            counter[0] += 1
+            prefix = f"NS{counter[0]}"
+            scope[ns] = prefix
+            decls.append(f' xmlns:{prefix}="{escape_attr(ns)}"')
+        return f"{prefix}:{element.name}" if prefix else element.name
+
+    def _element(self, element: Element, out: list[str], scope: dict[str, str], counter: list[int]) -> None:
+        if element.first_child is None and (not element.namespace or not self.namespaces):
+            # A leaf with no namespace, the bulk of most messages: written without the general machinery.
+            name = element.name
+            if name not in _GOOD_NAMES:
+                if not kid_names_ok(name):
+                    raise DomainError(
+                        f"{self.domain}: '{name}' is not a valid XML element name",
+                        domain=self.domain,
+                        path=element.path(),
+                    )
+                if len(_GOOD_NAMES) < 10000:
+                    _GOOD_NAMES.add(name)
+            value = element.value
+            if value is None or value == "":
+                out.append(f"<{name}/>")
+            elif element.type == CDATA_FIELD:
+                out.append(f"<{name}><![CDATA[{text_of(value)}]]></{name}>")
+            else:
+                text = value if type(value) is str else text_of(value)
+                out.append(f"<{name}>{escape_text(text)}</{name}>")
+            return
+        local_scope = scope
+        attrs: list[str] = []
+        body: list[Element] = []
+        child = element.first_child
+        while child is not None:
+            kind = child.type
+            if kind in _NS_TYPES:
+                if local_scope is scope:
+                    local_scope = dict(scope)
+                uri = text_of(child.value)
+                if child.name in ("xmlns", ""):
+                    local_scope[uri] = ""
+                    attrs.append(f' xmlns="{escape_attr(uri)}"')
+                else:
+                    local_scope[uri] = child.name
+                    attrs.append(f' xmlns:{child.name}="{escape_attr(uri)}"')
+            elif kind in _ATTRIBUTE_TYPES:
+                body.append(child)
+            else:
+                body.append(child)
+            child = child.next_sibling
+        decls: list[str] = []
+        if local_scope is scope and self.namespaces and element.namespace and element.namespace not in scope:
+            local_scope = dict(scope)
+        name = self._qname(element, local_scope, decls, counter, False)
+        content: list[str] = []
+        value = element.value
+        if value is not None:
+            if element.type == CDATA_FIELD:
+                content.append(f"<![CDATA[{text_of(value)}]]>")
+            elif value != "":
+                content.append(escape_text(text_of(value)))
+        for kid in body:
+            kind = kid.type
+            if kind in _ATTRIBUTE_TYPES:
+                if local_scope is scope and self.namespaces and kid.namespace and kid.namespace not in scope:
+                    local_scope = dict(scope)
+                aname = self._qname(kid, local_scope, decls, counter, True)
+                attrs.append(f' {aname}="{escape_attr(text_of(kid.value))}"')
+            elif kind in _TEXT_TYPES and not kid.name:
+                if kid.value is not None:
+                    content.append(escape_text(text_of(kid.value)))
+            elif kind == CDATA_VALUE and not kid.name:
+                content.append(f"<![CDATA[{text_of(kid.value)}]]>")
+            elif kind == COMMENT:
+                content.append(f"<!--{text_of(kid.value)}-->")
+            elif kind in _PI_TYPES:
+                content.append(f"<?{kid.name} {text_of(kid.value)}?>" if kid.value else f"<?{kid.name}?>")
+            elif kind == XML_DECL or kind == DOCTYPE:
+                continue
+            else:
+                self._element(kid, content, local_scope, counter)
+        if not kid_names_ok(name):
+            raise DomainError(
+                f"{self.domain}: '{name}' is not a valid XML element name",
+                domain=self.domain,
+                path=element.path(),
+            )
+        start = "<" + name + "".join(decls) + "".join(attrs)
+        if content:
+            out.append(start + ">" + "".join(content) + "</" + name + ">")
+        else:
+            out.append(start + "/>")
+
+
+_GOOD_NAMES: set[str] = set()
+
+
+def kid_names_ok(name: str) -> bool:
+    return bool(name) and not any(ch in name for ch in ' <>&"=/')
+
+
+def is_folder(element: Element, domains: tuple[str, ...], options: dict[str, Any]) -> bool:
+    """Whether ``element`` is a subtree below the domain element rather than the domain element itself."""
+    if "folder" in options:
+        return bool(options["folder"])
+    return element.name.upper() not in domains
+
+
+def encode(text: str, ccsid: int, domain: str) -> bytes:
+    try:
+        return text.encode(ccsids.codec(ccsid))
+    except UnicodeEncodeError as exc:
+        raise DomainError(
+            f"{domain}: character {exc.object[exc.start]!r} cannot be written in CCSID {ccsid}",
+            domain=domain,
+            offset=exc.start,
+        ) from None
+
+
+BuildFn = Callable[[Element, Any], None]
+
+
+def folder_parser() -> etree.XMLParser:
+    """The hardened parser for small header folders (MQRFH2), one per thread."""
+    return _parser("utf-8", False)
+
+
+def cdata_sections(data: bytes, ccsid: int) -> dict[int, list[str]]:
+    """The text of each CDATA section, by the document-order number of the element holding it.
+
+    lxml does not say which text came from CDATA, so documents that contain a section get a
+    second pass with expat that records only that (lxml has already accepted the document).
+    """
+    if data[:2] in (b"\xfe\xff", b"\xff\xfe") or data[:3] == b"\xef\xbb\xbf":
+        text = data.decode("utf-16" if data[:3] != b"\xef\xbb\xbf" else "utf-8-sig")
+    else:
+        text = data.decode(ccsids.codec(ccsid), "replace")
+    if "<![CDATA[" not in text:
+        return {}
+    found: dict[int, list[str]] = {}
+    stack: list[int] = []
+    count = 0
+    inside = False
+
+    def start(_name: str, _attrs: Any) -> None:
+        nonlocal count
+        count += 1
+        stack.append(count)
+
+    def begin() -> None:
+        nonlocal inside
+        inside = True
+        if stack:
+            found.setdefault(stack[-1], []).append("")
+
+    def finish() -> None:
+        nonlocal inside
+        inside = False
+
+    def chars(piece: str) -> None:
+        if inside and stack:
+            found[stack[-1]][-1] += piece
+
+    parser = expat.ParserCreate(encoding="UTF-8")
+    parser.StartElementHandler = start
+    parser.EndElementHandler = lambda _name: stack.pop()
+    parser.StartCdataSectionHandler = begin
+    parser.EndCdataSectionHandler = finish
+    parser.CharacterDataHandler = chars
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError:
+        return {}
+    return found
+
+
+def mark_cdata_content(element: Element, data: bytes, ccsid: int) -> None:
+    """XMLNS and XML: Content children that are exactly a CDATA section become CDataSection."""
+    if b"CDATA" not in data and b"\x00" not in data and not ccsids.is_ebcdic(ccsid):
+        return
+    sections = cdata_sections(data, ccsid)
+    if not sections:
+        return
+    count = 0
+    for node in element.walk():
+        if node is element or node.type != FOLDER:
+            continue
+        count += 1
+        texts = sections.get(count)
+        if texts:
+            for kid in node.children():
+                if kid.type == VALUE and not kid.name and kid.value in texts:
+                    kid.type = CDATA_VALUE

@@ -1,0 +1,132 @@
+"""The XMLNSC domain: compact, namespace-aware XML where an element's text is its value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from esql.tree import Element, LazyContent
+from lxml import etree
+
+from flowbroker.formats import ccsid as ccsids
+from flowbroker.formats import xmlcore
+from flowbroker.formats.xmlcore import (
+    ATTRIBUTE,
+    CDATA_FIELD,
+    COMMENT,
+    FIELD,
+    FOLDER,
+    NS_DECL,
+    PI_VALUE,
+    VALUE,
+    XML_DECL,
+    XMLNS_URI,
+)
+
+_WRITER = xmlcore.Writer("XMLNSC", namespaces=True)
+#: Passed down instead of an nsmap when the document declares no namespace (skips lxml's nsmap walk).
+_NO_NAMESPACES: dict[Any, str] = {}
+
+
+def _build(parent: Element, node: Any, parent_nsmap: dict[Any, str], comments: bool, pis: bool) -> None:
+    tag = node.tag
+    if tag[0] == "{":
+        ns, _, name = tag[1:].partition("}")
+    else:
+        ns, name = "", tag
+    el = Element(name, namespace=ns, type=FIELD)
+    parent.append_new(el)
+    nsmap = node.nsmap if parent_nsmap is not _NO_NAMESPACES else parent_nsmap
+    if nsmap != parent_nsmap:
+        for prefix, uri in nsmap.items():
+            if parent_nsmap.get(prefix) != uri:
+                el.append_new(
+                    Element(prefix or "xmlns", uri, namespace=XMLNS_URI if prefix else "", type=NS_DECL)
+                )
+    if node.attrib:
+        for key, val in node.attrib.items():
+            ans, aname = xmlcore.split(key)
+            el.append_new(Element(aname, val, namespace=ans, type=ATTRIBUTE))
+    text = node.text
+    if len(node) == 0:
+        el.value = text if text is not None else ""
+        return
+    el.type = FOLDER
+    if text and not text.isspace():
+        el.append_new(Element("", text, type=VALUE))
+    plain = nsmap is _NO_NAMESPACES
+    for kid in node:
+        ktag = kid.tag
+        if isinstance(ktag, str):
+            if plain and ktag[0] != "{" and not len(kid) and not kid.attrib:
+                # A leaf field with no namespace or attributes: the bulk of most messages.
+                leaf_text = kid.text
+                el.append_new(Element(ktag, leaf_text if leaf_text is not None else ""))
+            else:
+                _build(el, kid, nsmap, comments, pis)
+        elif ktag is etree.Comment:
+            if comments:
+                el.append_new(Element("", kid.text or "", type=COMMENT))
+        elif ktag is etree.PI:
+            if pis:
+                el.append_new(Element(kid.target, kid.text or "", type=PI_VALUE))
+        else:  # an entity reference left unresolved: keep it as its text
+            el.append_new(Element("", kid.text or "", type=VALUE))
+        tail = kid.tail
+        if tail and not tail.isspace():
+            el.append_new(Element("", tail, type=VALUE))
+
+
+def _mark_cdata(element: Element, data: bytes, ccsid: int) -> None:
+    """Give fields read from CDATA sections the type XMLNSC.CDataField, as ACE does."""
+    ordinals = xmlcore.cdata_sections(data, ccsid)
+    if not ordinals:
+        return
+    count = 0
+    for node in element.walk():
+        if node is element or node.type not in (FIELD, FOLDER):
+            continue
+        count += 1
+        if count in ordinals and node.type == FIELD:
+            node.type = CDATA_FIELD
+
+
+class XmlnscParser:
+    """Parses on first read; an untouched subtree serialises as the bytes it came from."""
+
+    domains: tuple[str, ...] = ("XMLNSC",)
+
+    def attach(
+        self, element: Element, data: bytes, *, ccsid: int, encoding: int, options: dict[str, Any]
+    ) -> None:
+        element.set_lazy(LazyContent(self, bytes(data), ccsid=ccsid, encoding=encoding, options=options))
+
+    def fill(self, element: Element, content: LazyContent) -> None:
+        root, head = xmlcore.parse(content.data, content.ccsid, "XMLNSC", element.path())
+        decl = xmlcore.declaration(head, root)
+        if decl is not None:
+            holder = element.add("XmlDeclaration", type=XML_DECL)
+            for key, val in decl.items():
+                holder.add(key, val, type=ATTRIBUTE)
+        comments = bool(content.options.get("retainComments", False))
+        pis = bool(content.options.get("retainPIs", False))
+        for node in xmlcore.prolog(root):
+            if node.tag is etree.Comment and comments:
+                element.add("", node.text or "", type=COMMENT)
+            elif node.tag is etree.PI and pis:
+                element.add(node.target, node.text or "", type=PI_VALUE)
+        data = content.data
+        plain = b"xmlns" not in data and b"\x00" not in data and not ccsids.is_ebcdic(content.ccsid)
+        _build(element, root, _NO_NAMESPACES if plain else {}, comments, pis)
+        if b"CDATA" in data or b"\x00" in data or ccsids.is_ebcdic(content.ccsid):
+            _mark_cdata(element, data, content.ccsid)
+
+    def serialize(self, element: Element, *, ccsid: int, encoding: int, options: dict[str, Any]) -> bytes:
+        lazy = element.lazy
+        if lazy is not None and lazy.ccsid == ccsid:
+            return lazy.data
+        if xmlcore.is_folder(element, self.domains, options):
+            return xmlcore.encode(_WRITER.fragment(element), ccsid, "XMLNSC")
+        return xmlcore.encode(_WRITER.document(element), ccsid, "XMLNSC")
+
+
+PARSER = XmlnscParser()

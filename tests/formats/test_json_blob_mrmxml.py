@@ -1,0 +1,121 @@
+"""JSON and BLOB domains, and MRM XML validated against the message set."""
+
+from __future__ import annotations
+
+import decimal
+
+import pytest
+from esql.domains import DomainError
+from esql.fieldtypes import FIELD_TYPES, lookup
+from esql.tree import Element
+from formats_support import attach, serialize
+
+SET = {
+    "types": {
+        "Order": {
+            "elements": [
+                {"name": "id", "type": "integer", "xml": {"attribute": True}},
+                {"name": "Customer", "type": "string", "cwf": {"length": 10}},
+                {"name": "Line", "type": "Line", "occurs": {"dependsOn": "Count", "max": 3}},
+                {"name": "Total", "type": "decimal", "scale": 2, "cwf": {"repr": "packed", "length": 4}},
+            ]
+        },
+        "Line": {
+            "elements": [
+                {"name": "Sku", "type": "string", "cwf": {"length": 4}},
+                {"name": "Qty", "type": "integer"},
+            ]
+        },
+    }
+}
+OPTS = {"messageSetDocument": SET, "type": "Order", "format": "XML"}
+
+
+def test_json_round_trip_and_field_types() -> None:
+    data = b'{"order":{"id":7,"lines":[{"sku":"A","qty":2},{"sku":"B","qty":1.5}],"note":null,"ok":true}}'
+    element = attach("JSON", data)
+    assert serialize(element) == data
+    order = element.child("Data").child("order")  # type: ignore[union-attr]
+    assert order.type == FIELD_TYPES["JSON.Object"]  # type: ignore[union-attr]
+    lines = order.child("lines")  # type: ignore[union-attr]
+    assert lines.type == FIELD_TYPES["JSON.Array"] and lines.child_count() == 2  # type: ignore[union-attr]
+    assert lines.child("Item", 2).child("qty").value == 1.5  # type: ignore[union-attr]
+    assert serialize(element) == data  # parsed, written again
+
+
+def test_json_written_from_an_esql_built_tree() -> None:
+    element = Element("JSON")
+    data = element.add("Data", type=FIELD_TYPES["JSON.Object"])
+    data.add("amount", decimal.Decimal("12.50"))
+    arr = data.add("tags", type=FIELD_TYPES["JSON.Array"])
+    arr.add("Item", "x")
+    assert serialize(element) == b'{"amount":12.5,"tags":["x"]}'
+
+
+def test_bad_json_is_positioned() -> None:
+    element = attach("JSON", b'{"a": 1,\n "b": }')
+    with pytest.raises(DomainError) as info:
+        _ = element.first_child
+    assert "line 2" in str(info.value) and info.value.offset == 15
+
+
+def test_blob_passes_bytes_through() -> None:
+    element = attach("BLOB", b"\x00\x01binary")
+    assert element.child("BLOB").value == b"\x00\x01binary"  # type: ignore[union-attr]
+    assert serialize(element) == b"\x00\x01binary"
+    element.child("BLOB").value = 42  # type: ignore[union-attr]
+    with pytest.raises(DomainError, match="not a BLOB"):
+        serialize(element)
+
+
+def test_mrm_xml_reads_typed_values_and_writes_the_predefined_layout() -> None:
+    data = b'<Order id="7"><Customer>Ann</Customer><Line><Sku>A1</Sku><Qty>2</Qty></Line><Total>9.50</Total></Order>'
+    element = attach("MRM", data, **OPTS)
+    assert element.child("id").value == 7  # type: ignore[union-attr]
+    assert element.child("Line").child("Qty").value == 2  # type: ignore[union-attr]
+    assert element.child("Total").value == decimal.Decimal("9.50")  # type: ignore[union-attr]
+    assert serialize(element, **OPTS) == data
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"<Other/>", "root element is 'Other'"),
+        (
+            b'<Order id="7"><Line><Sku>A</Sku><Qty>1</Qty></Line><Total>1</Total></Order>',
+            "Customer: expected 1",
+        ),
+        (b'<Order id="x"><Customer>a</Customer><Total>1</Total></Order>', "'x' is not a valid integer"),
+        (b'<Order id="1"><Customer>a</Customer><Total>1</Total><Extra/></Order>', "'Extra' is not defined"),
+        (b'<Order id="1"><Customer>a</Customer><Total>1</Total>', "malformed XML"),
+    ],
+)
+def test_mrm_xml_validation_errors(data: bytes, message: str) -> None:
+    element = attach("MRM", data, **OPTS)
+    with pytest.raises(DomainError, match=message.split(": ")[-1] if ": " in message else message) as info:
+        _ = element.first_child
+    assert info.value.domain == "MRM" and info.value.offset is not None
+    if "Customer" in message:
+        assert info.value.path == "MRM.Customer"
+
+
+def test_mrm_xml_error_offset_is_the_start_of_the_line() -> None:
+    data = b'<Order id="1">\n<Customer>a</Customer>\n<Total>x</Total></Order>'
+    element = attach("MRM", data, **OPTS)
+    with pytest.raises(DomainError) as info:
+        _ = element.first_child
+    assert info.value.offset == data.index(b"<Total>") and "line 3" in str(info.value)
+    assert str(info.value).endswith(f"byte offset {info.value.offset})")
+
+
+def test_mrm_xml_converts_to_cwf_through_the_tree() -> None:
+    data = b'<Order id="7"><Customer>Ann</Customer><Line><Sku>A1</Sku><Qty>2</Qty></Line><Total>9.50</Total></Order>'
+    element = attach("MRM", data, **OPTS)
+    out = serialize(element, encoding=273, **{**OPTS, "format": "CWF"})
+    assert out == b"\x00\x00\x00\x07Ann       A1  \x00\x00\x00\x02\x00\x00\x95\x0c"
+
+
+def test_field_type_names_resolve() -> None:
+    assert lookup("xmlnsc.Attribute") == 0x03000100
+    assert FIELD_TYPES["XMLNSC.Field"] == 0x03000000 and FIELD_TYPES["JSON.Array"] == 0x01001000
+    assert lookup("XMLNSC.Nonsense") is None
