@@ -1,0 +1,93 @@
+"""Between queue messages and message assemblies, through the format converters (``flowbroker.formats``).
+
+The converters own the layout of Root (Properties, MQMD, MQRFH2, the body domain) and parse the
+body only when something reads it; this module adapts them to the runtime's terms: a queue
+message in, a descriptor and body bytes out, and the ResetContentDescriptor step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from esql import domains
+from esql.tree import Element
+
+from flowbroker.formats import assembly as formats_assembly
+from flowbroker.formats import load_all
+
+body_element = formats_assembly.body_element
+
+
+def ensure_domains() -> None:
+    """Register the format converters' domain parsers (idempotent)."""
+    load_all()
+
+
+def template_of(template: dict[str, str]) -> formats_assembly.Template:
+    return formats_assembly.Template(
+        domain=template.get("domain") or "BLOB",
+        set=template.get("set") or "",
+        type=template.get("type") or "",
+        format=template.get("format") or "",
+    )
+
+
+def build_root(message: Any, template: dict[str, str]) -> Element:
+    """Root for a queue message: headers parsed now, the body attached to parse on first read."""
+    return formats_assembly.build_root(message.md, message.body, template_of(template))
+
+
+def to_message(root: Element) -> tuple[dict[str, Any], bytes]:
+    """(descriptor fields, body bytes) of an output Root; an untouched body is its original bytes."""
+    return formats_assembly.to_message(root)
+
+
+def reset_body(root: Element, template: dict[str, str]) -> None:
+    """Write the body out and attach its bytes again under the template's domain, set, type, format."""
+    load_all()
+    body = body_element(root)
+    data = b""
+    properties = root.child("Properties") or root.prepend(Element("Properties"))
+    ccsid = _int(_value(properties, "CodedCharSetId")) or 1208
+    encoding = _int(_value(properties, "Encoding")) or 546
+    if body is not None:
+        lazy = body.lazy
+        if lazy is not None:
+            data = lazy.data
+        else:
+            options = {
+                "set": _value(properties, "MessageSet") or "",
+                "type": _value(properties, "MessageType") or "",
+                "format": _value(properties, "MessageFormat") or "",
+            }
+            data = domains.get(body.name).serialize(body, ccsid=ccsid, encoding=encoding, options=options)
+        body.detach()
+    for key, name in (("set", "MessageSet"), ("type", "MessageType"), ("format", "MessageFormat")):
+        if key in template:
+            element = properties.child(name) or properties.add(name)
+            element.value = template[key]
+    domain = (template.get("domain") or (body.name if body is not None else "BLOB")).upper()
+    element = root.add(domain, type=0x01000000)
+    domains.get(domain).attach(
+        element,
+        data,
+        ccsid=ccsid,
+        encoding=encoding,
+        options={
+            "set": _value(properties, "MessageSet") or "",
+            "type": _value(properties, "MessageType") or "",
+            "format": _value(properties, "MessageFormat") or "",
+        },
+    )
+
+
+def _value(folder: Element, name: str) -> Any:
+    node = folder.child(name)
+    return node.value if node is not None else None
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0

@@ -1,0 +1,300 @@
+"""The flow compiler: a flow document becomes a graph of prepared node instances, or every problem.
+
+Subflows are expanded inline (their Input and Output nodes stand where the subflow node's
+terminals were), every node is prepared (ESQL compiled, properties checked) and connections
+become direct references, so running a message is nothing but method calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowbroker_nodes import registry
+from flowbroker_nodes.base import DeployProblem, Node
+
+#: Resolves a subflow reference ``{"name": …, "version": …}`` to its flow document.
+SubflowResolver = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+MAX_SUBFLOW_DEPTH = 16
+
+
+@dataclass
+class Problem:
+    """One reason a flow cannot run: where (node, property, line, column, JSON pointer) and why."""
+
+    message: str
+    node: str = ""
+    property: str = ""
+    line: int = 0
+    column: int = 0
+    pointer: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "property": self.property,
+            "line": self.line,
+            "column": self.column,
+            "pointer": self.pointer,
+            "message": self.message,
+        }
+
+    def __str__(self) -> str:
+        where = self.node or self.pointer or "flow"
+        if self.property:
+            where += f".{self.property}"
+        if self.line:
+            where += f":{self.line}:{self.column}"
+        return f"{where}: {self.message}"
+
+
+class FlowCompileError(Exception):
+    """The flow cannot be deployed; ``problems`` lists every reason found."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__(f"{len(problems)} problem(s); first: {problems[0]}" if problems else "invalid flow")
+        self.problems = problems
+
+
+@dataclass
+class CompiledFlow:
+    """A flow ready to run: prepared node instances wired to each other."""
+
+    name: str
+    version: int
+    document: dict[str, Any]
+    nodes: dict[str, Node]
+    labels: dict[str, Node]
+    coordinated_transaction: bool = False
+    additional_instances: int = 0
+    externals: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    def input_nodes(self) -> list[Node]:
+        return [node for node in self.nodes.values() if hasattr(node, "run")]
+
+
+def compile_flow(
+    document: Any,
+    *,
+    resolve_subflow: SubflowResolver | None = None,
+    externals: dict[str, Any] | None = None,
+    additional_instances: int | None = None,
+) -> CompiledFlow:
+    """Validate, expand and prepare ``document``; raise :class:`FlowCompileError` with every problem."""
+    from flowbroker.services import validation
+
+    problems = [_from_pointer(p, document) for p in validation.problems(document)]
+    if problems:
+        problems.extend(_prepare_problems(document, {(p.node, p.property) for p in problems}))
+        raise FlowCompileError(problems)
+    nodes_doc, connections = _expand(document, "", resolve_subflow, problems, 0)
+    if problems:
+        raise FlowCompileError(problems)
+    nodes: dict[str, Node] = {}
+    for node_doc in nodes_doc:
+        module = registry.modules()[node_doc["type"]]
+        node: Node = module.Node(
+            node_doc["id"], node_doc.get("name") or "", dict(node_doc.get("properties") or {})
+        )
+        try:
+            node.prepare()
+        except DeployProblem as first:
+            for found in first.all():
+                problems.append(
+                    Problem(found.message, node_doc["id"], found.property, found.line, found.column)
+                )
+        nodes[node.id] = node
+    for source, terminal, target, target_terminal in connections:
+        nodes[source].connect(terminal, nodes[target], target_terminal)
+    labels: dict[str, Node] = {}
+    for node in nodes.values():
+        if node.SPEC.type == "Label":
+            name = str(node.properties.get("labelName") or "")
+            if name in labels:
+                problems.append(Problem(f"label name {name!r} is used twice", node.id, "labelName"))
+            labels[name] = node
+    if not any(n.SPEC.type == "MQInput" for n in nodes.values()):
+        problems.append(Problem("a flow needs at least one MQInput node to run"))
+    if problems:
+        raise FlowCompileError(problems)
+    props = document.get("properties") or {}
+    commit_count = props.get("commitCount")
+    if isinstance(commit_count, int) and commit_count >= 1:
+        # the flow's commitCount (ACE) bounds how many messages an input node commits together,
+        # unless the node sets its own read ahead
+        explicit = {n["id"] for n in nodes_doc if "readAhead" in (n.get("properties") or {})}
+        for node in nodes.values():
+            if node.SPEC.type == "MQInput" and node.id not in explicit:
+                node.read_ahead = commit_count  # type: ignore[attr-defined]
+    instances = (
+        additional_instances if additional_instances is not None else props.get("additionalInstances", 0)
+    )
+    return CompiledFlow(
+        name=document["name"],
+        version=int(document.get("version") or 0),
+        document=document,
+        nodes=nodes,
+        labels=labels,
+        coordinated_transaction=bool(props.get("coordinatedTransaction", False)),
+        additional_instances=max(0, int(instances or 0)),
+        externals=_externals(externals or {}, nodes),
+    )
+
+
+def _prepare_problems(document: Any, known: set[tuple[str, str]]) -> list[Problem]:
+    """Problems of preparing each well-formed node of an otherwise invalid flow (ESQL errors too)."""
+    found: list[Problem] = []
+    nodes = document.get("nodes") if isinstance(document, dict) else None
+    for node_doc in nodes if isinstance(nodes, list) else []:
+        if not isinstance(node_doc, dict) or not isinstance(node_doc.get("properties", {}), dict):
+            continue
+        module = registry.modules().get(str(node_doc.get("type")))
+        node_id = str(node_doc.get("id", ""))
+        if module is None or node_doc.get("type") == "Subflow":
+            continue
+        try:
+            module.Node(
+                node_id, str(node_doc.get("name") or ""), dict(node_doc.get("properties") or {})
+            ).prepare()
+        except DeployProblem as first:
+            for problem in first.all():
+                if (node_id, problem.property) not in known:
+                    found.append(
+                        Problem(problem.message, node_id, problem.property, problem.line, problem.column)
+                    )
+        except Exception:  # a malformed property the validator already reported
+            continue
+    return found
+
+
+def _externals(overrides: dict[str, Any], nodes: dict[str, Node]) -> dict[str, dict[str, object]]:
+    """Per node: the node's own EXTERNAL values, then flow-wide overrides, then node-specific ones."""
+    shared = {k: v for k, v in overrides.items() if not isinstance(v, dict)}
+    result: dict[str, dict[str, object]] = {}
+    for node_id, node in nodes.items():
+        own = node.properties.get("externals")
+        if not isinstance(own, dict) and not shared and node_id not in overrides:
+            continue
+        values: dict[str, object] = dict(own) if isinstance(own, dict) else {}
+        values.update(shared)
+        specific = overrides.get(node_id)
+        if isinstance(specific, dict):
+            values.update(specific)
+        result[node_id] = values
+    return result
+
+
+def _from_pointer(found: dict[str, str], document: Any) -> Problem:
+    pointer = found.get("pointer", "")
+    parts = pointer.split("/")
+    node = prop = ""
+    if len(parts) >= 3 and parts[1] == "nodes" and parts[2].isdigit():
+        try:
+            node = str(document["nodes"][int(parts[2])].get("id", ""))
+        except (KeyError, IndexError, TypeError, AttributeError):
+            node = ""
+        if len(parts) >= 5 and parts[3] == "properties":
+            prop = parts[4]
+    return Problem(found.get("message", "invalid"), node, prop, pointer=pointer)
+
+
+Connection = tuple[str, str, str, str]
+
+
+def _expand(
+    document: dict[str, Any],
+    prefix: str,
+    resolve: SubflowResolver | None,
+    problems: list[Problem],
+    depth: int,
+) -> tuple[list[dict[str, Any]], list[Connection]]:
+    """Flatten ``document``: subflow nodes are replaced by their nodes, ids prefixed ``sub/inner``."""
+    nodes: list[dict[str, Any]] = []
+    connections: list[Connection] = []
+    # per subflow node: input terminal name -> inner Input node id; output terminal -> inner Output id
+    entries: dict[str, dict[str, str]] = {}
+    exits: dict[str, dict[str, str]] = {}
+    for node_doc in document.get("nodes") or []:
+        node_id = prefix + node_doc["id"]
+        if node_doc["type"] != "Subflow":
+            nodes.append({**node_doc, "id": node_id})
+            continue
+        sub = _subflow_document(node_doc, resolve, problems, prefix)
+        if sub is None:
+            continue
+        if depth >= MAX_SUBFLOW_DEPTH:
+            problems.append(
+                Problem(f"subflows nest deeper than {MAX_SUBFLOW_DEPTH} (a cycle?)", node_id, "flow")
+            )
+            continue
+        from flowbroker.services import validation
+
+        sub_problems = validation.problems(sub)
+        for found in sub_problems:
+            problems.append(
+                Problem(f"in subflow: {found['message']}", node_id, "flow", pointer=found["pointer"])
+            )
+        if sub_problems:
+            continue
+        inner_nodes, inner_connections = _expand(sub, node_id + "/", resolve, problems, depth + 1)
+        nodes.extend(inner_nodes)
+        connections.extend(inner_connections)
+        entries[node_id] = {}
+        exits[node_id] = {}
+        for inner in inner_nodes:
+            if inner["id"].count("/") != node_id.count("/") + 1:
+                continue
+            terminal = str((inner.get("properties") or {}).get("terminalName") or "")
+            if inner["type"] == "Input":
+                entries[node_id][terminal or "in"] = inner["id"]
+            elif inner["type"] == "Output":
+                exits[node_id][terminal or "out"] = inner["id"]
+    for index, conn in enumerate(document.get("connections") or []):
+        source = prefix + conn["from"]["node"]
+        terminal = conn["from"]["terminal"]
+        target = prefix + conn["to"]["node"]
+        target_terminal = conn["to"].get("terminal", "in")
+        if source in exits:
+            exit_node = exits[source].get(terminal)
+            if exit_node is None:
+                problems.append(
+                    Problem(
+                        f"the subflow has no Output node with terminal name {terminal!r}",
+                        source,
+                        pointer=f"/connections/{index}/from/terminal",
+                    )
+                )
+                continue
+            source, terminal = exit_node, "out"
+        if target in entries:
+            entry_node = entries[target].get(target_terminal)
+            if entry_node is None:
+                problems.append(
+                    Problem(
+                        f"the subflow has no Input node with terminal name {target_terminal!r}",
+                        target,
+                        pointer=f"/connections/{index}/to/terminal",
+                    )
+                )
+                continue
+            target, target_terminal = entry_node, "in"
+        connections.append((source, terminal, target, target_terminal))
+    return nodes, connections
+
+
+def _subflow_document(
+    node_doc: dict[str, Any], resolve: SubflowResolver | None, problems: list[Problem], prefix: str
+) -> dict[str, Any] | None:
+    node_id = prefix + node_doc["id"]
+    ref = (node_doc.get("properties") or {}).get("flow")
+    if isinstance(ref, dict) and "nodes" in ref:
+        return ref
+    if isinstance(ref, dict) and ref.get("name"):
+        found = resolve(ref) if resolve is not None else None
+        if found is None:
+            problems.append(Problem(f"subflow {ref.get('name')!r} was not found", node_id, "flow"))
+        return found
+    problems.append(Problem("the flow property must be a flow document or {name, version}", node_id, "flow"))
+    return None

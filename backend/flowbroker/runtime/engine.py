@@ -1,0 +1,388 @@
+"""Running flows: flow threads with their unit of work, deployed flows, and the execution group's set of them.
+
+Each flow thread owns one queue-manager connection (a unit of work is per connection) and one
+connection per data source it touched; it gets a message, builds the assembly and propagates it
+through the compiled graph on its own stack. :class:`ExecutionGroupRuntime` is the library API the
+worker's control tasks call: deploy, undeploy, start, stop, statistics, user trace.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from esql.tree import Element
+from flowbroker_nodes.base import Assembly, Node, QueueMessage, bind_thread, trace_nodes
+
+from flowbroker.runtime import assembly as assemblies
+from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_flow
+from flowbroker.runtime.connection import QueueConnection
+from flowbroker.runtime.datasources import DataSources, ThreadDataSource
+from flowbroker.runtime.usertrace import UserTrace
+
+log = logging.getLogger("flowbroker.runtime")
+
+DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
+NO_MSG_AVAILABLE = 2033
+
+#: Opens a queue-manager connection (``flowbroker.qm.client.Client``) for one flow thread.
+Connector = Callable[[], Any]
+
+
+def _descriptor(**fields: Any) -> Any:
+    from flowbroker.qm.protocol import MessageDescriptor
+
+    known = MessageDescriptor.__dataclass_fields__
+    return MessageDescriptor(**{k: v for k, v in fields.items() if k in known})
+
+
+class FlowThread(threading.Thread):
+    """One instance of one input node of a deployed flow; also the nodes' ``FlowServices``."""
+
+    def __init__(self, flow: DeployedFlow, node: Node, index: int) -> None:
+        super().__init__(name=f"{flow.name}.{node.id}#{index}", daemon=True)
+        self.deployed = flow
+        self.flow_name = flow.name
+        self.node = node
+        self.stop = flow.stop_event
+        self.client: Any = None
+        self.transactional = False
+        self.batching = False
+        self._sources: dict[str, ThreadDataSource] = {}
+
+    # -- the thread ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        bind_thread(self)
+        delay = 0.2
+        try:
+            while not self.stop.is_set():
+                try:
+                    if self.client is None:
+                        self.client = self.deployed.connect()
+                    run = self.node.run  # type: ignore[attr-defined]
+                    run()
+                    delay = 0.2
+                except Exception as exc:
+                    if self.stop.is_set():
+                        break
+                    # a lost queue-manager connection backs out its unit of work on the server;
+                    # reconnect with back-off and carry on
+                    self.deployed.record_error(f"{self.name}: {type(exc).__name__}: {exc}")
+                    log.warning("flow thread %s: %s; reconnecting in %.1fs", self.name, exc, delay)
+                    self._drop_connections()
+                    self.stop.wait(delay)
+                    delay = min(delay * 2, 5.0)
+        finally:
+            self._drop_connections()
+            bind_thread(None)
+
+    def _drop_connections(self) -> None:
+        for source in self._sources.values():
+            try:
+                source.close()
+            except Exception:  # closing a broken connection must not stop the thread
+                pass
+        self._sources.clear()
+        if self.client is not None:
+            try:
+                self.client.close()
+            except Exception:
+                pass
+            self.client = None
+
+    # -- FlowServices: queue manager work ------------------------------------------------------
+
+    def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None:
+        from flowbroker.qm.protocol import QMError
+
+        try:
+            return self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)  # type: ignore[no-any-return]
+        except QMError as exc:
+            if exc.reason_code == NO_MSG_AVAILABLE:
+                return None
+            raise
+
+    def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
+        """Up to ``limit`` waiting messages under syncpoint, waiting ``wait_ms`` for the first."""
+        return self.client.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)  # type: ignore[no-any-return]
+
+    def _syncpoint(self, syncpoint: bool | None) -> bool:
+        return self.transactional if syncpoint is None else syncpoint
+
+    def put(
+        self,
+        queue: str,
+        root: Element,
+        *,
+        syncpoint: bool | None,
+        persistence: str = "asMessage",
+        new_msg_id: bool = True,
+        new_correl_id: bool = False,
+        correl_id: bytes | None = None,
+    ) -> None:
+        md, properties, body = self.message_parts(root)
+        if new_msg_id:
+            md.msg_id = b"\x00" * 24
+        if new_correl_id:
+            md.correl_id = b"\x00" * 24
+        if correl_id is not None:
+            md.correl_id = correl_id
+        if persistence == "persistent":
+            md.persistence = 1
+        elif persistence == "nonPersistent":
+            md.persistence = 0
+        md.backout_count = 0
+        sync = self._syncpoint(syncpoint)
+        if sync and self.batching and isinstance(self.client, QueueConnection):
+            # inside a batch the put's refusal surfaces at the commit, which backs the batch out
+            # and retries its messages one at a time, where puts are checked node by node again
+            self.client.put(queue, body, md, syncpoint=True, properties=properties, pipeline=True)
+        else:
+            self.client.put(queue, body, md, syncpoint=sync, properties=properties)
+
+    def message_parts(self, root: Element) -> tuple[Any, dict[str, Any], bytes]:
+        fields, body = assemblies.to_message(root)
+        return _descriptor(**fields), {}, body
+
+    def put_raw(self, queue: str, message: QueueMessage, *, syncpoint: bool, reason: str = "") -> None:
+        properties = dict(getattr(message, "properties", None) or {})
+        if reason:
+            properties["flowbroker.reason"] = reason
+            properties["flowbroker.flow"] = self.flow_name
+        self.client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
+
+    def publish(self, topic: str, root: Element, *, syncpoint: bool | None) -> int:
+        md, _, body = self.message_parts(root)
+        result = self.client.publish(topic, body, md, syncpoint=self._syncpoint(syncpoint))
+        return int(result) if isinstance(result, int) and not isinstance(result, bool) else 1
+
+    def backout_policy(self, queue: str) -> tuple[int, str]:
+        try:
+            info = self.client.inquire_queue(queue)
+        except Exception as exc:
+            log.warning("cannot inquire queue %s: %s", queue, exc)
+            return 0, ""
+        get = info.get if isinstance(info, dict) else lambda k, d=None: getattr(info, k, d)
+        threshold = int(get("backout_threshold", 0) or 0)
+        return threshold, str(get("backout_requeue_q", "") or get("backout_requeue_queue", "") or "")
+
+    def dead_letter(self, message: QueueMessage, reason: str, *, syncpoint: bool) -> None:
+        self.put_raw(DEAD_LETTER_QUEUE, message, syncpoint=syncpoint, reason=reason)
+
+    # -- FlowServices: the unit of work --------------------------------------------------------
+
+    def begin(self, transactional: bool, pipeline: bool = False) -> None:
+        self.transactional = transactional
+        self.batching = transactional and pipeline
+        trace = self.deployed.trace
+        trace_nodes(trace.write if trace.enabled else None)
+
+    def in_transaction(self) -> bool:
+        return self.transactional
+
+    def commit(self) -> None:
+        # single phase: the database work commits first, so a crash in between redelivers the
+        # message (at least once) rather than losing the database update
+        for source in self._sources.values():
+            source.commit()
+        if self.client is not None:
+            self.client.commit()
+
+    def backout(self) -> None:
+        for source in self._sources.values():
+            source.rollback()
+        if self.client is not None:
+            self.client.backout()
+
+    # -- FlowServices: assembly, databases, labels, trace --------------------------------------
+
+    def build_assembly(self, message: QueueMessage, template: dict[str, str]) -> Assembly:
+        return Assembly(assemblies.build_root(message, template))
+
+    def reset_body(self, root: Element, template: dict[str, str]) -> None:
+        assemblies.reset_body(root, template)
+
+    def data_source(self, name: str) -> Any:
+        source = self._sources.get(name)
+        if source is None:
+            source = self._sources[name] = ThreadDataSource(self.deployed.data_sources, name)
+        return source
+
+    def database_done(self, name: str, node_commits: bool) -> None:
+        if node_commits or not self.deployed.compiled.coordinated_transaction:
+            source = self._sources.get(name)
+            if source is not None:
+                source.commit()
+
+    def label(self, name: str) -> Node | None:
+        return self.deployed.compiled.labels.get(name)
+
+    def externals(self, node: Node) -> dict[str, object]:
+        return self.deployed.compiled.externals.get(node.id, {})
+
+    def user_trace(self, text: str) -> None:
+        self.deployed.trace.write(text)
+
+    def log(self, text: str) -> None:
+        log.info("%s: %s", self.flow_name, text)
+        trace = self.deployed.trace
+        if trace.enabled:
+            trace.write(text)
+
+
+class DeployedFlow:
+    """A compiled flow and its threads: 1 + additionalInstances per input node."""
+
+    def __init__(
+        self, compiled: CompiledFlow, connect: Connector, data_sources: DataSources, trace: UserTrace
+    ) -> None:
+        self.compiled = compiled
+        self.name = compiled.name
+        self.connect = connect
+        self.data_sources = data_sources
+        self.trace = trace
+        self.stop_event = threading.Event()
+        self.threads: list[FlowThread] = []
+        self.state = "stopped"
+        self.errors: list[str] = []
+        self.started_at = 0.0
+
+    def record_error(self, text: str) -> None:
+        self.errors = [*self.errors[-19:], text]
+
+    def start(self) -> None:
+        if self.state == "running":
+            return
+        self.stop_event = threading.Event()
+        self.threads = []
+        for node in self.compiled.input_nodes():
+            count = 1 + self.compiled.additional_instances
+            if node.properties.get("orderMode") == "byQueueOrder":
+                count = 1
+            for index in range(count):
+                self.threads.append(FlowThread(self, node, index))
+        for thread in self.threads:
+            thread.start()
+        self.state = "running"
+        self.started_at = time.time()
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Ask every thread to stop after its current message; True when all have stopped."""
+        self.stop_event.set()
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        alive = [t.name for t in self.threads if t.is_alive()]
+        self.state = "stopping" if alive else "stopped"
+        if alive:
+            log.warning("flow %s: threads still busy after %.0fs: %s", self.name, timeout, ", ".join(alive))
+        return not alive
+
+    def statistics(self) -> dict[str, Any]:
+        nodes = {node_id: node.stats.snapshot() for node_id, node in self.compiled.nodes.items()}
+        inputs = [nodes[n.id] for n in self.compiled.input_nodes()]
+        return {
+            "flow": self.name,
+            "version": self.compiled.version,
+            "state": self.state,
+            "threads": sum(1 for t in self.threads if t.is_alive()),
+            "messages_in": sum(i["messages_in"] for i in inputs),
+            "cpu_us": sum(i["cpu_us"] for i in inputs),
+            "elapsed_us": sum(i["elapsed_us"] for i in inputs),
+            "errors": sum(n["errors"] for n in nodes.values()),
+            "backouts": sum(getattr(n, "backouts", 0) for n in self.compiled.input_nodes()),
+            "nodes": nodes,
+            "last_errors": list(self.errors[-5:]),
+        }
+
+
+class ExecutionGroupRuntime:
+    """The flows of one execution group, by name: what the control tasks act on."""
+
+    def __init__(
+        self,
+        connect: Connector,
+        *,
+        data_sources: DataSources | None = None,
+        trace_dir: Path | None = None,
+        resolve_subflow: SubflowResolver | None = None,
+    ) -> None:
+        self.connect = connect
+        self.data_sources = data_sources or DataSources()
+        self.trace_dir = trace_dir or Path("trace")
+        self.resolve_subflow = resolve_subflow
+        self.flows: dict[str, DeployedFlow] = {}
+        self._lock = threading.RLock()
+
+    def deploy(
+        self,
+        document: dict[str, Any],
+        *,
+        externals: dict[str, Any] | None = None,
+        additional_instances: int | None = None,
+        start: bool = True,
+    ) -> DeployedFlow:
+        """Compile ``document`` and replace the running version of the flow with it.
+
+        A flow that does not compile raises :class:`FlowCompileError` and the running version
+        keeps running. The old version's threads finish their current message (and its unit of
+        work) before the new version's threads start, so a redeploy loses and duplicates nothing.
+        """
+        compiled = compile_flow(
+            document,
+            resolve_subflow=self.resolve_subflow,
+            externals=externals,
+            additional_instances=additional_instances,
+        )
+        with self._lock:
+            old = self.flows.get(compiled.name)
+            trace = old.trace if old is not None else UserTrace(self.trace_dir / f"{compiled.name}.trace")
+            if old is not None:
+                old.stop()
+            deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace)
+            self.flows[compiled.name] = deployed
+            if start:
+                deployed.start()
+            return deployed
+
+    def undeploy(self, name: str) -> bool:
+        with self._lock:
+            deployed = self.flows.pop(name, None)
+        if deployed is None:
+            return False
+        deployed.stop()
+        return True
+
+    def start_flow(self, name: str) -> None:
+        self._get(name).start()
+
+    def stop_flow(self, name: str) -> None:
+        self._get(name).stop()
+
+    def _get(self, name: str) -> DeployedFlow:
+        deployed = self.flows.get(name)
+        if deployed is None:
+            raise KeyError(f"no flow named {name!r} is deployed to this execution group")
+        return deployed
+
+    def set_trace(self, name: str, level: str, mode: str) -> None:
+        """Switch a flow's user trace: level none, normal or debug; mode safe (flushed) or fast (buffered)."""
+        self._get(name).trace.configure(level, mode)
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        with self._lock:
+            flows = list(self.flows.values())
+        for deployed in flows:
+            deployed.stop_event.set()
+        for deployed in flows:
+            deployed.stop(timeout)
+            deployed.trace.close()
+        self.data_sources.dispose()
+
+    def statistics(self) -> dict[str, Any]:
+        return {name: flow.statistics() for name, flow in list(self.flows.items())}

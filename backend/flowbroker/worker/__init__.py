@@ -1,0 +1,1 @@
+"""The execution group: one Celery worker process running deployed flows, driven by control tasks."""

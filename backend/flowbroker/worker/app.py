@@ -1,0 +1,67 @@
+"""The Celery application shared by the configuration manager (sender) and the execution groups (workers).
+
+Embedded default: kombu's filesystem transport under ``<data>/celery`` — no server to run. Scale
+out: set ``FLOWBROKER_CELERY_BROKER`` to an AMQP URL (RabbitMQ). Control tasks go to the queue
+``eg.<broker>.<group>`` of the group they address.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("FLOWBROKER_DATA") or "./var").resolve()
+
+
+def broker_url() -> str:
+    return os.environ.get("FLOWBROKER_CELERY_BROKER", "") or "filesystem://"
+
+
+def transport_options(url: str, data: Path) -> dict[str, Any]:
+    if not url.startswith("filesystem"):
+        return {}
+    folder = data / "celery" / "queue"
+    processed = data / "celery" / "processed"
+    control = data / "celery" / "control"
+    for path in (folder, processed, control):
+        path.mkdir(parents=True, exist_ok=True)
+    # one folder for in and out: senders and workers share the same spool of task files; the
+    # exchange tables (broadcast control) stay in the data directory, not the working directory
+    return {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "processed_folder": str(processed),
+        "control_folder": str(control),
+        "store_processed": False,
+    }
+
+
+def celery_app(data: Path | None = None) -> Celery:
+    """The Celery app for the data directory ``data`` (default: FLOWBROKER_DATA) and the configured broker."""
+    return _app(broker_url(), str((data or data_dir()).resolve()))
+
+
+@cache
+def _app(url: str, data: str) -> Celery:
+    app = Celery("flowbroker", broker=url, include=["flowbroker.worker.tasks"])
+    app.conf.update(
+        broker_transport_options=transport_options(url, Path(data)),
+        broker_connection_retry_on_startup=True,
+        broker_connection_timeout=5,
+        task_ignore_result=True,
+        task_acks_late=False,
+        task_serializer="json",
+        accept_content=["json"],
+        worker_hijack_root_logger=False,
+        worker_prefetch_multiplier=1,
+        worker_send_task_events=False,
+        task_default_queue="flowbroker.default",
+        broker_heartbeat=0,
+    )
+    return app

@@ -1,0 +1,105 @@
+"""Worker bootsteps: the execution group's runtime, its statistics publisher, and a liveness file."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from celery import bootsteps
+
+from flowbroker.worker import group as group_state
+
+log = logging.getLogger("flowbroker.worker")
+
+
+class ResumeStep(bootsteps.StartStopStep):
+    """Resumes the group's deployed flows (control tasks wait until it has); stops them on shutdown."""
+
+    requires = ("celery.worker.components:Pool",)
+
+    def __init__(self, worker: Any, **kwargs: Any) -> None:
+        super().__init__(worker, **kwargs)
+
+    def start(self, worker: Any) -> None:
+        state = group_state.state()
+
+        def resume() -> None:
+            state.resume()
+            log.info(
+                "execution group %s/%s resumed %d flow(s)",
+                state.broker,
+                state.group,
+                len(state.by_deployment),
+            )
+
+        threading.Thread(target=resume, name="resume", daemon=True).start()
+
+    def stop(self, worker: Any) -> None:
+        group_state.state().close()
+
+
+class StatisticsStep(bootsteps.StartStopStep):
+    """Publishes the group's statistics every ``FLOWBROKER_STATS_INTERVAL`` seconds (default 5)."""
+
+    requires = ("flowbroker.worker.bootsteps:ResumeStep",)
+
+    def __init__(self, worker: Any, **kwargs: Any) -> None:
+        super().__init__(worker, **kwargs)
+        self.interval = float(os.environ.get("FLOWBROKER_STATS_INTERVAL", "5"))
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self, worker: Any) -> None:
+        def loop() -> None:
+            state = group_state.state()
+            while True:
+                try:
+                    state.publish_statistics()
+                except Exception as exc:  # statistics must never take the group down
+                    log.warning("cannot publish statistics: %s", exc)
+                if self.done.wait(self.interval):
+                    return
+
+        self.thread = threading.Thread(target=loop, name="statistics", daemon=True)
+        self.thread.start()
+
+    def stop(self, worker: Any) -> None:
+        self.done.set()
+        if self.thread is not None:
+            self.thread.join(5)
+        try:
+            group_state.state().publish_statistics()
+        except Exception:
+            pass
+
+
+class LivenessStep(bootsteps.StartStopStep):
+    """Touches ``<data>/run/<broker>.<group>.alive`` every few seconds for health checks."""
+
+    requires = ("flowbroker.worker.bootsteps:ResumeStep",)
+
+    def __init__(self, worker: Any, **kwargs: Any) -> None:
+        super().__init__(worker, **kwargs)
+        self.done = threading.Event()
+
+    def start(self, worker: Any) -> None:
+        state = group_state.state()
+        path = liveness_path(state.data, state.broker, state.group)
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+        def loop() -> None:
+            while not self.done.is_set():
+                path.write_text(str(os.getpid()))
+                self.done.wait(2.0)
+
+        threading.Thread(target=loop, name="liveness", daemon=True).start()
+
+    def stop(self, worker: Any) -> None:
+        self.done.set()
+
+
+def liveness_path(data: Path, broker: str, group: str) -> Path:
+    return data / "run" / f"{broker}.{group}.alive"

@@ -1,0 +1,263 @@
+"""The execution group's state in its worker process: its runtime, its repository, and what tasks do.
+
+Control tasks and bootsteps call the functions here; they keep the deployment rows in the
+configuration repository up to date, which is also how a restarted group finds the flows it
+must resume.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from flowbroker.runtime.engine import ExecutionGroupRuntime
+
+log = logging.getLogger("flowbroker.worker")
+
+
+class GroupState:
+    """Everything one execution-group process holds."""
+
+    def __init__(self, broker: str, group: str, data: Path) -> None:
+        self.broker = broker
+        self.group = group
+        self.data = data
+        self.runtime: ExecutionGroupRuntime | None = None
+        self.session_factory: Any = None
+        self.engine: Any = None
+        self.by_deployment: dict[int, str] = {}
+        self.lock = threading.RLock()
+        self.process = psutil.Process()
+        self.process.cpu_percent(None)
+        self.started = time.time()
+        self.ready = threading.Event()
+
+    # -- set up ---------------------------------------------------------------------------------
+
+    def open(self) -> None:
+
+        from flowbroker.repository import db
+        from flowbroker.repository.models import Broker
+        from flowbroker.runtime.connection import QueueConnection
+        from flowbroker.runtime.datasources import DataSources
+        from flowbroker.services import brokers
+        from flowbroker.settings import Settings
+
+        settings = Settings(data=self.data)
+        self.engine = db.engine_from_settings(settings)
+        self.session_factory = db.session_factory(self.engine)
+        with db.session_scope(self.session_factory) as session:
+            target = brokers.group_by_name(session, self.broker, self.group)
+            broker_row = session.get(Broker, target.broker_id)
+            qm_url = (broker_row.qm_url if broker_row is not None else "") or os.environ.get(
+                "FLOWBROKER_QM", ""
+            )
+            sources = self._data_source_urls(session, target.broker_id)
+        data = str(self.data)
+
+        def connect() -> QueueConnection:
+            return QueueConnection.open(qm_url or None, data_dir=data)
+
+        self.runtime = ExecutionGroupRuntime(
+            connect,
+            data_sources=DataSources(sources),
+            trace_dir=self.data / "trace" / self.broker / self.group,
+            resolve_subflow=self._resolve_subflow,
+        )
+
+    @staticmethod
+    def _data_source_urls(session: Any, broker_id: int) -> dict[str, str]:
+        from sqlalchemy import or_, select
+
+        from flowbroker.repository.models import DataSource
+
+        rows = session.scalars(
+            select(DataSource).where(or_(DataSource.broker_id.is_(None), DataSource.broker_id == broker_id))
+        )
+        return {row.name: row.url for row in rows}
+
+    def _resolve_subflow(self, ref: dict[str, Any]) -> dict[str, Any] | None:
+        from flowbroker.repository import db
+        from flowbroker.services import flows
+        from flowbroker.services.errors import ServiceError
+
+        with db.session_scope(self.session_factory) as session:
+            try:
+                flow = flows.get_by_name(session, str(ref.get("name")))
+                version = ref.get("version")
+                return dict(flows.version(session, flow, int(version) if version else None).document)
+            except ServiceError:
+                return None
+
+    def resume(self) -> None:
+        """Run again every flow the repository says this group runs."""
+        from flowbroker.repository import db
+        from flowbroker.services import deploy
+
+        with db.session_scope(self.session_factory) as session:
+            ids = [(d.id, d.status) for d in deploy.to_resume(session, self.broker, self.group)]
+        try:
+            for deployment_id, status in reversed(ids):
+                self.deploy(deployment_id, start=status != "stopped")
+        finally:
+            self.ready.set()
+
+    def close(self) -> None:
+        if self.runtime is not None:
+            self.runtime.shutdown(timeout=30)
+        if self.engine is not None:
+            self.engine.dispose()
+
+    # -- control tasks --------------------------------------------------------------------------
+
+    def deploy(self, deployment_id: int, *, start: bool = True) -> str:
+        from flowbroker.repository import db
+        from flowbroker.repository.models import Deployment
+        from flowbroker.runtime.compiler import FlowCompileError
+        from flowbroker.services import deploy
+
+        assert self.runtime is not None
+        with db.session_scope(self.session_factory) as session:
+            row = session.get(Deployment, deployment_id)
+            if row is None:
+                return "missing"
+            document = dict(row.flow_version.document)
+            overrides = dict(row.overrides or {})
+            instances = row.additional_instances
+            row.status = "compiling"
+            # data sources defined since the group started are usable by this deployment
+            self.runtime.data_sources.urls.update(self._data_source_urls(session, row.broker_id))
+        with self.lock:
+            try:
+                doc, externals = deploy.apply_overrides(document, overrides)
+                flow = self.runtime.deploy(
+                    doc, externals=externals, additional_instances=instances, start=start
+                )
+                status, problems = ("running" if start else "stopped"), []
+                self.by_deployment[deployment_id] = flow.name
+            except FlowCompileError as exc:
+                status, problems = "failed", [p.to_json() for p in exc.problems]
+            except Exception as exc:  # a deployment must end in a status, whatever went wrong
+                log.exception("deployment %s failed", deployment_id)
+                status = "failed"
+                problems = [
+                    {
+                        "node": "",
+                        "property": "",
+                        "line": 0,
+                        "column": 0,
+                        "pointer": "",
+                        "message": f"{type(exc).__name__}: {exc}",
+                    }
+                ]
+        with db.session_scope(self.session_factory) as session:
+            deploy.report(session, deployment_id, status, problems)
+        log.info("deployment %s: %s", deployment_id, status)
+        return status
+
+    def _flow_name(self, deployment_id: int) -> str | None:
+        from flowbroker.repository import db
+        from flowbroker.repository.models import Deployment
+
+        name = self.by_deployment.get(deployment_id)
+        if name is None:
+            with db.session_scope(self.session_factory) as session:
+                row = session.get(Deployment, deployment_id)
+                name = row.flow_version.flow.name if row is not None else None
+        return name
+
+    def undeploy(self, deployment_id: int) -> str:
+        from flowbroker.repository import db
+        from flowbroker.services import deploy
+
+        assert self.runtime is not None
+        name = self._flow_name(deployment_id)
+        with self.lock:
+            current = self.runtime.flows.get(name) if name else None
+            # only undeploy the running version if it is this deployment's
+            if name and current is not None and self.by_deployment.get(deployment_id) == name:
+                self.runtime.undeploy(name)
+            self.by_deployment.pop(deployment_id, None)
+        with db.session_scope(self.session_factory) as session:
+            deploy.report(session, deployment_id, "undeployed")
+        return "undeployed"
+
+    def start_flow(self, deployment_id: int, start: bool) -> str:
+        from flowbroker.repository import db
+        from flowbroker.services import deploy
+
+        assert self.runtime is not None
+        name = self.by_deployment.get(deployment_id)
+        if name is None:
+            return self.deploy(deployment_id, start=start)
+        with self.lock:
+            if start:
+                self.runtime.start_flow(name)
+            else:
+                self.runtime.stop_flow(name)
+        status = "running" if start else "stopped"
+        with db.session_scope(self.session_factory) as session:
+            deploy.report(session, deployment_id, status)
+        return status
+
+    def trace(self, deployment_id: int, level: str, mode: str) -> str:
+        assert self.runtime is not None
+        name = self.by_deployment.get(deployment_id)
+        if name is None:
+            return "missing"
+        self.runtime.set_trace(name, level, mode)
+        return f"trace {level} {mode}"
+
+    # -- statistics -----------------------------------------------------------------------------
+
+    def statistics(self) -> dict[str, Any]:
+        memory = self.process.memory_info()
+        flows = self.runtime.statistics() if self.runtime is not None else {}
+        return {
+            "broker": self.broker,
+            "group": self.group,
+            "pid": os.getpid(),
+            "time": time.time(),
+            "uptime_s": round(time.time() - self.started, 1),
+            "rss_bytes": memory.rss,
+            "cpu_percent": self.process.cpu_percent(None),
+            "cpu_seconds": round(sum(self.process.cpu_times()[:2]), 3),
+            "threads": self.process.num_threads(),
+            "flows": flows,
+        }
+
+    def publish_statistics(self) -> None:
+        """Write the statistics where the configuration manager reads them (atomically replaced)."""
+        path = stats_path(self.data, self.broker, self.group)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.statistics(), default=str))
+        os.replace(tmp, path)
+
+
+def stats_path(data: Path, broker: str, group: str) -> Path:
+    return data / "stats" / broker / f"{group}.json"
+
+
+_STATE: GroupState | None = None
+
+
+def state(wait: float = 0.0) -> GroupState:
+    """This process's group; with ``wait``, block until it has resumed its flows (for control tasks)."""
+    if _STATE is None:
+        raise RuntimeError("this process is not an execution group")
+    if wait and not _STATE.ready.wait(wait):
+        raise RuntimeError("the execution group is still starting")
+    return _STATE
+
+
+def set_state(value: GroupState | None) -> None:
+    global _STATE
+    _STATE = value

@@ -1,0 +1,38 @@
+"""Control tasks an execution group receives on its queue ``eg.<broker>.<group>``."""
+
+from __future__ import annotations
+
+from flowbroker.worker.app import celery_app
+from flowbroker.worker.group import state
+
+app = celery_app()
+
+
+@app.task(name="flowbroker.eg.deploy")
+def deploy(deployment_id: int) -> str:
+    """Compile and start (or replace) the deployment's flow."""
+    return state(wait=120).deploy(int(deployment_id))
+
+
+@app.task(name="flowbroker.eg.undeploy")
+def undeploy(deployment_id: int) -> str:
+    """Stop the deployment's flow and forget it."""
+    return state(wait=120).undeploy(int(deployment_id))
+
+
+@app.task(name="flowbroker.eg.start")
+def start(deployment_id: int) -> str:
+    """Start the deployment's flow threads."""
+    return state(wait=120).start_flow(int(deployment_id), True)
+
+
+@app.task(name="flowbroker.eg.stop")
+def stop(deployment_id: int) -> str:
+    """Stop the deployment's flow threads after their current message."""
+    return state(wait=120).start_flow(int(deployment_id), False)
+
+
+@app.task(name="flowbroker.eg.trace")
+def trace(deployment_id: int, level: str, mode: str) -> str:
+    """Switch the flow's user trace level (none, normal, debug) and mode (safe, fast)."""
+    return state(wait=120).trace(int(deployment_id), str(level), str(mode))

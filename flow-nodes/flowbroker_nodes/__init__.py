@@ -1,0 +1,1 @@
+"""flowbroker's message flow node types: one module per node type, each a spec + runtime class."""

@@ -1,0 +1,376 @@
+"""The runtime contract every node type implements: the message assembly, propagation, failures.
+
+A flow runs depth first and synchronously on the thread of its input node: ``propagate`` calls
+the next node's ``receive`` directly, and the assembly's trees are passed by reference, never
+copied per node. An exception a node raises itself goes to that node's failure terminal when it
+is connected; otherwise it becomes an :class:`Unwinding` that passes every node on the way back
+up unchanged until a TryCatch or the input node catches it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any, ClassVar, Protocol
+
+from esql.tree import Element
+
+from flowbroker_nodes.spec import NodeSpec
+
+
+class Assembly:
+    """The message assembly of ACE: Root, LocalEnvironment, Environment and ExceptionList."""
+
+    __slots__ = ("environment", "exception_list", "local_environment", "root")
+
+    def __init__(
+        self,
+        root: Element,
+        local_environment: Element | None = None,
+        environment: Element | None = None,
+        exception_list: Element | None = None,
+    ) -> None:
+        self.root = root
+        self.local_environment = (
+            local_environment if local_environment is not None else Element("LocalEnvironment")
+        )
+        self.environment = environment if environment is not None else Element("Environment")
+        self.exception_list = exception_list if exception_list is not None else Element("ExceptionList")
+
+    def replace(
+        self,
+        *,
+        root: Element | None = None,
+        local_environment: Element | None = None,
+        exception_list: Element | None = None,
+    ) -> Assembly:
+        """A new assembly sharing this one's trees except those given (Environment is always shared)."""
+        return Assembly(
+            root if root is not None else self.root,
+            local_environment if local_environment is not None else self.local_environment,
+            self.environment,
+            exception_list if exception_list is not None else self.exception_list,
+        )
+
+
+class NodeError(Exception):
+    """A failure a node reports itself; it becomes an ExceptionList entry.
+
+    ``kind`` is the ExceptionList element name: RecoverableException, UserException,
+    ParserException, DatabaseException, ConversionException.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        number: int = 2230,
+        inserts: tuple[Any, ...] = (),
+        kind: str = "RecoverableException",
+    ) -> None:
+        super().__init__(text)
+        self.text = text
+        self.number = number
+        self.inserts = inserts
+        self.kind = kind
+
+
+class Unwinding(Exception):
+    """An exception on its way back to the nearest TryCatch or input node, with its ExceptionList."""
+
+    def __init__(self, exception_list: Element, cause: BaseException | None = None) -> None:
+        super().__init__(describe_exception_list(exception_list))
+        self.exception_list = exception_list
+        self.cause = cause
+
+
+class DeployProblem(Exception):
+    """A problem found while preparing a node for deployment (property, line, column).
+
+    ``more`` holds further problems of the same node, so a deployment reports every one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        property: str = "",
+        line: int = 0,
+        column: int = 0,
+        more: list[DeployProblem] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.property = property
+        self.line = line
+        self.column = column
+        self.more = more or []
+
+    def all(self) -> list[DeployProblem]:
+        return [self, *self.more]
+
+
+class QueueMessage(Protocol):
+    """What an input node gets from a transport and an output node hands to one."""
+
+    md: Any
+    properties: dict[str, Any]
+    body: bytes
+
+
+class FlowServices(Protocol):
+    """What the runtime offers the nodes of one flow thread (see flowbroker.runtime.engine)."""
+
+    flow_name: str
+    stop: threading.Event
+
+    # queue manager work, inside the thread's unit of work when ``syncpoint`` says so
+    def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None: ...
+    def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]: ...
+    def put(
+        self,
+        queue: str,
+        root: Element,
+        *,
+        syncpoint: bool | None,
+        persistence: str = "asMessage",
+        new_msg_id: bool = True,
+        new_correl_id: bool = False,
+        correl_id: bytes | None = None,
+    ) -> None: ...
+    def put_raw(self, queue: str, message: QueueMessage, *, syncpoint: bool, reason: str = "") -> None: ...
+    def publish(self, topic: str, root: Element, *, syncpoint: bool | None) -> int: ...
+    def backout_policy(self, queue: str) -> tuple[int, str]: ...
+    def dead_letter(self, message: QueueMessage, reason: str, *, syncpoint: bool) -> None: ...
+    def begin(self, transactional: bool, pipeline: bool = False) -> None: ...
+    def commit(self) -> None: ...
+    def backout(self) -> None: ...
+    def in_transaction(self) -> bool: ...
+    # the message assembly
+    def build_assembly(self, message: QueueMessage, template: dict[str, str]) -> Assembly: ...
+    def reset_body(self, root: Element, template: dict[str, str]) -> None: ...
+    # databases, labels, trace
+    def data_source(self, name: str) -> Any: ...
+    def database_done(self, name: str, node_commits: bool) -> None: ...
+    def label(self, name: str) -> Node | None: ...
+    def externals(self, node: Node) -> dict[str, object]: ...
+    def user_trace(self, text: str) -> None: ...
+    def log(self, text: str) -> None: ...
+
+
+_CURRENT = threading.local()
+
+
+def bind_thread(services: FlowServices | None) -> None:
+    """Make ``services`` what the nodes see on this thread (each flow thread calls this once)."""
+    _CURRENT.services = services
+    _CURRENT.trace = None
+
+
+def trace_nodes(writer: Any) -> None:
+    """Turn this thread's per-node user trace records on (a ``write(text)`` callable) or off (None)."""
+    _CURRENT.trace = writer
+
+
+#: One wire: the target node and the input terminal it arrives on.
+Wire = tuple["Node", str]
+
+
+class Node:
+    """A node instance in a compiled flow; subclasses implement :meth:`evaluate`.
+
+    Subclasses keep per-message state off ``self`` (several flow threads share one instance)
+    and read their configuration in :meth:`prepare`, once per deployment.
+    """
+
+    SPEC: ClassVar[NodeSpec]
+
+    def __init__(self, node_id: str, name: str, properties: dict[str, Any]) -> None:
+        self.id = node_id
+        self.name = name or node_id
+        spec_props = {p.name: p.default for p in self.SPEC.properties}
+        spec_props.update(properties)
+        self.properties = spec_props
+        self.wires: dict[str, list[Wire]] = {}
+        self.stats = NodeStats()
+
+    # -- deployment ----------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Check and compile the configuration; raise :class:`DeployProblem` on a bad one."""
+
+    def connect(self, terminal: str, target: Node, target_terminal: str) -> None:
+        self.wires.setdefault(terminal, []).append((target, target_terminal))
+
+    def is_connected(self, terminal: str) -> bool:
+        return bool(self.wires.get(terminal))
+
+    # -- running -------------------------------------------------------------------------------
+
+    @property
+    def flow(self) -> FlowServices:
+        """The services of the flow thread running now (set per thread by the runtime)."""
+        services: FlowServices | None = getattr(_CURRENT, "services", None)
+        if services is None:
+            raise NodeError(f"node {self.name} runs outside a flow thread")
+        return services
+
+    def receive(self, terminal: str, assembly: Assembly) -> None:
+        """A message arrives on an input terminal: evaluate it, routing own failures to failure."""
+        stats = self.stats
+        stats.messages_in += 1
+        trace = getattr(_CURRENT, "trace", None)
+        if trace is not None:
+            trace(f"{self.SPEC.type} node '{self.name}' received a message on terminal '{terminal}'")
+        started = time.perf_counter_ns()
+        cpu = time.thread_time_ns()
+        try:
+            self.evaluate(assembly, terminal)
+        except Unwinding:
+            raise
+        except Exception as exc:
+            stats.errors += 1
+            entry = exception_entry(self, exc)
+            failed = assembly.replace(exception_list=exception_list_with(entry))
+            if trace is not None:
+                trace(f"{self.SPEC.type} node '{self.name}' raised: {entry.child('Text').value}")  # type: ignore[union-attr]
+            if self.is_connected("failure"):
+                for target, target_terminal in self.wires["failure"]:
+                    target.receive(target_terminal, failed)
+            else:
+                raise Unwinding(failed.exception_list, exc) from exc
+        finally:
+            stats.elapsed_ns += time.perf_counter_ns() - started
+            stats.cpu_ns += time.thread_time_ns() - cpu
+
+    def evaluate(self, assembly: Assembly, terminal: str) -> None:
+        """Process one message that arrived on ``terminal``."""
+        raise NotImplementedError
+
+    def propagate_failure(self, assembly: Assembly) -> None:
+        """Send an assembly carrying an ExceptionList to failure, or unwind when it is unconnected."""
+        if not self.propagate("failure", assembly):
+            raise Unwinding(assembly.exception_list)
+
+    def propagate(self, terminal: str, assembly: Assembly) -> bool:
+        """Send ``assembly`` down ``terminal``; an unconnected terminal discards it (returns False)."""
+        wires = self.wires.get(terminal)
+        if not wires:
+            return False
+        self.stats.messages_out += 1
+        for target, target_terminal in wires:
+            target.receive(target_terminal, assembly)
+        return True
+
+
+class NodeStats:
+    """Counters of one node, summed over its flow threads (single writes are atomic enough)."""
+
+    __slots__ = ("cpu_ns", "elapsed_ns", "errors", "messages_in", "messages_out")
+
+    def __init__(self) -> None:
+        self.messages_in = 0
+        self.messages_out = 0
+        self.errors = 0
+        self.cpu_ns = 0
+        self.elapsed_ns = 0
+
+    def snapshot(self) -> dict[str, int]:
+        return {
+            "messages_in": self.messages_in,
+            "messages_out": self.messages_out,
+            "errors": self.errors,
+            "cpu_us": self.cpu_ns // 1000,
+            "elapsed_us": self.elapsed_ns // 1000,
+        }
+
+
+# -- the ExceptionList -------------------------------------------------------------------------
+
+
+def exception_entry(node: Node, exc: BaseException) -> Element:
+    """One ExceptionList entry for ``exc`` raised in ``node`` (nested causes become children)."""
+    kind = "RecoverableException"
+    number = 2230
+    text = str(exc) or type(exc).__name__
+    inserts: tuple[Any, ...] = ()
+    if isinstance(exc, NodeError):
+        kind, number, inserts = exc.kind, exc.number, exc.inserts
+    else:
+        kind, number = _classify(exc)
+    entry = Element(kind)
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    entry.add("File", frame.filename if frame else "")
+    entry.add("Line", frame.lineno if frame else 0)
+    entry.add("Function", frame.name if frame else "")
+    entry.add("Type", node.SPEC.type)
+    entry.add("Name", node.id)
+    entry.add("Label", node.name)
+    entry.add("Catalog", "BIPmsgs")
+    entry.add("Severity", 3)
+    entry.add("Number", number)
+    entry.add("Text", text)
+    for value in inserts:
+        insert = entry.add("Insert")
+        insert.add("Type", 5)
+        insert.add("Text", str(value))
+    for attr in ("line", "column"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, int) and value:
+            insert = entry.add("Insert")
+            insert.add("Type", 2)
+            insert.add("Text", f"{attr} {value}")
+    return entry
+
+
+def _classify(exc: BaseException) -> tuple[str, int]:
+    name = type(exc).__name__
+    module = type(exc).__module__ or ""
+    if name == "UserException":
+        return "UserException", 3001
+    if name == "DomainError" or "Parse" in name:
+        return "ParserException", 5009
+    if module.startswith("sqlalchemy") or "Database" in name:
+        return "DatabaseException", 2321
+    if name in {"EsqlValueError", "EsqlRuntimeError"}:
+        return "RecoverableException", 2488
+    return "RecoverableException", 2230
+
+
+def exception_list_with(entry: Element) -> Element:
+    root = Element("ExceptionList")
+    root.append(entry)
+    return root
+
+
+def describe_exception_list(exception_list: Element) -> str:
+    """The innermost entry's node and text, one line (for logs and dead-letter reasons)."""
+    texts = []
+    node: Element | None = exception_list.first_child
+    while node is not None:
+        name = node.child("Label")
+        text = node.child("Text")
+        texts.append(f"{node.name} in {name.value if name else '?'}: {text.value if text else ''}")
+        node = node.first_child if node.first_child is not None and node.child("Text") is None else None
+    return "; ".join(texts) or "exception"
+
+
+def field(root: Element, *path: str) -> Element | None:
+    """The element at ``path`` below ``root`` (first of each name), or None."""
+    node: Element | None = root
+    for name in path:
+        if node is None:
+            return None
+        node = node.child(name)
+    return node
+
+
+def field_value(root: Element, *path: str) -> Any:
+    node = field(root, *path)
+    return node.value if node is not None else None
+
+
+def esql_log(node: Node) -> Callable[[str], None]:
+    return lambda text: node.flow.log(f"{node.name}: {text}")

@@ -1,0 +1,69 @@
+"""What the ESQL-running node types share: compiling their module at deploy time and running it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from esql.tree import Element
+
+from flowbroker_nodes.base import Assembly, DeployProblem, Node, NodeError, esql_log
+
+
+class EsqlNode(Node):
+    """A node whose behaviour is an ESQL module's Main(); compiled once per deployment."""
+
+    KIND = "COMPUTE"
+    routine: Any = None
+
+    def prepare(self) -> None:
+        from esql.compiler import EsqlCompileError, compile_program
+
+        source = self.properties.get("esql") or ""
+        if not isinstance(source, str) or not source.strip():
+            raise DeployProblem("required: the ESQL source", property="esql")
+        try:
+            program = compile_program(source, filename=f"{self.id}.esql")
+            self.routine = program.main_module(self.properties.get("module") or None, kind=self.KIND)
+        except EsqlCompileError as exc:
+            found = [
+                DeployProblem(d.message, property="esql", line=d.line, column=d.column)
+                for d in getattr(exc, "diagnostics", [])
+                if getattr(d, "severity", "error") == "error"
+            ] or [DeployProblem(str(exc), property="esql")]
+            first = found[0]
+            first.more = found[1:]
+            raise first from None
+        except (LookupError, ValueError) as exc:
+            raise DeployProblem(str(exc), property="module") from None
+
+    def context(self, assembly: Assembly, **outputs: Any) -> Any:
+        """An ExecutionContext over ``assembly`` with this node's data source and EXTERNAL values."""
+        from esql.runtime import ExecutionContext
+
+        flow = self.flow
+        source_name = self.properties.get("dataSource") or ""
+        return ExecutionContext(
+            input_root=assembly.root,
+            input_local_environment=assembly.local_environment,
+            input_exception_list=assembly.exception_list,
+            environment=assembly.environment,
+            data_source=flow.data_source(source_name) if source_name else None,
+            externals=flow.externals(self),
+            stop=flow.stop,
+            log=esql_log(self),
+            node_name=self.name,
+            **outputs,
+        )
+
+    def run_routine(self, ctx: Any) -> Any:
+        if self.routine is None:
+            raise NodeError(f"node {self.name} was not prepared")
+        result = self.routine.run(ctx)
+        source_name = self.properties.get("dataSource") or ""
+        if source_name:
+            self.flow.database_done(source_name, self.properties.get("transaction") == "commit")
+        return result
+
+
+def new_tree(name: str) -> Element:
+    return Element(name)

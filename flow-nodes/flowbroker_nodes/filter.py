@@ -1,0 +1,47 @@
+"""Filter: evaluates an ESQL FILTER module and routes the message by its answer."""
+
+from __future__ import annotations
+
+from flowbroker_nodes.base import Assembly
+from flowbroker_nodes.esqlnode import EsqlNode
+from flowbroker_nodes.spec import NodeSpec, Property, Terminal
+
+SPEC = NodeSpec(
+    type="Filter",
+    label="Filter",
+    category="routing",
+    icon="filter",
+    description="Main() returning TRUE, FALSE or UNKNOWN sends the unchanged message to the true, false or "
+    "unknown terminal.",
+    inputs=(Terminal("in", "in", "In"),),
+    outputs=(
+        Terminal("true", "out", "True"),
+        Terminal("false", "out", "False"),
+        Terminal("unknown", "out", "Unknown"),
+        Terminal("failure", "failure", "Failure"),
+    ),
+    properties=(
+        Property(
+            "esql",
+            "esql",
+            "ESQL",
+            required=True,
+            editor="esql",
+            description="A CREATE FILTER MODULE, or an MQSI V2 filter expression.",
+        ),
+        Property("module", "string", "Module", default=""),
+        Property("dataSource", "string", "Data source", default=""),
+        Property("externals", "json", "EXTERNAL variables", default={}),
+    ),
+)
+
+
+class Node(EsqlNode):
+    """Routes the unchanged message by Main()'s three-valued answer."""
+
+    SPEC = SPEC
+    KIND = "FILTER"
+
+    def evaluate(self, assembly: Assembly, terminal: str) -> None:
+        result = self.run_routine(self.context(assembly))
+        self.propagate("true" if result is True else "false" if result is False else "unknown", assembly)

@@ -1,0 +1,117 @@
+"""MQOutput: puts the message on a queue, or on every queue of the LocalEnvironment destination list."""
+
+from __future__ import annotations
+
+from flowbroker_nodes.base import Assembly, DeployProblem, NodeError, field, field_value
+from flowbroker_nodes.base import Node as BaseNode
+from flowbroker_nodes.spec import NodeSpec, Property, Terminal
+
+SPEC = NodeSpec(
+    type="MQOutput",
+    label="MQOutput",
+    category="output",
+    icon="queue-out",
+    description="Writes the message assembly's Root as a queue message and puts it on the named queue, or on "
+    "each queue of LocalEnvironment.Destination.MQ.DestinationData[] when the destination mode says so.",
+    inputs=(Terminal("in", "in", "In"),),
+    outputs=(Terminal("out", "out", "Out"), Terminal("failure", "failure", "Failure")),
+    properties=(
+        Property(
+            "queueName",
+            "queue",
+            "Queue name",
+            default="",
+            editor="queue",
+            description="The queue to put to (required when the destination mode is queueName).",
+        ),
+        Property(
+            "destinationMode",
+            "enum",
+            "Destination mode",
+            default="queueName",
+            enum=("queueName", "destinationList", "replyToQueue"),
+            description="queueName: the queue property; destinationList: every "
+            "LocalEnvironment.Destination.MQ.DestinationData queueName; replyToQueue: the MQMD ReplyToQ.",
+        ),
+        Property(
+            "transactionMode",
+            "enum",
+            "Transaction mode",
+            default="automatic",
+            enum=("automatic", "yes", "no"),
+            description="automatic: put inside the flow's unit of work when there is one; yes: always "
+            "under syncpoint; no: put at once, outside any unit of work.",
+        ),
+        Property(
+            "persistenceMode",
+            "enum",
+            "Persistence",
+            default="asMessage",
+            enum=("asMessage", "persistent", "nonPersistent"),
+            description="asMessage keeps the MQMD Persistence of the message.",
+        ),
+        Property(
+            "newMsgId",
+            "boolean",
+            "New message id",
+            default=True,
+            description="Let the queue manager assign a new MsgId.",
+        ),
+        Property(
+            "newCorrelId",
+            "boolean",
+            "New correlation id",
+            default=False,
+            description="Clear the CorrelId before the put.",
+        ),
+    ),
+)
+
+_SYNCPOINT = {"automatic": None, "yes": True, "no": False}
+
+
+class Node(BaseNode):
+    """Puts the message on its queue(s); then propagates it to out."""
+
+    SPEC = SPEC
+
+    def prepare(self) -> None:
+        props = self.properties
+        if props.get("destinationMode") == "queueName" and not props.get("queueName"):
+            raise DeployProblem("required when the destination mode is queueName", property="queueName")
+        self.syncpoint = _SYNCPOINT[props.get("transactionMode") or "automatic"]
+
+    def queues(self, assembly: Assembly) -> list[str]:
+        mode = self.properties.get("destinationMode")
+        if mode == "destinationList":
+            names = []
+            for folder in ("MQ", "MQDestinationList"):
+                holder = field(assembly.local_environment, "Destination", folder)
+                if holder is not None:
+                    for entry in holder.children_named("DestinationData"):
+                        name = field_value(entry, "queueName")
+                        if name:
+                            names.append(str(name).strip())
+            if not names:
+                raise NodeError("the destination list LocalEnvironment.Destination.MQ is empty", number=2667)
+            return names
+        if mode == "replyToQueue":
+            reply = str(field_value(assembly.root, "MQMD", "ReplyToQ") or "").strip()
+            if not reply:
+                raise NodeError("the message has no MQMD.ReplyToQ", number=2667)
+            return [reply]
+        return [str(self.properties["queueName"])]
+
+    def evaluate(self, assembly: Assembly, terminal: str) -> None:
+        flow = self.flow
+        props = self.properties
+        for queue in self.queues(assembly):
+            flow.put(
+                queue,
+                assembly.root,
+                syncpoint=self.syncpoint,
+                persistence=props.get("persistenceMode") or "asMessage",
+                new_msg_id=bool(props.get("newMsgId", True)),
+                new_correl_id=bool(props.get("newCorrelId", False)),
+            )
+        self.propagate("out", assembly)

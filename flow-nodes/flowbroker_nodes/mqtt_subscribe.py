@@ -1,0 +1,371 @@
+"""MQTTSubscribe: receives publications from an MQTT broker and starts the flow on each one (paho-mqtt).
+
+One MQTT connection per deployed node feeds every flow thread of that node through one queue,
+so additional instances share the work instead of each receiving a copy. The connection has no
+network thread of its own: a flow thread that finds the queue empty reads the socket itself
+(one reader at a time), which spares a thread hand-off per message. MQTT has no unit of work a
+flow could back out: a message whose flow fails goes to the catch terminal, else the failure
+terminal, else it is logged and dropped (at QoS 1 it was acknowledged on receipt).
+"""
+
+from __future__ import annotations
+
+import queue
+import select
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from esql.tree import Element
+
+from flowbroker_nodes.base import (
+    Assembly,
+    DeployProblem,
+    Unwinding,
+    describe_exception_list,
+    exception_entry,
+    exception_list_with,
+)
+from flowbroker_nodes.base import Node as BaseNode
+from flowbroker_nodes.spec import NodeSpec, Property, Terminal
+
+SPEC = NodeSpec(
+    type="MQTTSubscribe",
+    label="MQTTSubscribe",
+    category="input",
+    icon="mqtt-in",
+    description="Subscribes to a topic on an MQTT broker and propagates each publication it receives "
+    "through the flow, its body parsed in the message domain chosen.",
+    outputs=(
+        Terminal("out", "out", "Out"),
+        Terminal("failure", "failure", "Failure"),
+        Terminal("catch", "catch", "Catch"),
+    ),
+    properties=(
+        Property(
+            "host",
+            "string",
+            "Broker host",
+            default="127.0.0.1",
+            required=True,
+            description="Host name or address of the MQTT broker.",
+        ),
+        Property(
+            "port",
+            "integer",
+            "Broker port",
+            default=1883,
+            minimum=1,
+            maximum=65535,
+            description="TCP port of the MQTT broker.",
+        ),
+        Property(
+            "topicName",
+            "topic",
+            "Topic",
+            required=True,
+            editor="topic",
+            description="The topic filter subscribed to; + and # wildcards are allowed.",
+        ),
+        Property(
+            "qos",
+            "enum",
+            "Quality of service",
+            default="0",
+            enum=("0", "1", "2"),
+            description="The MQTT QoS of the subscription.",
+        ),
+        Property(
+            "clientId",
+            "string",
+            "Client id",
+            default="",
+            description="MQTT client identifier; empty makes one from the flow and node names.",
+        ),
+        Property(
+            "messageDomain",
+            "enum",
+            "Message domain",
+            default="BLOB",
+            enum=("BLOB", "XMLNSC", "XMLNS", "XML", "JSON", "MRM"),
+            description="The domain the payload is parsed in.",
+        ),
+        Property("messageSet", "string", "Message set", default="", description="Message set (MRM)."),
+        Property("messageType", "string", "Message type", default="", description="Message type (MRM)."),
+        Property(
+            "messageFormat",
+            "string",
+            "Message format",
+            default="",
+            description="Physical format (MRM: CWF, XML).",
+        ),
+        Property(
+            "waitInterval",
+            "integer",
+            "Wait interval (ms)",
+            default=1000,
+            minimum=1,
+            maximum=60000,
+            description="How long a flow thread waits for a publication before it checks for a stop.",
+        ),
+        Property(
+            "connectTimeout",
+            "integer",
+            "Connect timeout (s)",
+            default=10,
+            minimum=1,
+            maximum=300,
+            description="How long to wait for the broker's CONNACK and SUBACK.",
+        ),
+    ),
+)
+
+
+@dataclass
+class MqttDescriptor:
+    """The descriptor of a message that came over MQTT: only what MQMD can say about it."""
+
+    put_time: float
+    persistence: int = 0
+    format: str = "MQSTR   "
+    encoding: int = 546
+    coded_char_set_id: int = 1208
+
+
+@dataclass
+class MqttMessage:
+    md: MqttDescriptor
+    properties: dict[str, Any] = field(default_factory=dict)
+    body: bytes = b""
+    topic: str = ""
+    qos: int = 0
+    retain: bool = False
+
+
+def validate_topic_filter(topic: str) -> str:
+    """'' when ``topic`` is a valid MQTT topic filter, else why not (with the character offset)."""
+    if not topic:
+        return "the topic is empty"
+    if len(topic.encode("utf-8")) > 65535:
+        return "the topic is longer than 65535 bytes"
+    if "\x00" in topic:
+        return f"NUL character at offset {topic.index(chr(0))}"
+    levels = topic.split("/")
+    offset = 0
+    for index, level in enumerate(levels):
+        if "#" in level and (level != "#" or index != len(levels) - 1):
+            return f"'#' must be a whole last level (offset {offset + level.index('#')})"
+        if "+" in level and level != "+":
+            return f"'+' must be a whole level (offset {offset + level.index('+')})"
+        offset += len(level) + 1
+    return ""
+
+
+class Node(BaseNode):
+    """The node's MQTT connection and the get-propagate loop of each of its flow threads."""
+
+    SPEC = SPEC
+
+    def prepare(self) -> None:
+        props = self.properties
+        topic = str(props.get("topicName") or "")
+        problem = validate_topic_filter(topic)
+        if problem:
+            raise DeployProblem(f"invalid topic filter {topic!r}: {problem}", property="topicName")
+        self.topic = topic
+        self.host = str(props.get("host") or "").strip()
+        if not self.host:
+            raise DeployProblem("required: the broker host", property="host")
+        self.port = _integer(props.get("port"), "port", 1, 65535)
+        self.qos = _integer(props.get("qos"), "qos", 0, 2)
+        self.wait_s = _integer(props.get("waitInterval"), "waitInterval", 1, 60000) / 1000.0
+        self.connect_timeout = _integer(props.get("connectTimeout"), "connectTimeout", 1, 300)
+        self.client_id = str(props.get("clientId") or "")
+        self.template = {
+            "domain": str(props.get("messageDomain") or "BLOB"),
+            "set": str(props.get("messageSet") or ""),
+            "type": str(props.get("messageType") or ""),
+            "format": str(props.get("messageFormat") or ""),
+        }
+        self._lock = threading.Lock()
+        self._reader = threading.Lock()
+        self._client: Any = None
+        self._inbox: queue.SimpleQueue[MqttMessage] = queue.SimpleQueue()
+        self._threads = 0
+
+    def evaluate(self, assembly: Assembly, terminal: str) -> None:
+        # a message injected on this node (tests, the designer's "inject") starts the flow here
+        self.propagate("out", assembly)
+
+    # -- the connection, shared by the node's flow threads ---------------------------------------
+
+    def _connect(self, flow_name: str) -> None:
+        import paho.mqtt.client as mqtt
+
+        client_id = self.client_id or f"flowbroker-{flow_name}-{self.id}-{int(time.time() * 1000) % 100000}"
+        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
+        subscribed = threading.Event()
+        failure: list[str] = []
+        inbox = self._inbox
+
+        def on_connect(c: Any, userdata: Any, flags: Any, reason: Any, properties: Any) -> None:
+            if reason.is_failure:
+                failure.append(f"broker refused the connection: {reason}")
+                subscribed.set()
+                return
+            c.subscribe(self.topic, self.qos)
+
+        def on_subscribe(c: Any, userdata: Any, mid: Any, reasons: Any, properties: Any) -> None:
+            if any(r.is_failure for r in reasons):
+                failure.append(f"broker refused the subscription to {self.topic!r}")
+            subscribed.set()
+
+        def on_message(c: Any, userdata: Any, message: Any) -> None:
+            inbox.put(
+                MqttMessage(
+                    MqttDescriptor(put_time=time.time(), persistence=1 if message.qos else 0),
+                    {},
+                    message.payload,
+                    message.topic,
+                    message.qos,
+                    bool(message.retain),
+                )
+            )
+
+        client.on_connect = on_connect
+        client.on_subscribe = on_subscribe
+        client.on_message = on_message
+        try:
+            client.connect(self.host, self.port, keepalive=60)
+        except OSError as exc:
+            raise ConnectionError(
+                f"cannot reach MQTT broker {self.host}:{self.port}: {exc.strerror or exc}"
+            ) from exc
+        deadline = time.monotonic() + self.connect_timeout
+        while not subscribed.is_set() and time.monotonic() < deadline:
+            if client.loop(timeout=0.1) != 0:
+                break
+        if not subscribed.is_set() or failure:
+            client.disconnect()
+            reason = failure[0] if failure else f"no SUBACK within {self.connect_timeout} s"
+            raise ConnectionError(f"MQTT broker {self.host}:{self.port}: {reason}")
+        self._client = client
+
+    def _pump(self, timeout: float) -> None:
+        """Read what the socket holds into the queue (the caller holds the reader lock)."""
+        client = self._client
+        if client is None:
+            return
+        sock = client.socket()
+        if sock is None:
+            raise ConnectionError(f"MQTT broker {self.host}:{self.port}: connection lost")
+        readable, _, _ = select.select([sock], [], [], timeout)
+        if readable:
+            inbox = self._inbox
+            for _ in range(10_000):
+                before = inbox.qsize()
+                rc = client.loop_read()
+                if rc != 0:
+                    raise ConnectionError(
+                        f"MQTT broker {self.host}:{self.port}: connection lost (paho rc {rc})"
+                    )
+                if inbox.qsize() == before:
+                    break
+        client.loop_misc()  # keep-alive
+        if client.want_write():
+            client.loop_write()
+
+    def _release(self) -> None:
+        with self._lock:
+            self._threads -= 1
+            if self._threads <= 0 and self._client is not None:
+                client, self._client = self._client, None
+                client.disconnect()
+
+    # -- one flow thread -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Until the flow stops: take the next publication and propagate it."""
+        flow = self.flow
+        with self._lock:
+            if self._client is None:
+                self._connect(flow.flow_name)
+            self._threads += 1
+        try:
+            while not flow.stop.is_set():
+                try:
+                    message = self._inbox.get_nowait()
+                except queue.Empty:
+                    if self._reader.acquire(timeout=self.wait_s):
+                        try:
+                            self._pump(self.wait_s)
+                        except ConnectionError:
+                            with self._lock:
+                                broken, self._client = self._client, None
+                            if broken is not None:
+                                broken.disconnect()
+                            raise
+                        finally:
+                            self._reader.release()
+                    continue
+                self.process(message)
+        finally:
+            self._release()
+
+    def process(self, message: MqttMessage) -> None:
+        flow = self.flow
+        stats = self.stats
+        stats.messages_in += 1
+        started = time.perf_counter_ns()
+        cpu = time.thread_time_ns()
+        try:
+            try:
+                assembly = flow.build_assembly(message, self.template)  # type: ignore[arg-type]
+            except Exception as exc:
+                self._failed(exception_list_with(exception_entry(self, exc)))
+                return
+            mqtt = assembly.local_environment.add("MQTT").add("Input")
+            mqtt.add("Topic", message.topic)
+            mqtt.add("QoS", message.qos)
+            mqtt.add("Retained", message.retain)
+            try:
+                self.propagate("out", assembly)
+            except Unwinding as unwound:
+                stats.errors += 1
+                caught = assembly.replace(exception_list=unwound.exception_list)
+                try:
+                    if not self.propagate("catch", caught):
+                        raise
+                except Unwinding as again:
+                    self._failed(again.exception_list)
+            done = getattr(flow, "commit", None)
+            if callable(done):
+                done()  # database work of the flow; MQTT itself has nothing to commit
+        finally:
+            stats.elapsed_ns += time.perf_counter_ns() - started
+            stats.cpu_ns += time.thread_time_ns() - cpu
+
+    def _failed(self, errors: Element) -> None:
+        flow = self.flow
+        reason = describe_exception_list(errors)
+        undo = getattr(flow, "backout", None)
+        if callable(undo):
+            undo()
+        if self.is_connected("failure"):
+            try:
+                self.propagate("failure", Assembly(Element("Root"), exception_list=errors))
+                return
+            except Unwinding as again:
+                reason = describe_exception_list(again.exception_list)
+        flow.log(f"{self.name}: publication dropped (MQTT has no unit of work to back out): {reason}")
+
+
+def _integer(value: Any, name: str, low: int, high: int) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise DeployProblem(f"{name} must be an integer, got {value!r}", property=name) from None
+    if not low <= number <= high:
+        raise DeployProblem(f"{name} must be between {low} and {high}, got {number}", property=name)
+    return number

@@ -1,0 +1,60 @@
+"""Publication: publishes the message through the queue manager's publish/subscribe engine."""
+
+from __future__ import annotations
+
+from flowbroker_nodes.base import Assembly, NodeError, field_value
+from flowbroker_nodes.base import Node as BaseNode
+from flowbroker_nodes.spec import NodeSpec, Property, Terminal
+
+SPEC = NodeSpec(
+    type="Publication",
+    label="Publication",
+    category="output",
+    icon="publish",
+    description="Publishes the message on a topic: the MQRFH2 <psc><Topic> of the message, or the topic "
+    "property; subscribers' content filters apply.",
+    inputs=(Terminal("in", "in", "In"),),
+    outputs=(
+        Terminal("noMatch", "out", "No match"),
+        Terminal("out", "out", "Out"),
+        Terminal("failure", "failure", "Failure"),
+    ),
+    properties=(
+        Property(
+            "topic",
+            "topic",
+            "Topic",
+            default="",
+            editor="topic",
+            description="Topic used when the message names none in its MQRFH2 <psc> folder.",
+        ),
+        Property(
+            "transactionMode",
+            "enum",
+            "Transaction mode",
+            default="automatic",
+            enum=("automatic", "yes", "no"),
+        ),
+    ),
+)
+
+_SYNCPOINT = {"automatic": None, "yes": True, "no": False}
+
+
+class Node(BaseNode):
+    """Publishes on the message's <psc> topic or the configured one."""
+
+    SPEC = SPEC
+
+    def evaluate(self, assembly: Assembly, terminal: str) -> None:
+        topic = field_value(assembly.root, "MQRFH2", "psc", "Topic") or self.properties.get("topic") or ""
+        if not str(topic).strip():
+            raise NodeError(
+                "no topic: the message has no MQRFH2 <psc><Topic> and the node names none", number=2299
+            )
+        delivered = self.flow.publish(
+            str(topic).strip(),
+            assembly.root,
+            syncpoint=_SYNCPOINT[self.properties.get("transactionMode") or "automatic"],
+        )
+        self.propagate("out" if delivered else "noMatch", assembly)

@@ -1,0 +1,54 @@
+"""The node registry: every node type's module, imported once, looked up by type name."""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from types import ModuleType
+
+from flowbroker_nodes.spec import NodeSpec
+
+#: One line per node type module (each defines ``SPEC`` and its runtime class ``Node``).
+NODE_MODULES: tuple[str, ...] = (
+    "mq_input",
+    "mq_output",
+    "mq_reply",
+    "compute",
+    "filter",
+    "database",
+    "publication",
+    "trace",
+    "try_catch",
+    "throw",
+    "label",
+    "route_to_label",
+    "flow_order",
+    "passthrough",
+    "reset_content_descriptor",
+    "input",
+    "output",
+    "subflow",
+    "mqtt_subscribe",
+    "mqtt_publish",
+)
+
+
+@cache
+def modules() -> dict[str, ModuleType]:
+    """Node type name → its module."""
+    found: dict[str, ModuleType] = {}
+    for dotted in NODE_MODULES:
+        module = importlib.import_module(f"flowbroker_nodes.{dotted}")
+        spec: NodeSpec = module.SPEC
+        found[spec.type] = module
+    return found
+
+
+def specs() -> list[NodeSpec]:
+    """Every registered node type's spec, in registry order."""
+    return [m.SPEC for m in modules().values()]
+
+
+def spec(type_name: str) -> NodeSpec | None:
+    module = modules().get(type_name)
+    return module.SPEC if module is not None else None

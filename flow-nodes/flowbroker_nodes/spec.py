@@ -1,0 +1,71 @@
+"""The declarative description of a node type: terminals and properties.
+
+A spec is the single source of truth for the designer's palette and property panel, for the
+backend's validation of saved flows and for the generated node reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+PropertyType = Literal[
+    "string", "integer", "boolean", "enum", "esql", "sql", "queue", "topic", "json", "text"
+]
+TerminalKind = Literal["in", "out", "failure", "catch"]
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """A connection point of a node; ``name`` is the handle id in the designer."""
+
+    name: str
+    kind: TerminalKind = "out"
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Property:
+    """One configurable property of a node."""
+
+    name: str
+    type: PropertyType = "string"
+    label: str = ""
+    default: Any = None
+    required: bool = False
+    enum: tuple[str, ...] = ()
+    description: str = ""
+    editor: str = ""  # editor hint: "esql", "sql", "queue", "topic", "multiline"
+    minimum: int | None = None
+    maximum: int | None = None
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """Everything known about a node type before it runs."""
+
+    type: str
+    label: str
+    category: str
+    icon: str
+    description: str
+    version: int = 1
+    inputs: tuple[Terminal, ...] = ()
+    outputs: tuple[Terminal, ...] = ()
+    properties: tuple[Property, ...] = ()
+    dynamic_terminals: bool = False  # subflows and RouteToLabel-style nodes derive terminals
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def property(self, name: str) -> Property | None:
+        for prop in self.properties:
+            if prop.name == name:
+                return prop
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for prop in data["properties"]:
+            prop["enum"] = list(prop["enum"])
+        data["inputs"] = [dict(t) for t in data["inputs"]]
+        data["outputs"] = [dict(t) for t in data["outputs"]]
+        return data

@@ -1,0 +1,148 @@
+"""Compute: Main() builds the output; PROPAGATE to out1–out4 and labels; compute modes; EXTERNAL values."""
+
+from __future__ import annotations
+
+import pytest
+from flowbroker.runtime import assembly
+from flowbroker.runtime.compiler import FlowCompileError
+from flowbroker.runtime.harness import FlowHarness, flow
+from flowbroker_nodes.base import Unwinding
+
+MODULE = """CREATE COMPUTE MODULE Enrich
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    SET OutputRoot = InputRoot;
+    SET OutputRoot.XMLNSC.order.tag = Suffix;
+    RETURN TRUE;
+  END;
+  DECLARE Suffix EXTERNAL CHARACTER 'default';
+END MODULE;
+"""
+
+
+def _doc(esql: str, **props: object) -> dict:
+    return flow(
+        {
+            "in": ("MQInput", {"queueName": "UNUSED", "messageDomain": "XMLNSC"}),
+            "c": ("Compute", {"esql": esql, **props}),
+        },
+        ["in.out -> c"],
+    )
+
+
+def _body(asm) -> bytes:
+    return assembly.to_message(asm.root)[1]
+
+
+def test_output_message_reaches_out_and_the_input_is_untouched() -> None:
+    h = FlowHarness(_doc(MODULE))
+    sent = h.inject("in", b"<order><id>7</id></order>", domain="XMLNSC")
+    (out,) = h.seen("c", "out")
+    assert _body(out) == b"<order><id>7</id><tag>default</tag></order>"
+    assert out.root is not sent.root
+    assert _body(sent) == b"<order><id>7</id></order>"
+
+
+def test_external_values_per_deployment_override_the_default() -> None:
+    h = FlowHarness(_doc(MODULE), externals={"Suffix": "override"})
+    h.inject("in", b"<order/>", domain="XMLNSC")
+    assert b"<tag>override</tag>" in _body(h.seen("c", "out")[0])
+
+
+def test_propagate_to_numbered_terminals_and_labels() -> None:
+    esql = """CREATE COMPUTE MODULE Split
+      CREATE FUNCTION Main() RETURNS BOOLEAN
+      BEGIN
+        DECLARE i INTEGER 1;
+        WHILE i <= 2 DO
+          SET OutputRoot.XMLNSC.part.n = i;
+          PROPAGATE TO TERMINAL 'out1';
+          SET i = i + 1;
+        END WHILE;
+        SET OutputRoot.XMLNSC.part.n = 99;
+        PROPAGATE TO LABEL 'L';
+        RETURN FALSE;
+      END;
+    END MODULE;"""
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": "UNUSED"}),
+            "c": ("Compute", {"esql": esql}),
+            "L": ("Label", {"labelName": "L"}),
+        },
+        ["in.out -> c"],
+    )
+    h = FlowHarness(doc)
+    h.inject("in", b"x")
+    assert [_body(a) for a in h.seen("c", "out1")] == [b"<part><n>1</n></part>", b"<part><n>2</n></part>"]
+    assert [_body(a) for a in h.seen("L", "out")] == [b"<part><n>99</n></part>"]
+    assert h.seen("c", "out") == []
+
+
+def test_local_environment_mode_keeps_the_input_message() -> None:
+    esql = """CREATE COMPUTE MODULE Env
+      CREATE FUNCTION Main() RETURNS BOOLEAN
+      BEGIN
+        SET OutputLocalEnvironment.Destination.MQ.DestinationData.queueName = 'Q1';
+        RETURN TRUE;
+      END;
+    END MODULE;"""
+    h = FlowHarness(_doc(esql, computeMode="LocalEnvironment"))
+    sent = h.inject("in", b"<a/>", domain="XMLNSC")
+    (out,) = h.seen("c", "out")
+    assert out.root is sent.root
+    assert (
+        out.local_environment.child("Destination")
+        .child("MQ")
+        .child("DestinationData")
+        .child("queueName")
+        .value
+        == "Q1"
+    )
+
+
+def test_runtime_error_unwinds_with_an_exception_list_naming_the_node() -> None:
+    esql = """CREATE COMPUTE MODULE Div
+      CREATE FUNCTION Main() RETURNS BOOLEAN
+      BEGIN
+        SET OutputRoot.XMLNSC.r = 1 / 0;
+        RETURN TRUE;
+      END;
+    END MODULE;"""
+    h = FlowHarness(_doc(esql))
+    with pytest.raises(Unwinding) as info:
+        h.inject("in", b"<a/>", domain="XMLNSC")
+    entry = info.value.exception_list.first_child
+    assert entry.child("Name").value == "c"
+    assert "zero" in entry.child("Text").value.lower()
+
+
+def test_failure_terminal_takes_a_runtime_error() -> None:
+    esql = "CREATE COMPUTE MODULE T CREATE FUNCTION Main() RETURNS BOOLEAN BEGIN THROW USER EXCEPTION VALUES('nope'); END; END MODULE;"
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": "UNUSED"}),
+            "c": ("Compute", {"esql": esql}),
+            "f": ("Passthrough", {}),
+        },
+        ["in.out -> c", "c.failure -> f"],
+    )
+    h = FlowHarness(doc)
+    h.inject("in", b"x")
+    (failed,) = h.seen("f", "out")
+    assert failed.exception_list.first_child is not None
+
+
+def test_esql_syntax_error_fails_deployment_with_line_and_column() -> None:
+    bad = "CREATE COMPUTE MODULE Bad\n  CREATE FUNCTION Main() RETURNS BOOLEAN\n  BEGIN\n    SET OutputRoot = ;\n  END;\nEND MODULE;"
+    with pytest.raises(FlowCompileError) as info:
+        FlowHarness(_doc(bad))
+    problem = info.value.problems[0]
+    assert (problem.node, problem.property, problem.line) == ("c", "esql", 4)
+    assert problem.column > 0
+
+
+def test_missing_esql_is_reported() -> None:
+    with pytest.raises(FlowCompileError) as info:
+        FlowHarness(_doc(""))
+    assert info.value.problems[0].node == "c" and info.value.problems[0].property == "esql"

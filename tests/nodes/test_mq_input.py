@@ -1,0 +1,150 @@
+"""MQInput: gets from its queue, runs the flow in a unit of work by transaction mode, backs out failures."""
+
+from __future__ import annotations
+
+import pytest
+from flowbroker.qm.protocol import MessageDescriptor
+from flowbroker.runtime.harness import flow, get_all
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _passthrough(src: str, dst: str, **input_props: object) -> dict:
+    return flow(
+        {"in": ("MQInput", {"queueName": src, **input_props}), "out": ("MQOutput", {"queueName": dst})},
+        ["in.out -> out"],
+        name=f"Pass{src.replace('.', '')}",
+    )
+
+
+def _xml_reader(src: str, dst: str, **input_props: object) -> dict:
+    """Reads a field of the XMLNSC body (a parse), then puts the message on ``dst``."""
+    return flow(
+        {
+            "in": ("MQInput", {"queueName": src, "messageDomain": "XMLNSC", **input_props}),
+            "t": ("Trace", {"destination": "none", "pattern": "${Root.XMLNSC.a}"}),
+            "read": ("Trace", {"destination": "log", "pattern": "${Root.XMLNSC.a}"}),
+            "out": ("MQOutput", {"queueName": dst}),
+        },
+        ["in.out -> read", "read.out -> out"],
+        name=f"Xml{src.replace('.', '')}",
+    )
+
+
+def test_messages_flow_from_input_to_output_unchanged(qm, queues, group) -> None:
+    src, dst = queues("IN"), queues("OUT")
+    group.deploy(_passthrough(src, dst))
+    bodies = [f"message {i}".encode() * 20 for i in range(20)]
+    for body in bodies:
+        qm.put(src, body)
+    got = get_all(qm, dst, len(bodies))
+    assert sorted(m.body for m in got) == sorted(bodies)
+    stats = group.statistics()[f"Pass{src.replace('.', '')}"]
+    assert stats["messages_in"] == 20 and stats["errors"] == 0
+
+
+def test_poison_message_reaches_the_backout_queue_while_others_flow(qm, queues, group) -> None:
+    boq = queues("BO")
+    src, dst = queues("IN", backout_threshold=3, backout_requeue_q=boq), queues("OUT")
+    group.deploy(_xml_reader(src, dst))
+    persistent = MessageDescriptor(persistence=1)
+    qm.put(src, b"<a>1</a>", persistent)
+    qm.put(src, b"<a>not closed", persistent)
+    for i in range(2, 6):
+        qm.put(src, f"<a>{i}</a>".encode(), persistent)
+    got = get_all(qm, dst, 5)
+    assert sorted(m.body for m in got) == [f"<a>{i}</a>".encode() for i in range(1, 6)]
+    poisoned = get_all(qm, boq, 1)
+    assert [m.body for m in poisoned] == [b"<a>not closed"]
+    assert poisoned[0].md.backout_count >= 3
+
+
+def test_non_transactional_failure_goes_to_the_dead_letter_queue_with_a_reason(qm, queues, group) -> None:
+    src, dst = queues("IN"), queues("OUT")
+    qm.purge("SYSTEM.DEAD.LETTER.QUEUE")
+    group.deploy(_xml_reader(src, dst, transactionMode="no"))
+    qm.put(src, b"<a>broken")
+    dead = get_all(qm, "SYSTEM.DEAD.LETTER.QUEUE", 1)
+    assert [m.body for m in dead] == [b"<a>broken"]
+    assert "XMLNSC" in dead[0].properties["flowbroker.reason"] or dead[0].properties["flowbroker.reason"]
+
+
+def test_catch_terminal_receives_the_exception_list_and_commits(qm, queues, group) -> None:
+    src, errors = queues("IN"), queues("ERR")
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": src}),
+            "boom": ("Throw", {"messageText": "rejected"}),
+            "err": ("MQOutput", {"queueName": errors}),
+        },
+        ["in.out -> boom", "in.catch -> err"],
+        name="CatchFlow",
+    )
+    group.deploy(doc)
+    qm.put(src, b"payload", MessageDescriptor(persistence=1))
+    assert [m.body for m in get_all(qm, errors, 1)] == [b"payload"]
+    assert qm.get(src) is None
+
+
+def test_failure_terminal_takes_the_message_past_the_threshold(qm, queues, group) -> None:
+    src, failed = queues("IN"), queues("FAILED")
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": src, "backoutThreshold": 2}),
+            "boom": ("Throw", {}),
+            "f": ("MQOutput", {"queueName": failed}),
+        },
+        ["in.out -> boom", "in.failure -> f"],
+        name="FailureFlow",
+    )
+    group.deploy(doc)
+    qm.put(src, b"always fails", MessageDescriptor(persistence=1))
+    got = get_all(qm, failed, 1)
+    assert [m.body for m in got] == [b"always fails"]
+    assert group.statistics()["FailureFlow"]["backouts"] >= 2
+
+
+def test_output_puts_are_backed_out_with_the_input(qm, queues, group) -> None:
+    """A put before the failure is part of the unit of work: it never becomes visible."""
+    boq = queues("BO")
+    src, dst = queues("IN", backout_threshold=1, backout_requeue_q=boq), queues("OUT")
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": src}),
+            "out": ("MQOutput", {"queueName": dst}),
+            "boom": ("Throw", {}),
+        },
+        ["in.out -> out", "out.out -> boom"],
+        name="PutThenFail",
+    )
+    group.deploy(doc)
+    qm.put(src, b"x", MessageDescriptor(persistence=1))
+    assert [m.body for m in get_all(qm, boq, 1)] == [b"x"]
+    assert qm.get(dst) is None
+
+
+def test_automatic_non_persistent_failure_gets_the_non_transactional_handling(qm, queues, group) -> None:
+    """Seed 004 §2.0: automatic mode runs a non-persistent message outside a unit of work, so a failing
+    one is not retried to the backout threshold: it goes to the dead-letter queue, the others flow."""
+    src, dst = queues("IN", backout_threshold=5, backout_requeue_q="NEVER.USED"), queues("OUT")
+    qm.purge("SYSTEM.DEAD.LETTER.QUEUE")
+    for body in (b"<a>1</a>", b"<a>broken", b"<a>3</a>"):
+        qm.put(src, body, MessageDescriptor(persistence=0))
+    group.deploy(_xml_reader(src, dst, transactionMode="automatic"))
+    assert sorted(m.body for m in get_all(qm, dst, 2)) == [b"<a>1</a>", b"<a>3</a>"]
+    dead = get_all(qm, "SYSTEM.DEAD.LETTER.QUEUE", 1)
+    assert [m.body for m in dead] == [b"<a>broken"]
+    assert dead[0].md.backout_count <= 1
+
+
+def test_flow_commit_count_sets_the_read_ahead_unless_the_node_does() -> None:
+    from flowbroker.runtime.compiler import compile_flow
+
+    doc = flow(
+        {"a": ("MQInput", {"queueName": "A"}), "b": ("MQInput", {"queueName": "B", "readAhead": 7})},
+        [],
+        name="Counted",
+        commitCount=3,
+    )
+    nodes = compile_flow(doc).nodes
+    assert (nodes["a"].read_ahead, nodes["b"].read_ahead) == (3, 7)

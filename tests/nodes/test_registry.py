@@ -1,0 +1,54 @@
+"""The registry: every node type module pairs its spec with a runtime class, and specs serialise."""
+
+from __future__ import annotations
+
+import json
+
+from flowbroker_nodes import registry
+from flowbroker_nodes.base import Node
+
+EXPECTED = {
+    "MQInput",
+    "MQOutput",
+    "MQReply",
+    "Compute",
+    "Filter",
+    "Database",
+    "Publication",
+    "Trace",
+    "TryCatch",
+    "Throw",
+    "Label",
+    "RouteToLabel",
+    "FlowOrder",
+    "Passthrough",
+    "ResetContentDescriptor",
+    "Input",
+    "Output",
+    "Subflow",
+}
+
+
+def test_every_node_type_is_registered_with_its_runtime_class() -> None:
+    assert EXPECTED <= set(registry.modules())
+    for name, module in registry.modules().items():
+        assert issubclass(module.Node, Node), name
+        assert module.Node.SPEC is module.SPEC, name
+
+
+def test_specs_are_json_with_the_terminals_the_designer_draws() -> None:
+    specs = {s["type"]: s for s in json.loads(json.dumps([s.to_json() for s in registry.specs()]))}
+    assert [t["name"] for t in specs["Compute"]["outputs"]] == [
+        "out",
+        "out1",
+        "out2",
+        "out3",
+        "out4",
+        "failure",
+    ]
+    assert [t["name"] for t in specs["Filter"]["outputs"]] == ["true", "false", "unknown", "failure"]
+    assert [t["name"] for t in specs["MQInput"]["outputs"]] == ["out", "failure", "catch"]
+    mode = next(p for p in specs["MQInput"]["properties"] if p["name"] == "transactionMode")
+    assert mode["default"] == "yes" and mode["enum"] == ["yes", "no", "automatic"]
+    esql = next(p for p in specs["Compute"]["properties"] if p["name"] == "esql")
+    assert esql["required"] and esql["editor"] == "esql"

@@ -1,0 +1,70 @@
+"""Trace: ${…} references rendered against the assembly, written to a file or the user trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from flowbroker.runtime.compiler import FlowCompileError
+from flowbroker.runtime.harness import FlowHarness, with_input
+
+
+def test_pattern_goes_to_the_file(tmp_path: Path) -> None:
+    out = tmp_path / "trace.txt"
+    doc = with_input(
+        {
+            "t": (
+                "Trace",
+                {
+                    "destination": "file",
+                    "filePath": str(out),
+                    "pattern": "body=${Root.BLOB.BLOB} none=[${Root.Nope}] q=${Root.MQMD.ReplyToQ}",
+                },
+            )
+        },
+        [],
+        first="t",
+    )
+    h = FlowHarness(doc)
+    h.inject("in", b"abc", md={"reply_to_q": "REPLY.Q"})
+    assert out.read_text() == "body=b'abc' none=[] q=REPLY.Q\n"
+    assert len(h.seen("t", "out")) == 1
+
+
+def test_tree_reference_dumps_the_subtree(tmp_path: Path) -> None:
+    out = tmp_path / "t.txt"
+    h = FlowHarness(
+        with_input(
+            {"t": ("Trace", {"destination": "file", "filePath": str(out), "pattern": "${Root.MQMD}"})},
+            [],
+            first="t",
+        )
+    )
+    h.inject("in", b"abc")
+    text = out.read_text()
+    assert text.startswith("MQMD") and "BackoutCount" in text
+
+
+def test_user_trace_destination(tmp_path: Path) -> None:
+    path = tmp_path / "flow.trace"
+    h = FlowHarness(
+        with_input({"t": ("Trace", {"pattern": "hello ${Root.BLOB.BLOB}"})}, [], first="t"), trace_path=path
+    )
+    h.inject("in", b"z")
+    h.deployed.trace.flush()
+    assert "hello b'z'" in path.read_text()
+
+
+def test_bad_reference_fails_the_deployment_with_its_offset() -> None:
+    doc = with_input({"t": ("Trace", {"pattern": "ok ${Bogus.X}"})}, [], first="t")
+    with pytest.raises(FlowCompileError) as info:
+        FlowHarness(doc)
+    problem = info.value.problems[0]
+    assert (problem.node, problem.property) == ("t", "pattern")
+    assert "at offset 3" in problem.message
+
+
+def test_file_destination_needs_a_path() -> None:
+    with pytest.raises(FlowCompileError) as info:
+        FlowHarness(with_input({"t": ("Trace", {"destination": "file"})}, [], first="t"))
+    assert info.value.problems[0].property == "filePath"

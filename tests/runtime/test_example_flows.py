@@ -1,0 +1,87 @@
+"""The seed 004 example flows run on the inputs the benchmark sends them, and produce what they should."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from flowbroker.bench.flow import CASES, EXAMPLES
+from flowbroker.qm.harness import QueueManagerProcess
+from flowbroker.qm.protocol import Message, MessageDescriptor
+from flowbroker.runtime import assembly
+from flowbroker.runtime.harness import FlowHarness, get_all
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def qm_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueueManagerProcess]:
+    with QueueManagerProcess(tmp_path_factory.mktemp("qm"), fsync=False) as qm:
+        with qm.client() as client:
+            for case in CASES:
+                client.define_queue(case.in_queue, replace=True)
+                client.define_queue(case.out_queue, replace=True)
+            client.subscribe("seed004/prices", "PUBLISH.SUB", name="example-subscriber")
+        yield qm
+
+
+def _run(
+    qm_process: QueueManagerProcess, key: str, data_sources: dict[str, str] | None = None
+) -> list[Message]:
+    case = next(c for c in CASES if c.key == key)
+    document = json.loads((EXAMPLES / case.flow_file).read_text())
+    harness = FlowHarness(document, connect=qm_process.client, data_sources=data_sources)
+    body, md_fields = case.body(case.size, 42)
+    root = harness.root_for(body, document["nodes"][0]["properties"].get("messageDomain", "BLOB"), md_fields)
+    harness.inject("in", root, transactional=True)
+    harness.close()
+    with qm_process.client() as client:
+        return get_all(client, case.out_queue, 1, wait=5)
+
+
+def test_passthrough_keeps_the_bytes(qm_process: QueueManagerProcess) -> None:
+    (out,) = _run(qm_process, "passthrough")
+    assert out.body == b"b" * 1024
+
+
+def test_simple_compute_changes_one_field(qm_process: QueueManagerProcess) -> None:
+    (out,) = _run(qm_process, "simple-compute")
+    assert b"<Processed>yes</Processed>" in out.body and b"<Id>42</Id><Field>value</Field>" in out.body
+
+
+@pytest.mark.parametrize("key", ["complex-compute", "five-complex", "very-complex"])
+def test_appendix_c_computes_build_the_processing_path(qm_process: QueueManagerProcess, key: str) -> None:
+    (out,) = _run(qm_process, key)
+    text = out.body.decode()
+    assert "<ProcessingPath><Component><Name>Component1</Name>" in text
+    assert '<Transport Type="A"><Queue>QUEUE.1</Queue></Transport>' in text
+
+
+def test_filter_passes_the_tagged_message(qm_process: QueueManagerProcess) -> None:
+    (out,) = _run(qm_process, "filter")
+    assert out.md.format.strip() == "MQHRF2"
+
+
+def test_publication_reaches_the_subscriber(qm_process: QueueManagerProcess) -> None:
+    (out,) = _run(qm_process, "publication")
+    assert out.body.endswith(b"p" * 100)
+
+
+def test_database_inserts_and_deletes_its_row(qm_process: QueueManagerProcess, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'perf.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE PERF_ROWS (ID INTEGER, PAYLOAD VARCHAR(64))"))
+    (out,) = _run(qm_process, "database", {"PERFDB": url})
+    assert b"<Id>42</Id>" in out.body
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT COUNT(*) FROM PERF_ROWS")).scalar() == 0
+    engine.dispose()
+
+
+def test_unparsed_body_is_written_as_its_original_bytes() -> None:
+    root = assembly.build_root(Message(MessageDescriptor(), {}, b"<a>untouched</a>"), {"domain": "XML"})
+    assert assembly.to_message(root)[1] == b"<a>untouched</a>"
