@@ -1,0 +1,142 @@
+/** The ESQL editor (CodeMirror 6, loaded on demand): highlighting, completion and the backend's diagnostics. */
+import { autocompletion } from '@codemirror/autocomplete';
+import { defaultKeymap, history, historyKeymap } from '@codemirror/commands';
+import { bracketMatching, defaultHighlightStyle, syntaxHighlighting } from '@codemirror/language';
+import { forceLinting, linter, lintGutter, type Diagnostic } from '@codemirror/lint';
+import { EditorState } from '@codemirror/state';
+import { EditorView, keymap, lineNumbers } from '@codemirror/view';
+import { useEffect, useRef } from 'react';
+import { api, unwrap } from '../api/client';
+import type { Problem } from './document';
+import { esqlCompletion, esqlLanguage, offsetOf, type EsqlEnvironment } from './esql-language';
+
+let environment: Promise<EsqlEnvironment> | null = null;
+
+function loadEnvironment(): Promise<EsqlEnvironment> {
+  environment ??= unwrap(api.GET('/api/esql/environment'))
+    .then((env) => ({
+      keywords: env.keywords,
+      functions: env.functionDetails.map((f) => ({ name: f.name, signature: f.signature, doc: f.doc })),
+      correlationNames: env.correlationNames,
+    }))
+    .catch(() => {
+      environment = null;
+      return { keywords: [], functions: [], correlationNames: [] };
+    });
+  return environment;
+}
+
+export async function checkEsql(source: string): Promise<Problem[]> {
+  const result = await unwrap(api.POST('/api/esql/check', { body: { source, filename: 'main.esql' } }));
+  return result.diagnostics.map((d) => ({
+    node: null,
+    property: null,
+    message: d.message,
+    line: d.line,
+    column: d.column,
+  }));
+}
+
+export default function EsqlEditor({
+  id,
+  value,
+  readOnly,
+  onChange,
+  onDiagnostics,
+  external = [],
+}: {
+  /** Problems the deployment's compile reported for this text (line and column). */
+  external?: Problem[];
+  id: string;
+  value: string;
+  readOnly: boolean;
+  onChange: (v: string) => void;
+  onDiagnostics: (problems: Problem[]) => void;
+}) {
+  const host = useRef<HTMLDivElement>(null);
+  const view = useRef<EditorView | null>(null);
+  // The callbacks change identity each render; the editor is built once and reads them through refs.
+  const changeRef = useRef(onChange);
+  const diagRef = useRef(onDiagnostics);
+  const externalRef = useRef(external);
+  useEffect(() => {
+    changeRef.current = onChange;
+    diagRef.current = onDiagnostics;
+  });
+  const externalKey = external.map((p) => `${p.line}:${p.column}:${p.message}`).join('|');
+  useEffect(() => {
+    externalRef.current = external;
+    if (view.current) forceLinting(view.current);
+    // The key stands for the list's content; a new array with the same problems changes nothing.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [externalKey]);
+
+  useEffect(() => {
+    let cancelled = false;
+    loadEnvironment().then((env) => {
+      if (cancelled || !host.current) return;
+      const lint = linter(
+        async (v): Promise<Diagnostic[]> => {
+          const text = v.state.doc.toString();
+          let found: Problem[];
+          try {
+            found = await checkEsql(text);
+          } catch (err) {
+            return [{ from: 0, to: 0, severity: 'warning', message: `cannot check ESQL: ${(err as Error).message}` }];
+          }
+          diagRef.current(found);
+          const compiled = externalRef.current.filter((p) => p.line !== undefined);
+          return [...found, ...compiled].map((p) => {
+            const from = offsetOf(text, p.line ?? 1, p.column ?? 1);
+            const word = /^[A-Za-z0-9_]+/.exec(text.slice(from));
+            return {
+              from,
+              to: Math.min(text.length, from + (word ? word[0].length : 1)),
+              severity: 'error',
+              message: `${p.line}:${p.column}: ${p.message}`,
+              source: compiled.includes(p) ? 'deployment' : 'editor',
+            };
+          });
+        },
+        { delay: 300 },
+      );
+      view.current = new EditorView({
+        parent: host.current,
+        state: EditorState.create({
+          doc: value,
+          extensions: [
+            lineNumbers(),
+            history(),
+            bracketMatching(),
+            keymap.of([...defaultKeymap, ...historyKeymap]),
+            esqlLanguage(env),
+            syntaxHighlighting(defaultHighlightStyle),
+            autocompletion({ override: [esqlCompletion(env)] }),
+            lintGutter(),
+            lint,
+            EditorState.readOnly.of(readOnly),
+            EditorView.contentAttributes.of({ 'aria-label': 'ESQL', id }),
+            EditorView.updateListener.of((u) => {
+              if (u.docChanged) changeRef.current(u.state.doc.toString());
+            }),
+          ],
+        }),
+      });
+    });
+    return () => {
+      cancelled = true;
+      view.current?.destroy();
+      view.current = null;
+    };
+    // The editor is rebuilt only for another node or property; typing goes through the view itself.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [id, readOnly]);
+
+  useEffect(() => {
+    // An undo in the designer replaces the text from outside the editor.
+    const v = view.current;
+    if (v && v.state.doc.toString() !== value) v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: value } });
+  }, [value]);
+
+  return <div className="esql-editor" ref={host} data-testid="esql-editor" />;
+}

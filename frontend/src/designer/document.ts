@@ -1,0 +1,229 @@
+/** The flow document (the one JSON shape of the design) and its canvas form, both ways. */
+import type { Edge, Node } from '@xyflow/react';
+import { propertyProblem, type NodeSpec, type SpecIndex, type Terminal } from './spec';
+
+export interface FlowNodeDoc {
+  id: string;
+  type: string;
+  name?: string;
+  description?: string;
+  properties?: Record<string, unknown>;
+  position?: { x: number; y: number };
+  /** Designer-only state kept with the node (a subflow node's terminal names). */
+  ui?: Record<string, unknown>;
+}
+export interface ConnectionDoc {
+  from: { node: string; terminal: string };
+  to: { node: string; terminal: string };
+}
+export interface FlowDocument {
+  name: string;
+  version?: number;
+  description?: string;
+  properties?: Record<string, unknown>;
+  nodes: FlowNodeDoc[];
+  connections: ConnectionDoc[];
+}
+
+/** What a canvas node carries: the document node's own fields, never a bag of per-type options. */
+export interface FlowNodeData extends Record<string, unknown> {
+  type: string;
+  name: string;
+  properties: Record<string, unknown>;
+  ui?: Record<string, unknown>;
+  /** Live message count of a deployed flow, when monitoring reports one. */
+  count?: number;
+  problem?: string;
+}
+export type FlowCanvasNode = Node<FlowNodeData, 'flowNode'>;
+export type FlowCanvasEdge = Edge;
+
+export function edgeId(c: ConnectionDoc): string {
+  return `${c.from.node}.${c.from.terminal}->${c.to.node}.${c.to.terminal}`;
+}
+
+/** A problem found by the designer or the server; `node` names the node it belongs to. */
+export interface Problem {
+  node: string | null;
+  property: string | null;
+  message: string;
+  line?: number;
+  column?: number;
+}
+
+/** Read a document from untrusted JSON (an import or the server); throws with the exact field. */
+export function parseDocument(raw: unknown): FlowDocument {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('a flow document must be a JSON object');
+  const r = raw as Record<string, unknown>;
+  if (typeof r.name !== 'string') throw new Error('/name: required: a string');
+  if (r.nodes !== undefined && !Array.isArray(r.nodes)) throw new Error('/nodes: must be a list');
+  if (r.connections !== undefined && !Array.isArray(r.connections)) throw new Error('/connections: must be a list');
+  const nodes = (r.nodes ?? []) as unknown[];
+  nodes.forEach((n, i) => {
+    if (!n || typeof n !== 'object') throw new Error(`/nodes/${i}: must be an object`);
+    const node = n as Record<string, unknown>;
+    if (typeof node.id !== 'string' || !node.id) throw new Error(`/nodes/${i}/id: required: a string`);
+    if (typeof node.type !== 'string' || !node.type) throw new Error(`/nodes/${i}/type: required: a string`);
+  });
+  const connections = (r.connections ?? []) as unknown[];
+  connections.forEach((c, i) => {
+    const conn = c as ConnectionDoc | null;
+    if (
+      !conn ||
+      typeof conn.from?.node !== 'string' ||
+      typeof conn.from?.terminal !== 'string' ||
+      typeof conn.to?.node !== 'string' ||
+      typeof conn.to?.terminal !== 'string'
+    )
+      throw new Error(`/connections/${i}: needs from.node, from.terminal, to.node and to.terminal`);
+  });
+  return { ...(r as unknown as FlowDocument), nodes: nodes as FlowNodeDoc[], connections: connections as ConnectionDoc[] };
+}
+
+export function toCanvas(doc: FlowDocument): { nodes: FlowCanvasNode[]; edges: FlowCanvasEdge[] } {
+  const nodes = doc.nodes.map((n, i) => ({
+    id: n.id,
+    type: 'flowNode' as const,
+    position: n.position ?? { x: 40 + (i % 8) * 200, y: 40 + Math.floor(i / 8) * 120 },
+    data: {
+      type: n.type,
+      name: n.name ?? n.id,
+      properties: { ...(n.properties ?? {}) },
+      ...(n.ui ? { ui: n.ui } : {}),
+    },
+  }));
+  const edges = doc.connections.map((c) => ({
+    id: edgeId(c),
+    source: c.from.node,
+    sourceHandle: c.from.terminal,
+    target: c.to.node,
+    targetHandle: c.to.terminal,
+  }));
+  return { nodes, edges };
+}
+
+export function toDocument(
+  meta: { name: string; version?: number; description?: string; properties?: Record<string, unknown> },
+  nodes: FlowCanvasNode[],
+  edges: FlowCanvasEdge[],
+): FlowDocument {
+  const doc: FlowDocument = {
+    name: meta.name,
+    nodes: nodes.map((n) => ({
+      id: n.id,
+      type: n.data.type,
+      name: n.data.name,
+      properties: n.data.properties,
+      position: { x: Math.round(n.position.x), y: Math.round(n.position.y) },
+      ...(n.data.ui ? { ui: n.data.ui } : {}),
+    })),
+    connections: edges.map((e) => ({
+      from: { node: e.source, terminal: e.sourceHandle ?? 'out' },
+      to: { node: e.target, terminal: e.targetHandle ?? 'in' },
+    })),
+  };
+  if (meta.version !== undefined) doc.version = meta.version;
+  if (meta.description) doc.description = meta.description;
+  if (meta.properties) doc.properties = meta.properties;
+  return doc;
+}
+
+/**
+ * A node's terminals: the spec's, or for a subflow node those of its flow's Input and Output nodes
+ * (from an embedded flow document, or remembered when the subflow was made).
+ */
+export function terminalsOf(spec: NodeSpec | undefined, data: FlowNodeData): { inputs: Terminal[]; outputs: Terminal[] } {
+  if (!spec) return { inputs: [], outputs: [] };
+  if (!spec.dynamicTerminals) return { inputs: spec.inputs, outputs: spec.outputs };
+  const flow = data.properties.flow as { nodes?: FlowNodeDoc[] } | undefined;
+  let inputs: string[] | undefined;
+  let outputs: string[] | undefined;
+  if (flow && Array.isArray(flow.nodes)) {
+    const named = (type: string, fallback: string) =>
+      flow.nodes!.filter((n) => n.type === type).map((n) => String(n.properties?.terminalName ?? fallback));
+    inputs = named('Input', 'in');
+    outputs = named('Output', 'out');
+  } else {
+    const remembered = data.ui?.terminals as { inputs?: string[]; outputs?: string[] } | undefined;
+    inputs = remembered?.inputs;
+    outputs = remembered?.outputs;
+  }
+  const make = (names: string[] | undefined, fallback: Terminal[], kind: string) =>
+    names ? names.map((name) => ({ name, kind, label: name })) : fallback;
+  return {
+    inputs: make(inputs, spec.inputs, 'in'),
+    outputs: [...make(outputs, spec.outputs.filter((t) => t.kind !== 'failure'), 'out'),
+      ...spec.outputs.filter((t) => t.kind === 'failure')],
+  };
+}
+
+/** Why a connection is not allowed by the specs, or null when it is. */
+export function connectionProblem(
+  specs: SpecIndex,
+  nodes: FlowCanvasNode[],
+  edges: FlowCanvasEdge[],
+  c: { source: string | null; sourceHandle?: string | null; target: string | null; targetHandle?: string | null },
+  byId?: Map<string, FlowCanvasNode>,
+): string | null {
+  const source = byId ? byId.get(c.source ?? '') : nodes.find((n) => n.id === c.source);
+  const target = byId ? byId.get(c.target ?? '') : nodes.find((n) => n.id === c.target);
+  if (!source || !target) return 'both ends must be nodes';
+  if (source.id === target.id) return 'a node cannot be wired to itself';
+  const out = terminalsOf(specs[source.data.type], source.data).outputs.find((t) => t.name === c.sourceHandle);
+  if (!out) return `${source.data.type} has no output terminal ${c.sourceHandle ?? ''}`;
+  const input = terminalsOf(specs[target.data.type], target.data).inputs.find((t) => t.name === c.targetHandle);
+  if (!input) return `${target.data.type} has no input terminal ${c.targetHandle ?? ''}`;
+  const duplicate = edges.some(
+    (e) =>
+      e.source === c.source &&
+      e.sourceHandle === c.sourceHandle &&
+      e.target === c.target &&
+      e.targetHandle === c.targetHandle,
+  );
+  return duplicate ? 'these terminals are already connected' : null;
+}
+
+/** Everything the designer can tell is wrong before the server is asked. */
+export function validateCanvas(specs: SpecIndex, nodes: FlowCanvasNode[], edges: FlowCanvasEdge[]): Problem[] {
+  const found: Problem[] = [];
+  const names = new Map<string, string>();
+  for (const node of nodes) {
+    const spec: NodeSpec | undefined = specs[node.data.type];
+    if (!spec) {
+      found.push({ node: node.id, property: null, message: `unknown node type ${node.data.type}` });
+      continue;
+    }
+    for (const p of spec.properties) {
+      const message = propertyProblem(p, node.data.properties[p.name]);
+      if (message) found.push({ node: node.id, property: p.name, message });
+    }
+    const other = names.get(node.data.name);
+    if (other) found.push({ node: node.id, property: null, message: `name ${node.data.name} is also used by ${other}` });
+    names.set(node.data.name, node.id);
+  }
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  for (const e of edges) {
+    const message = connectionProblem(specs, nodes, [], e, byId);
+    if (message) found.push({ node: e.source, property: null, message: `connection ${e.id}: ${message}` });
+  }
+  return found;
+}
+
+/** Server problems carry a JSON pointer (`/nodes/3/properties/queueName`): name the node and property. */
+export function problemsFromPointers(
+  doc: FlowDocument,
+  problems: { pointer?: string; message?: string }[],
+): Problem[] {
+  return problems.map((p) => {
+    const parts = (p.pointer ?? '').split('/').slice(1);
+    let node: string | null = null;
+    let property: string | null = null;
+    if (parts[0] === 'nodes' && parts[1] !== undefined) {
+      node = doc.nodes[Number(parts[1])]?.id ?? null;
+      if (parts[2] === 'properties' && parts[3]) property = parts[3].replace(/~1/g, '/').replace(/~0/g, '~');
+    } else if (parts[0] === 'connections' && parts[1] !== undefined) {
+      node = doc.connections[Number(parts[1])]?.from.node ?? null;
+    }
+    return { node, property, message: `${p.pointer || '/'}: ${p.message ?? ''}` };
+  });
+}
