@@ -1,0 +1,183 @@
+"""MQTTSubscribe and MQTTPublish in a real flow against the local Mosquitto, and their bad configurations."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import pytest
+from flowbroker.runtime import assembly as assemblies
+from flowbroker.runtime.compiler import FlowCompileError, compile_flow
+from flowbroker.runtime.datasources import DataSources
+from flowbroker.runtime.engine import DeployedFlow, FlowThread
+from flowbroker.runtime.harness import FlowHarness, flow
+from flowbroker.runtime.usertrace import UserTrace
+from flowbroker_nodes import registry
+from flowbroker_nodes.base import DeployProblem, Unwinding
+from flowbroker_nodes.mqtt_publish import validate_topic_name
+from flowbroker_nodes.mqtt_subscribe import validate_topic_filter
+
+SET_STATUS = """CREATE COMPUTE MODULE SetStatus
+CREATE FUNCTION Main() RETURNS BOOLEAN
+BEGIN
+  SET OutputRoot = InputRoot;
+  SET OutputRoot.JSON.Data.status = 'processed';
+  SET OutputLocalEnvironment.Destination.MQTT.topicName = InputLocalEnvironment.MQTT.Input.Topic || '/done';
+  RETURN TRUE;
+END;
+END MODULE;"""
+
+
+def test_registered_with_specs() -> None:
+    assert registry.spec("MQTTSubscribe") is not None
+    assert registry.spec("MQTTPublish") is not None
+
+
+@pytest.mark.parametrize(
+    ("topic", "problem"),
+    [
+        ("a/#", ""),
+        ("+/b/+", ""),
+        ("", "the topic is empty"),
+        ("a/#/b", "'#' must be a whole last level (offset 2)"),
+        ("a/b+", "'+' must be a whole level (offset 3)"),
+    ],
+)
+def test_topic_filters(topic: str, problem: str) -> None:
+    assert validate_topic_filter(topic) == problem
+
+
+def test_topic_names() -> None:
+    assert validate_topic_name("a/b") == ""
+    assert validate_topic_name("a/+") == "'+' is not allowed in a topic published on (offset 2)"
+
+
+def _document(nodes: dict[str, tuple[str, dict[str, Any]]], wires: list[str]) -> dict[str, Any]:
+    return flow(nodes, wires, name="MqttFlow")
+
+
+@pytest.mark.parametrize(
+    ("props", "field", "text"),
+    [
+        ({"topicName": "a/#/b"}, "topicName", "invalid topic filter 'a/#/b'"),
+        ({"topicName": "a", "port": 70000}, "port", "port must be between 1 and 65535, got 70000"),
+        ({"topicName": "a", "qos": "x"}, "qos", "qos must be an integer"),
+        ({"topicName": "a", "host": " "}, "host", "required: the broker host"),
+    ],
+)
+def test_bad_subscribe_properties_are_deploy_problems(props: dict[str, Any], field: str, text: str) -> None:
+    module = registry.modules()["MQTTSubscribe"]
+    node = module.Node("s1", "S1", props)
+    with pytest.raises(DeployProblem) as caught:
+        node.prepare()
+    assert caught.value.property == field
+    assert text in caught.value.message
+
+
+def test_publish_to_a_wildcard_topic_from_local_environment_fails_the_message() -> None:
+    h = FlowHarness(
+        _document({"p": ("MQTTPublish", {"topicName": "fine"}), "q": ("MQInput", {"queueName": "Q"})}, [])
+    )
+    from esql.tree import Element
+
+    env = Element("LocalEnvironment")
+    env.add("Destination").add("MQTT").add("topicName", "bad/#")
+    with pytest.raises(Unwinding) as caught:
+        h.inject("p", b"x", local_environment=env)
+    assert "LocalEnvironment.Destination.MQTT.topicName" in str(caught.value)
+
+
+class Collector:
+    def __init__(self, host: str, port: int, topic: str) -> None:
+        self.messages: list[tuple[str, bytes]] = []
+        self.ready = threading.Event()
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
+        self.client.on_message = lambda c, u, m: self.messages.append((m.topic, m.payload))
+        self.client.on_subscribe = lambda *a: self.ready.set()
+        self.client.connect(host, port)
+        self.client.subscribe(topic)
+        self.client.loop_start()
+        assert self.ready.wait(5)
+
+    def wait_for(self, count: int, timeout: float = 10) -> list[tuple[str, bytes]]:
+        deadline = time.monotonic() + timeout
+        while len(self.messages) < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.messages
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+@pytest.mark.mqtt
+@pytest.mark.timeout(60)
+def test_subscribe_compute_publish_through_mosquitto(mqtt_address: tuple[str, int], tmp_path: Path) -> None:
+    host, port = mqtt_address
+    base = f"fbtest/{uuid.uuid4().hex}"
+    common = {"host": host, "port": port}
+    doc = _document(
+        {
+            "in": ("MQTTSubscribe", {**common, "topicName": f"{base}/in", "messageDomain": "JSON"}),
+            "c": (
+                "Compute",
+                {"esql": SET_STATUS, "module": "SetStatus", "computeMode": "LocalEnvironmentAndMessage"},
+            ),
+            "out": ("MQTTPublish", {**common, "topicName": f"{base}/unused"}),
+        },
+        ["in.out -> c", "c.out -> out"],
+    )
+    # the compiler insists on an MQInput; this one is deployed but given no thread
+    doc["nodes"].append({"id": "q", "type": "MQInput", "properties": {"queueName": "UNUSED"}})
+    assemblies.ensure_domains()
+    try:
+        compiled = compile_flow(doc)
+    except FlowCompileError as exc:  # pragma: no cover - shows the compiler's reasons
+        pytest.fail(str(exc))
+    deployed = DeployedFlow(
+        compiled, lambda: None, DataSources(None), UserTrace(Path("/dev/null"), level="none")
+    )
+    collector = Collector(host, port, f"{base}/#")
+    threads = [FlowThread(deployed, compiled.nodes["in"], i) for i in range(2)]
+    deployed.threads = threads
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + 10
+        while compiled.nodes["in"]._client is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sender = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
+        sender.connect(host, port)
+        sender.loop_start()
+        for i in range(20):
+            sender.publish(f"{base}/in", json.dumps({"id": i, "status": "new"})).wait_for_publish(5)
+        sender.publish(f"{base}/in", b"{not json").wait_for_publish(5)
+        got = collector.wait_for(41)
+        sender.disconnect()
+        sender.loop_stop()
+    finally:
+        deployed.stop_event.set()
+        for t in threads:
+            t.join(10)
+        collector.close()
+    done = sorted(json.loads(p)["id"] for t, p in got if t == f"{base}/in/done")
+    assert done == list(range(20))  # two flow threads shared the subscription: no copies
+    assert all(json.loads(p)["status"] == "processed" for t, p in got if t.endswith("/done"))
+    stats = compiled.nodes["in"].stats
+    assert stats.messages_in == 21 and stats.errors == 1  # the bad JSON failed and was dropped, not fatal
+    assert all(not t.is_alive() for t in threads)
+    assert compiled.nodes["in"]._client is None  # the last thread out closed the connection
+
+
+@pytest.mark.timeout(30)
+def test_unreachable_broker_is_a_connection_error_naming_it() -> None:
+    module = registry.modules()["MQTTSubscribe"]
+    node = module.Node("s1", "S1", {"topicName": "a", "port": 9, "connectTimeout": 1})
+    node.prepare()
+    with pytest.raises(ConnectionError, match=r"cannot reach MQTT broker 127\.0\.0\.1:9"):
+        node._connect("F")
