@@ -149,6 +149,7 @@ class Node(BaseNode):
         self.wait_ms = int(props.get("waitInterval") or 1000)
         self.read_ahead = max(1, int(props.get("readAhead") or 1))
         self.backouts = 0
+        self.prefetched: list[QueueMessage] = []
         if props.get("orderMode") == "byQueueOrder":
             self.read_ahead = 1
 
@@ -164,7 +165,10 @@ class Node(BaseNode):
             threshold = int(self.properties["backoutThreshold"])
         backout_queue = str(self.properties.get("backoutQueue") or "") or backout_queue
         cautious = 0
-        while not flow.stop.is_set():
+        # a batch got together with the previous commit; after a reconnect there is none
+        self.prefetched = []
+        # messages already got are processed even when a stop arrives, never backed out by it
+        while not flow.stop.is_set() or self.prefetched:
             # after a failed batch its messages come back one at a time, so only the bad one is retried
             limit = 1 if cautious > 0 else self.read_ahead
             got = self.process(threshold, backout_queue, limit, retrying=cautious > 0)
@@ -177,7 +181,8 @@ class Node(BaseNode):
         """Get up to ``limit`` messages and process them; how many (negative: the batch was backed out)."""
         flow = self.flow
         # gets are always under syncpoint so a crash before the commit loses nothing
-        messages = flow.get_batch(self.queue, limit, self.wait_ms)
+        messages = self.prefetched or flow.get_batch(self.queue, limit, self.wait_ms)
+        self.prefetched = []
         if not messages:
             return 0
         transactional = self.mode == "yes" or (self.mode == "automatic" and any(map(_persistent, messages)))
@@ -202,7 +207,11 @@ class Node(BaseNode):
                 flow.backout()
                 return -len(messages)
         try:
-            flow.commit()
+            if retrying or flow.stop.is_set():
+                flow.commit()
+            else:
+                # the next batch comes back with the commit's reply: one round trip per batch
+                self.prefetched = flow.commit_and_get(self.queue, self.read_ahead, self.wait_ms)
         except Exception as exc:
             if not pipeline:
                 raise

@@ -148,3 +148,19 @@ def test_flow_commit_count_sets_the_read_ahead_unless_the_node_does() -> None:
     )
     nodes = compile_flow(doc).nodes
     assert (nodes["a"].read_ahead, nodes["b"].read_ahead) == (3, 7)
+
+
+def test_stopping_under_load_processes_the_batch_already_got(qm, queues, group) -> None:
+    """The next batch comes back with each commit: a stop must process it, not back it out."""
+    src, dst = queues("IN"), queues("OUT")
+    total = 3000
+    qm.put_many(src, [f"m{i}".encode() for i in range(total)], MessageDescriptor(persistence=1))
+    deployed = group.deploy(_passthrough(src, dst, readAhead=16))
+    while qm.inquire_queue(dst)["current_depth"] < 200:
+        pass
+    assert deployed.stop(timeout=20)
+    left = [qm.get(src) for _ in range(qm.inquire_queue(src)["current_depth"])]
+    done = [qm.get(dst) for _ in range(qm.inquire_queue(dst)["current_depth"])]
+    assert all(m is not None and m.md.backout_count == 0 for m in left)
+    bodies = sorted(m.body for m in left + done if m is not None)
+    assert bodies == sorted(f"m{i}".encode() for i in range(total))

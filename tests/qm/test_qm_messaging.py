@@ -89,6 +89,55 @@ def test_backed_out_get_returns_to_its_place(client: Client, qname: str) -> None
     assert bodies == [b"0", b"1", b"2", b"3", b"4"]
 
 
+def test_deferred_puts_commit_together_in_one_write(
+    qm_process: QueueManagerProcess, client: Client, qname: str
+) -> None:
+    client.put(qname, b"in")
+    got = client.get(qname, syncpoint=True)
+    assert got is not None
+    ids = [client.put_deferred(qname, f"d{i}".encode()) for i in range(3)]
+    with qm_process.client() as other:
+        assert other.inquire_queue(qname)["current_depth"] == 1  # nothing sent before the commit
+    client.commit()
+    bodies = [(m.body, m.md.msg_id) for m in iter(lambda: client.get(qname), None)]
+    assert bodies == [(b"d0", ids[0]), (b"d1", ids[1]), (b"d2", ids[2])]
+
+
+def test_refused_deferred_put_backs_out_the_whole_unit_of_work(client: Client, qname: str) -> None:
+    client.alter_queue(qname, max_depth=3)
+    client.put(qname, b"in")
+    assert client.get(qname, syncpoint=True) is not None
+    client.put_deferred(qname, b"fits")
+    client.put_deferred(qname, b"fits too")
+    client.put_deferred(qname, b"one too many")  # input + 3 puts exceed max depth 3
+    client.put_deferred("NO.SUCH.QUEUE", b"refused as well; the first refusal is reported")
+    with pytest.raises(QMError) as info:
+        client.commit()
+    assert info.value.reason_code == 2003
+    assert "2053" in info.value.reason and "is full" in info.value.reason
+    rest = [m for m in iter(lambda: client.get(qname), None)]
+    assert [m.body for m in rest] == [b"in"] and rest[0].md.backout_count == 1
+    client.put_deferred(qname, b"next unit of work is clean")
+    client.commit()
+    assert client.get(qname) is not None
+
+
+def test_backout_discards_deferred_puts_never_sent(client: Client, qname: str) -> None:
+    client.put_deferred(qname, b"never")
+    client.backout()
+    client.commit()
+    assert client.get(qname) is None
+
+
+def test_malformed_deferred_put_dooms_the_unit_of_work(client: Client, qname: str) -> None:
+    from flowbroker.qm.protocol import OP_PUT, encode_frame
+
+    client._outbox.append(encode_frame(OP_PUT, 999_999, {"q": qname, "sync": True, "noreply": True}, b"\x01"))
+    with pytest.raises(QMError) as info:
+        client.commit()
+    assert info.value.reason_code == 2003 and "truncated" in info.value.reason
+
+
 def test_dropped_connection_backs_out_its_unit_of_work(qm_process: QueueManagerProcess, qname: str) -> None:
     with qm_process.client() as c:
         c.put(qname, b"keep")

@@ -12,7 +12,7 @@ from typing import Any
 
 import esql.domains
 from esql.domains import DomainError
-from esql.tree import Element
+from esql.tree import Element, LazyContent
 
 from flowbroker.formats import load_all, mqmd, rfh2
 
@@ -29,6 +29,18 @@ class Template:
     set: str = ""
     type: str = ""
     format: str = ""
+
+
+class _PropertiesOfMessage:
+    """Fills the Properties folder the first time something reads it: most flows never do, and
+    the output side reads the few values it needs straight from the unfilled folder."""
+
+    def fill(self, element: Element, content: LazyContent) -> None:
+        for name, value in content.options["values"].items():
+            element.append_new(Element(name, value))
+
+
+_PROPERTIES = _PropertiesOfMessage()
 
 
 def parser_options(template: Template) -> dict[str, Any]:
@@ -59,18 +71,18 @@ def build_root(descriptor: Any, body: bytes, default: Template | None = None) ->
         body_encoding = int(header.child("Encoding").value)  # type: ignore[union-attr]
         body_ccsid = int(header.child("CodedCharSetId").value)  # type: ignore[union-attr]
     domain = template.domain.upper() or "BLOB"
-    for name, value in (
-        ("MessageSet", template.set),
-        ("MessageType", template.type),
-        ("MessageFormat", template.format),
-        ("Encoding", body_encoding),
-        ("CodedCharSetId", body_ccsid),
-        ("Transactional", True),
-        ("Persistence", bool(getattr(descriptor, "persistence", 0) == 1)),
-        ("Priority", getattr(descriptor, "priority", 0)),
-        ("ReplyIdentifier", getattr(descriptor, "correl_id", b"")),
-    ):
-        properties.append_new(Element(name, value))
+    values = {
+        "MessageSet": template.set,
+        "MessageType": template.type,
+        "MessageFormat": template.format,
+        "Encoding": body_encoding,
+        "CodedCharSetId": body_ccsid,
+        "Transactional": True,
+        "Persistence": getattr(descriptor, "persistence", 0) == 1,
+        "Priority": getattr(descriptor, "priority", 0),
+        "ReplyIdentifier": getattr(descriptor, "correl_id", b""),
+    }
+    properties.set_lazy(LazyContent(_PROPERTIES, b"", options={"values": values}))
     parser = esql.domains.get(domain)
     body_element = root.add(domain, type=FOLDER)
     parser.attach(
@@ -82,6 +94,10 @@ def build_root(descriptor: Any, body: bytes, default: Template | None = None) ->
 def _property(properties: Element | None, name: str, default: Any) -> Any:
     if properties is None:
         return default
+    lazy = properties.lazy
+    if lazy is not None and lazy.parser is _PROPERTIES:
+        value = lazy.options["values"].get(name)
+        return default if value is None else value
     kid = properties.child(name)
     return default if kid is None or kid.value is None else kid.value
 

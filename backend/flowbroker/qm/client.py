@@ -40,6 +40,7 @@ from flowbroker.qm.protocol import (
     OP_UNSUBSCRIBE,
     RC_CONNECTION_BROKEN,
     RC_NOT_AUTHORIZED,
+    ZERO_ID,
     FrameDecoder,
     FrameError,
     IdFactory,
@@ -102,6 +103,12 @@ def _read_info(data_dir: str, *, required: bool) -> dict[str, Any]:
     return {}
 
 
+_DEFAULT_MD = MessageDescriptor()
+
+#: One receive takes at most this much: replies are small, batches of messages rarely larger.
+_RECV_SIZE = 256 * 1024
+
+
 def _fill_md(md: MessageDescriptor | None, ids: IdFactory) -> MessageDescriptor:
     # A copy: one descriptor object is often reused for many puts, each needing its own msgId.
     if md is None:
@@ -139,7 +146,12 @@ def _raise_error(args: Any) -> QMError:
 
 
 class Client:
-    """A blocking connection to the queue manager; one request at a time, replies in order."""
+    """A blocking connection to the queue manager; one request at a time, replies in order.
+
+    Puts under syncpoint may be deferred (:meth:`put_deferred`): they wait in an outbox and
+    leave in the same write as the next request, usually the commit, so a unit of work of N
+    puts costs one round trip instead of N + 1.
+    """
 
     def __init__(self, sock: socket.socket, user: str, password: str) -> None:
         self._sock = sock
@@ -148,6 +160,8 @@ class Client:
         self._ready: dict[int, tuple[int, Any, bytes]] = {}
         self._discard: set[int] = set()  # replies nobody waits for any more
         self._ids = IdFactory()
+        self._outbox: list[bytes] = []
+        self._inbuf = bytearray(_RECV_SIZE)
         self.user = user
         self._call(OP_HELLO, {"user": user, "password": password})
 
@@ -184,22 +198,29 @@ class Client:
     # --- transport --------------------------------------------------------------------------
     def _send(self, op: int, args: Any = None, tail: bytes = b"") -> int:
         rid = next(self._rids)
+        frame = encode_frame(op, rid, args, tail)
+        if self._outbox:
+            # deferred puts go first, in the same write, so the server sees them in order
+            self._outbox.append(frame)
+            frame = b"".join(self._outbox)
+            self._outbox = []
         try:
-            self._sock.sendall(encode_frame(op, rid, args, tail))
+            self._sock.sendall(frame)
         except OSError as exc:
             raise QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}") from None
         return rid
 
     def _wait(self, rid: int) -> tuple[Any, bytes]:
+        view = memoryview(self._inbuf)
         while rid not in self._ready:
             try:
-                data = self._sock.recv(1 << 20)
+                n = self._sock.recv_into(self._inbuf)
             except OSError as exc:
                 raise QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}") from None
-            if not data:
+            if not n:
                 raise QMError(RC_CONNECTION_BROKEN, "the queue manager closed the connection")
             try:
-                frames = self._decoder.feed(data)
+                frames = self._decoder.feed(view[:n])
             except FrameError as exc:
                 raise QMError(RC_CONNECTION_BROKEN, f"bad frame from the queue manager: {exc}") from None
             for op, frid, args, tail in frames:
@@ -230,6 +251,34 @@ class Client:
         md = _fill_md(md, self._ids)
         _, tail = self._call(OP_PUT, {"q": queue, "sync": syncpoint}, encode_message(md, properties, body))
         return tail[:24]
+
+    def put_deferred(
+        self,
+        queue: str,
+        body: bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        properties: dict[str, Any] | None = None,
+    ) -> bytes:
+        """Put under syncpoint without a round trip: the frame leaves with the next request.
+
+        The queue manager sends no reply for it; if it refuses the put, the unit of work can no
+        longer commit, and :meth:`commit` backs it out and raises ``RC_BACKED_OUT`` with the
+        refusal's reason — so the unit of work still commits or backs out as a whole.
+        Returns the message id.
+        """
+        if md is None:
+            md = _DEFAULT_MD
+        msg_id = pad_id(md.msg_id) if md.msg_id and md.msg_id != ZERO_ID else self._ids.next()
+        self._outbox.append(
+            encode_frame(
+                OP_PUT,
+                next(self._rids),
+                {"q": queue, "sync": True, "noreply": True},
+                encode_message(md, properties, body, msg_id),
+            )
+        )
+        return msg_id
 
     def put_many(
         self,
@@ -331,7 +380,16 @@ class Client:
     def commit(self) -> None:
         self._call(OP_COMMIT)
 
+    def commit_and_get(
+        self, queue: str, max_messages: int, *, wait: float = 0, syncpoint: bool = True
+    ) -> list[Message]:
+        """Commit, then get up to ``max_messages`` in one round trip (nothing is got if the commit fails)."""
+        get_args = {"q": queue, "wait": wait, "sync": syncpoint, "max": max_messages}
+        _, tail = self._call(OP_COMMIT, {"get": get_args})
+        return [decode_message(raw) for raw in split_messages(tail)]
+
     def backout(self) -> None:
+        self._outbox.clear()  # never sent: there is nothing of them to back out
         self._call(OP_BACKOUT)
 
     # --- pub/sub ----------------------------------------------------------------------------
@@ -526,6 +584,25 @@ class AsyncClient:
         self._writer.write(encode_frame(op, rid, args, tail))
         return fut
 
+    def _send_together(
+        self, requests: list[tuple[int, Any, bytes]]
+    ) -> list[asyncio.Future[tuple[Any, bytes]]]:
+        """Several requests in one write (one syscall, one segment), each with its own reply."""
+        if self._broken is not None:
+            raise self._broken
+        assert self._writer is not None
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[tuple[Any, bytes]]] = []
+        frames: list[bytes] = []
+        for op, args, tail in requests:
+            rid = next(self._rids)
+            fut: asyncio.Future[tuple[Any, bytes]] = loop.create_future()
+            self._pending[rid] = fut
+            futures.append(fut)
+            frames.append(encode_frame(op, rid, args, tail))
+        self._writer.write(b"".join(frames))
+        return futures
+
     async def _call(self, op: int, args: Any = None, tail: bytes = b"") -> tuple[Any, bytes]:
         fut = self._send(op, args, tail)
         assert self._writer is not None
@@ -549,6 +626,40 @@ class AsyncClient:
             OP_PUT, {"q": queue, "sync": syncpoint}, encode_message(md, properties, body)
         )
         return tail[:24]
+
+    async def put_then_get(
+        self,
+        queue: str,
+        body: bytes,
+        reply_queue: str,
+        md: MessageDescriptor | None = None,
+        *,
+        wait: float = 0,
+        correl_id: bytes | str | None = None,
+    ) -> Message | None:
+        """Put a request and get from ``reply_queue`` (by ``correl_id`` when given), both in one write.
+
+        The queue manager handles them in order, so this is a put followed by a get-wait, as a
+        requester does it, with one send instead of two. A refused put raises and its get is
+        answered but ignored.
+        """
+        md = _fill_md(md, self._ids)
+        get_args: dict[str, Any] = {"q": reply_queue, "wait": wait, "max": 1}
+        if correl_id is not None:
+            get_args["correl_id"] = _id_hex(correl_id)
+        put_fut, get_fut = self._send_together(
+            [(OP_PUT, {"q": queue}, encode_message(md, None, body)), (OP_GET, get_args, b"")]
+        )
+        assert self._writer is not None
+        await self._writer.drain()
+        try:
+            await put_fut
+        except QMError:
+            get_fut.cancel()
+            raise
+        _, tail = await get_fut
+        raws = split_messages(tail)
+        return decode_message(raws[0]) if raws else None
 
     def put_async(
         self,

@@ -130,7 +130,7 @@ class FrameDecoder:
     def pending(self) -> int:
         return len(self._buf)
 
-    def feed(self, data: bytes) -> list[tuple[int, int, Any, bytes]]:
+    def feed(self, data: bytes | memoryview) -> list[tuple[int, int, Any, bytes]]:
         buf = self._buf
         buf += data
         frames: list[tuple[int, int, Any, bytes]] = []
@@ -234,7 +234,10 @@ def pad_id(value: bytes | str | None) -> bytes:
     return raw.ljust(24, b"\x00")
 
 
-def encode_message(md: MessageDescriptor, properties: dict[str, Any] | None, body: bytes) -> bytes:
+def encode_message(
+    md: MessageDescriptor, properties: dict[str, Any] | None, body: bytes, msg_id: bytes | None = None
+) -> bytes:
+    """The wire and log form of a message; ``msg_id`` overrides the descriptor's without copying it."""
     rq = md.reply_to_q.encode()
     rqm = md.reply_to_q_mgr.encode()
     fmt = md.format.encode()
@@ -248,7 +251,7 @@ def encode_message(md: MessageDescriptor, properties: dict[str, Any] | None, bod
     return b"".join(
         (
             MD_STRUCT.pack(
-                pad_id(md.msg_id),
+                msg_id if msg_id is not None else pad_id(md.msg_id),
                 pad_id(md.correl_id),
                 pad_id(md.group_id),
                 md.persistence,

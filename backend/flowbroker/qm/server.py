@@ -54,6 +54,7 @@ from flowbroker.qm.protocol import (
     PERSISTENCE_OFFSET,
     PRIORITY_OFFSET,
     PUT_TIME_OFFSET,
+    RC_BACKED_OUT,
     RC_BAD_ARGUMENT,
     RC_DATA_LENGTH_ERROR,
     RC_DUPLICATE_SUBSCRIPTION,
@@ -104,13 +105,18 @@ def _valid_queue_name(name: Any) -> str:
 
 
 class UnitOfWork:
-    """Puts and gets of one connection since its last commit or backout."""
+    """Puts and gets of one connection since its last commit or backout.
 
-    __slots__ = ("puts", "gets")
+    ``failed`` holds the first refusal of a put the client sent without waiting for its reply
+    (a deferred put): such a unit of work can only be backed out, and its commit says why.
+    """
+
+    __slots__ = ("puts", "gets", "failed")
 
     def __init__(self) -> None:
         self.puts: list[tuple[LocalQueue, QMsg]] = []
         self.gets: list[tuple[LocalQueue, QMsg]] = []
+        self.failed: QMError | None = None
 
 
 class _Waiter:
@@ -1053,6 +1059,28 @@ class Connection(asyncio.Protocol):
             self.transport.write(out[0] if len(out) == 1 else b"".join(out))
         self.out = []
 
+    def _deferred_put(self, a: dict[str, Any], tail: bytes) -> None:
+        """A put under syncpoint whose sender does not wait: a refusal dooms the unit of work."""
+        qm = self.qm
+        try:
+            raws = split_messages(tail)
+            qm.put(self, a.get("q"), raws, True)
+        except (QMError, TypeError, ValueError, KeyError, UnicodeDecodeError, struct.error) as exc:
+            if self.uow.failed is None:
+                self.uow.failed = _deferred_put_error(exc)
+            return
+        qm.stats["puts"] += len(raws)
+
+    def _get_after_commit(self, rid: int, args: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        try:
+            self.qm.get(self, rid, args)
+        except QMError as exc:
+            self.reply_error(rid, exc)
+        except (TypeError, ValueError, KeyError) as exc:
+            self.reply_error(rid, QMError(RC_BAD_ARGUMENT, f"bad request arguments: {exc}"))
+
     def reply(self, rid: int, args: Any = None, tail: bytes = b"") -> None:
         self._send(encode_frame(OP_REPLY_OK, rid, args, tail))
 
@@ -1088,6 +1116,9 @@ class Connection(asyncio.Protocol):
             if op in ADMIN_OPS and not self.admin:
                 raise QMError(RC_NOT_AUTHORIZED, f"{self.user} may not administer the queue manager")
             if op == OP_PUT:
+                if a.get("noreply") and a.get("sync"):
+                    self._deferred_put(a, tail)
+                    return
                 raws = split_messages(tail)
                 ids, wait = qm.put(self, a.get("q"), raws, bool(a.get("sync")))
                 qm.stats["puts"] += len(raws)
@@ -1106,7 +1137,22 @@ class Connection(asyncio.Protocol):
                     return
                 qm.get(self, rid, a)
             elif op == OP_COMMIT:
-                if qm.commit(self, lambda: self.reply(rid)):
+                failed = self.uow.failed
+                if failed is not None:
+                    qm.backout(self)
+                    raise QMError(
+                        RC_BACKED_OUT,
+                        f"unit of work backed out: a put was refused: {failed.reason_code} {failed.reason}",
+                    )
+                then_get = a.get("get")
+                if then_get is not None:
+                    # commit, then get the next batch for the same reply: one round trip per
+                    # batch for a flow thread; the get runs once the commit is durable
+                    if not isinstance(then_get, dict):
+                        raise QMError(RC_BAD_ARGUMENT, "get after commit takes the arguments of a get")
+                    if qm.commit(self, lambda: self._get_after_commit(rid, then_get)):
+                        self._get_after_commit(rid, then_get)
+                elif qm.commit(self, lambda: self.reply(rid)):
                     self.reply(rid)
             elif op == OP_BACKOUT:
                 qm.backout(self)
@@ -1163,6 +1209,12 @@ class Connection(asyncio.Protocol):
         except Exception as exc:  # a defect must cost one request, never the queue manager
             logger.exception("request op %d failed", op)
             self.reply_error(rid, QMError(RC_UNEXPECTED_ERROR, f"unexpected error: {type(exc).__name__}"))
+
+
+def _deferred_put_error(exc: Exception) -> QMError:
+    if isinstance(exc, QMError):
+        return exc
+    return QMError(RC_BAD_ARGUMENT, f"bad request arguments: {exc}")
 
 
 def _attrs(a: dict[str, Any]) -> dict[str, Any]:

@@ -36,8 +36,11 @@ Connector = Callable[[], Any]
 def _descriptor(**fields: Any) -> Any:
     from flowbroker.qm.protocol import MessageDescriptor
 
-    known = MessageDescriptor.__dataclass_fields__
-    return MessageDescriptor(**{k: v for k, v in fields.items() if k in known})
+    try:
+        return MessageDescriptor(**fields)
+    except TypeError:  # a field the descriptor does not carry
+        known = MessageDescriptor.__dataclass_fields__
+        return MessageDescriptor(**{k: v for k, v in fields.items() if k in known})
 
 
 class FlowThread(threading.Thread):
@@ -192,6 +195,18 @@ class FlowThread(threading.Thread):
             source.commit()
         if self.client is not None:
             self.client.commit()
+
+    def commit_and_get(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
+        """Commit the unit of work, then get the next batch under syncpoint, in one round trip."""
+        for source in self._sources.values():
+            source.commit()
+        if self.client is None:
+            return []
+        combined = getattr(self.client, "commit_and_get", None)
+        if combined is None:
+            self.client.commit()
+            return self.get_batch(queue, limit, wait_ms)
+        return combined(queue, limit, wait=wait_ms / 1000.0)  # type: ignore[no-any-return]
 
     def backout(self) -> None:
         for source in self._sources.values():
