@@ -52,9 +52,14 @@ class Node(BaseNode):
             raise NodeError(
                 "no topic: the message has no MQRFH2 <psc><Topic> and the node names none", number=2299
             )
+        # when neither out nor noMatch leads anywhere, nothing depends on the number of
+        # deliveries, and inside a batch the publication can travel with the commit
+        routed = self.is_connected("out") or self.is_connected("noMatch")
         delivered = self.flow.publish(
             str(topic).strip(),
             assembly.root,
             syncpoint=_SYNCPOINT[self.properties.get("transactionMode") or "automatic"],
+            need_deliveries=routed,
         )
-        self.propagate("out" if delivered else "noMatch", assembly)
+        if routed:
+            self.propagate("out" if delivered else "noMatch", assembly)

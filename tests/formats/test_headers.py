@@ -188,3 +188,55 @@ def test_rfh2_format_names_character_data_when_the_body_is_xml() -> None:
     fields, body = assembly.to_message(root)
     header, rest = rfh2.parse(body, encoding=546, ccsid=1208)
     assert header.child("Format").value == "MQSTR   " and rest == b"<a>1</a>"  # type: ignore[union-attr]
+
+
+def test_unread_rfh2_is_written_back_as_its_original_bytes() -> None:
+    # spacing and quoting that a rewrite would normalise: only the original bytes keep them
+    usr = "<usr><Region >EMEA</Region ><Note a='x'>n</Note></usr>"
+    psc = "<psc><Topic>prices/fx</Topic></psc>"
+    data = vector("<", [usr, psc], encoding=546, fmt=b"        ") + b"\x00\x01binary"
+    root = assembly.build_root(Descriptor(format="MQHRF2  "), data, assembly.Template("BLOB"))
+    fields, body = assembly.to_message(root)
+    assert body == data and fields["format"].strip() == "MQHRF2"
+
+
+def test_reading_one_folder_rewrites_that_folder_only() -> None:
+    usr = "<usr><Region>EMEA</Region></usr>"
+    psc = "<psc><Topic >prices/fx</Topic ></psc>"
+    data = vector("<", [usr, psc], encoding=546, fmt=b"        ") + b"blob"
+    root = assembly.build_root(Descriptor(format="MQHRF2  "), data, assembly.Template("BLOB"))
+    region = root.child("MQRFH2").child("usr").child("Region")  # type: ignore[union-attr]
+    assert region is not None and region.value == "EMEA"
+    region.value = "APAC"
+    _, body = assembly.to_message(root)
+    header, rest = rfh2.parse(body, encoding=546, ccsid=1208)
+    assert rest == b"blob"
+    assert header.child("usr").child("Region").value == "APAC"  # type: ignore[union-attr]
+    assert header.child("mcd") is None  # the body kept its template: no <mcd> was added
+    assert folder(psc) in body  # the unread folder kept its exact text
+
+
+def test_changing_the_output_template_rewrites_mcd() -> None:
+    data = vector("<", [MCD], encoding=546) + b"<a>1</a>"
+    root = assembly.build_root(Descriptor(format="MQHRF2  "), data)
+    props = root.child("Properties")
+    assert props is not None
+    props.child("MessageType").value = "Order"  # type: ignore[union-attr]
+    _, body = assembly.to_message(root)
+    header, _ = rfh2.parse(body, encoding=546, ccsid=1208)
+    assert rfh2.template(header) == {"domain": "xmlnsc", "type": "Order"}
+
+
+def test_malformed_folder_is_positioned_when_first_read() -> None:
+    data = vector("<", [MCD, "<usr><Region>EMEA</usr>"], encoding=546) + b"<a/>"
+    root = assembly.build_root(Descriptor(format="MQHRF2  "), data)
+    header = root.child("MQRFH2")
+    assert header is not None
+    usr = header.child("usr")
+    assert usr is not None  # the header's folders are known; their content is read on demand
+    with pytest.raises(DomainError, match="malformed folder at byte offset 72") as info:
+        usr.child("Region")
+    assert info.value.offset == 72
+    bad_mcd = vector("<", ["<mcd><Msd>x</mcd>"], encoding=546) + b"<a/>"
+    with pytest.raises(DomainError, match="malformed folder at byte offset 40"):
+        assembly.build_root(Descriptor(format="MQHRF2  "), bad_mcd)

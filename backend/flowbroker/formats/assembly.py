@@ -58,19 +58,22 @@ def build_root(descriptor: Any, body: bytes, default: Template | None = None) ->
     properties = root.add("Properties", type=FOLDER)
     root.append(mqmd.build(descriptor))
     body_encoding, body_ccsid = encoding, ccsid
+    header: Element | None = None
     if fmt.strip() == mqmd.FORMAT_RFH2.strip():
-        header, body = rfh2.parse(body, encoding=encoding, ccsid=ccsid)
+        header, body, chosen, (body_encoding, body_ccsid) = rfh2.attach(body, encoding=encoding, ccsid=ccsid)
         root.append(header)
-        chosen = rfh2.template(header)
         template = Template(
             domain=chosen.get("domain", template.domain),
             set=chosen.get("set", template.set if "domain" not in chosen else ""),
             type=chosen.get("type", template.type if "domain" not in chosen else ""),
             format=chosen.get("format", template.format if "domain" not in chosen else ""),
         )
-        body_encoding = int(header.child("Encoding").value)  # type: ignore[union-attr]
-        body_ccsid = int(header.child("CodedCharSetId").value)  # type: ignore[union-attr]
     domain = template.domain.upper() or "BLOB"
+    if header is not None:
+        rfh2.note_effective_template(
+            header,
+            {"domain": domain.lower(), "set": template.set, "type": template.type, "format": template.format},
+        )
     values = {
         "MessageSet": template.set,
         "MessageType": template.type,
@@ -140,7 +143,20 @@ def to_message(root: Element) -> tuple[dict[str, Any], bytes]:
     if header is not None:
         md_encoding = int(fields.get("encoding", 546))
         md_ccsid = int(fields.get("coded_char_set_id", 1208))
-        rfh2.set_template(header, domain, template.set, template.type, template.format)
+        wanted = {
+            "domain": domain.lower(),
+            "set": template.set,
+            "type": template.type,
+            "format": template.format,
+        }
+        untouched = rfh2.original_bytes(header, wanted, (encoding, ccsid), (md_encoding, md_ccsid))
+        if untouched is not None and not (domain in _TEXT_DOMAINS and not rfh2.inner_format(header).strip()):
+            fields["format"] = mqmd.FORMAT_RFH2
+            return fields, untouched + body
+        body_lazy = body_node.lazy if body_node is not None else None
+        if body_lazy is None or body_lazy.options != parser_options(template):
+            # the body is written anew or under another template: <mcd> must say which
+            rfh2.set_template(header, domain, template.set, template.type, template.format)
         _set(header, "Encoding", encoding)
         _set(header, "CodedCharSetId", ccsid)
         inner = header.child("Format")

@@ -13,7 +13,7 @@ import struct
 from typing import Any
 
 from esql.domains import DomainError
-from esql.tree import Element
+from esql.tree import Element, LazyContent
 from lxml import etree
 
 from flowbroker.formats import ccsid as ccsids
@@ -30,7 +30,30 @@ def _ints(encoding: int) -> str:
 
 
 def parse(data: bytes, *, encoding: int, ccsid: int) -> tuple[Element, bytes]:
-    """Split ``data`` (a body starting with an MQRFH2) into the ``MQRFH2`` folder and what follows."""
+    """Split ``data`` (a body starting with an MQRFH2) into the ``MQRFH2`` folder and what follows.
+
+    Every folder is parsed now, so a malformed one is reported here with its byte offset.
+    """
+    layout = _layout(data, encoding=encoding, ccsid=ccsid)
+    header = Element("MQRFH2", type=FOLDER)
+    _fill_header(header, layout, lazy_folders=False)
+    return header, data[layout.length :]
+
+
+class _Layout:
+    """The fixed part of a header and where its folders are, found without parsing any folder."""
+
+    __slots__ = ("ccsid", "encoding", "fixed", "folders", "length")
+
+    def __init__(self) -> None:
+        self.fixed: tuple[tuple[str, Any], ...] = ()
+        self.folders: list[tuple[str, int]] = []  # (text, byte offset of its first byte)
+        self.length = FIXED_LENGTH
+        self.encoding = 546
+        self.ccsid = 1208
+
+
+def _layout(data: bytes, *, encoding: int, ccsid: int) -> _Layout:
     if len(data) < FIXED_LENGTH:
         raise DomainError(
             f"MQRFH2: {len(data)} bytes is shorter than the 36-byte fixed part",
@@ -53,16 +76,16 @@ def parse(data: bytes, *, encoding: int, ccsid: int) -> tuple[Element, bytes]:
             domain="MQRFH2",
             offset=8,
         )
-    header = Element("MQRFH2", type=FOLDER)
-    for name, value in (
+    layout = _Layout()
+    layout.length, layout.encoding, layout.ccsid = length, enc, ccs
+    layout.fixed = (
         ("Version", version),
         ("Format", fmt),
         ("Encoding", enc),
         ("CodedCharSetId", ccs),
         ("Flags", flags),
         ("NameValueCCSID", nv_ccsid),
-    ):
-        header.append_new(Element(name, value))
+    )
     try:
         nv_codec = _NVCCSIDS.get(nv_ccsid) or ccsids.codec(nv_ccsid)
     except DomainError:
@@ -82,41 +105,179 @@ def parse(data: bytes, *, encoding: int, ccsid: int) -> tuple[Element, bytes]:
             )
         raw = data[pos + 4 : pos + 4 + nv_len]
         try:
-            text = raw.decode(nv_codec)
+            folder_text = raw.decode(nv_codec)
         except UnicodeDecodeError as exc:
             raise DomainError(
                 f"MQRFH2: folder bytes are not valid in NameValueCCSID {nv_ccsid}: {exc.reason}",
                 domain="MQRFH2",
                 offset=pos + 4 + exc.start,
             ) from None
-        _folder(header, text.rstrip(" \x00"), pos + 4)
+        folder_text = folder_text.rstrip(" \x00")
+        if folder_text:
+            layout.folders.append((folder_text, pos + 4))
         pos += 4 + nv_len
-    return header, data[length:]
+    return layout
+
+
+def _fill_header(header: Element, layout: _Layout, *, lazy_folders: bool) -> None:
+    for name, value in layout.fixed:
+        header.append_new(Element(name, value))
+    for text, offset in layout.folders:
+        if "<!ENTITY" in text or "<!DOCTYPE" in text:
+            raise DomainError("MQRFH2: a folder may not declare a DTD", domain="MQRFH2", offset=offset)
+        folder_name = _folder_name(text)
+        if folder_name is None:
+            raise DomainError(
+                f"MQRFH2: malformed folder at byte offset {offset}: it does not start with an element",
+                domain="MQRFH2",
+                offset=offset,
+            )
+        folder = header.add(folder_name, type=FOLDER)
+        if lazy_folders:
+            folder.set_lazy(LazyContent(_FOLDER_TEXT, b"", options={"text": text, "offset": offset}))
+        else:
+            _fill_folder(folder, text, offset)
+
+
+class _HeaderBytes:
+    """Fills an MQRFH2 folder from its bytes the first time something reads it."""
+
+    def fill(self, element: Element, content: LazyContent) -> None:
+        _fill_header(element, content.options["layout"], lazy_folders=True)
+
+
+class _FolderText:
+    """Parses one folder the first time something reads below it; until then it is written
+    back as its original text, so a flow that routes on one folder rewrites no other."""
+
+    def fill(self, element: Element, content: LazyContent) -> None:
+        _fill_folder(element, content.options["text"], content.options["offset"])
+
+
+_HEADER_BYTES = _HeaderBytes()
+_FOLDER_TEXT = _FolderText()
+
+
+def attach(
+    data: bytes, *, encoding: int, ccsid: int
+) -> tuple[Element, bytes, dict[str, str], tuple[int, int]]:
+    """The ``MQRFH2`` folder of ``data`` to parse on first read, the body after it, the body's
+    template from ``<mcd>``, and the body's (encoding, CCSID).
+
+    The fixed part and the folder lengths are checked now and ``<mcd>`` is read; the other
+    folders are parsed when something reads them, and an unread header is written back as its
+    original bytes (:func:`original_bytes`).
+    """
+    layout = _layout(data, encoding=encoding, ccsid=ccsid)
+    found: dict[str, str] = {}
+    for text, offset in layout.folders:
+        if _folder_name(text) == "mcd":
+            found = _mcd_template(text, offset)
+    header = Element("MQRFH2", type=FOLDER)
+    options = {
+        "layout": layout,
+        "raw": data[: layout.length],
+        "template": found,
+        "md": (encoding, ccsid),
+    }
+    header.set_lazy(LazyContent(_HEADER_BYTES, b"", options=options))
+    return header, data[layout.length :], dict(found), (layout.encoding, layout.ccsid)
+
+
+def original_bytes(
+    header: Element, template_now: dict[str, str], body: tuple[int, int], md: tuple[int, int]
+) -> bytes | None:
+    """An unread header's original bytes, if they still say what the output needs, else None."""
+    lazy = header.lazy
+    if lazy is None or lazy.parser is not _HEADER_BYTES:
+        return None
+    options = lazy.options
+    layout: _Layout = options["layout"]
+    if options["md"] != md or (layout.encoding, layout.ccsid) != body:
+        return None
+    wanted = {key: value for key, value in template_now.items() if value}
+    if wanted != options["template"] and wanted != options.get("effective"):
+        return None
+    return bytes(options["raw"])
+
+
+def note_effective_template(header: Element, template_in: dict[str, str]) -> None:
+    """Record the template the body was parsed with (``<mcd>`` or the input node's default): an
+    output that keeps it leaves the header's bytes as they came, adding no ``<mcd>`` of its own."""
+    lazy = header.lazy
+    if lazy is not None and lazy.parser is _HEADER_BYTES:
+        lazy.options["effective"] = {key: value for key, value in template_in.items() if value}
+
+
+def inner_format(header: Element) -> str:
+    """The header's Format field (the format of what follows it), read without filling the header."""
+    lazy = header.lazy
+    if lazy is not None and lazy.parser is _HEADER_BYTES:
+        return str(dict(lazy.options["layout"].fixed)["Format"])
+    kid = header.child("Format")
+    return "" if kid is None or kid.value is None else str(kid.value)
+
+
+#: Templates by the text of their <mcd> folder: a stream of messages nearly always repeats one.
+_MCD_CACHE: dict[str, dict[str, str]] = {}
+
+
+def _mcd_template(text: str, offset: int) -> dict[str, str]:
+    cached = _MCD_CACHE.get(text)
+    if cached is None:
+        if "<!ENTITY" in text or "<!DOCTYPE" in text:
+            raise DomainError("MQRFH2: a folder may not declare a DTD", domain="MQRFH2", offset=offset)
+        probe = Element("MQRFH2", type=FOLDER)
+        _fill_folder(probe.add("mcd", type=FOLDER), text, offset)
+        cached = template(probe)
+        if len(_MCD_CACHE) < 512:
+            _MCD_CACHE[text] = cached
+    return dict(cached)
+
+
+def _folder_name(text: str) -> str | None:
+    """The folder's element name, read off its start tag without parsing it."""
+    if not text.startswith("<") or text.startswith("<?") or text.startswith("<!"):
+        return None
+    end = 1
+    while end < len(text) and text[end] not in " \t\r\n/>":
+        end += 1
+    name: str = text[1:end]
+    return name if name and name.isprintable() else None
 
 
 #: Parsed folders by their text: the <mcd> of a stream of messages is nearly always the same.
 _FOLDER_CACHE: dict[str, Element] = {}
 
 
-def _folder(header: Element, text: str, offset: int) -> None:
-    if not text:
-        return
+def _fill_folder(folder: Element, text: str, offset: int) -> None:
     cached = _FOLDER_CACHE.get(text)
     if cached is not None:
-        header.append_new(cached.copy())
+        folder.copy_children_from(cached)
         return
-    if "<!ENTITY" in text or "<!DOCTYPE" in text:
-        raise DomainError("MQRFH2: a folder may not declare a DTD", domain="MQRFH2", offset=offset)
     try:
         root = etree.fromstring(text.encode("utf-8"), xmlcore.folder_parser())
     except etree.XMLSyntaxError as exc:
         raise DomainError(
             f"MQRFH2: malformed folder at byte offset {offset}: {exc.msg}", domain="MQRFH2", offset=offset
         ) from None
-    folder = header.add(root.tag, type=FOLDER)
+    if root.tag != folder.name:
+        raise DomainError(
+            f"MQRFH2: malformed folder at byte offset {offset}: its element is <{root.tag}>",
+            domain="MQRFH2",
+            offset=offset,
+        )
     _fill(folder, root)
     if len(_FOLDER_CACHE) < 512:
         _FOLDER_CACHE[text] = folder.copy()
+
+
+def _folder_text(element: Element) -> str:
+    """A folder's XML: its original text while nobody has read below it, else written anew."""
+    lazy = element.lazy
+    if lazy is not None and lazy.parser is _FOLDER_TEXT:
+        return str(lazy.options["text"])
+    return _folder_xml(element)
 
 
 def _fill(element: Element, node: Any) -> None:
@@ -163,7 +324,7 @@ def serialize(header: Element, *, encoding: int, ccsid: int) -> bytes:
     for kid in header.children():
         if kid.name in _FIXED_NAMES and not kid.has_children():
             continue
-        raw = _folder_xml(kid).encode(nv_codec)
+        raw = _folder_text(kid).encode(nv_codec)
         raw += b" " * (-len(raw) % 4)
         folders += struct.pack(order + "i", len(raw)) + raw
     fmt = str(field("Format", "        "))[:8].ljust(8)
@@ -197,6 +358,9 @@ def template(header: Element) -> dict[str, str]:
 
 def set_template(header: Element, domain: str, set_: str = "", type_: str = "", fmt: str = "") -> None:
     """Write the body's template into ``<mcd>`` (creating the folder), as an output node does."""
+    wanted = {"domain": domain.lower(), "set": set_, "type": type_, "format": fmt}
+    if template(header) == {key: value for key, value in wanted.items() if value}:
+        return  # it says so already: the folder keeps its original text
     mcd = header.child("mcd") or header.add("mcd", type=FOLDER)
     for tag, value in (("Msd", domain.lower()), ("Set", set_), ("Type", type_), ("Fmt", fmt)):
         kid = mcd.child(tag)

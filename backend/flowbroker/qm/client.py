@@ -280,6 +280,25 @@ class Client:
         )
         return msg_id
 
+    def publish_deferred(
+        self,
+        topic: str,
+        body: bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        properties: dict[str, Any] | None = None,
+    ) -> None:
+        """Publish under syncpoint without a round trip, as :meth:`put_deferred` puts."""
+        md = _fill_md(md, self._ids)
+        self._outbox.append(
+            encode_frame(
+                OP_PUBLISH,
+                next(self._rids),
+                {"topic": topic, "sync": True, "noreply": True},
+                encode_message(md, properties, body),
+            )
+        )
+
     def put_many(
         self,
         queue: str,

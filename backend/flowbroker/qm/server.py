@@ -1071,6 +1071,17 @@ class Connection(asyncio.Protocol):
             return
         qm.stats["puts"] += len(raws)
 
+    def _deferred_publish(self, a: dict[str, Any], tail: bytes) -> None:
+        """A publication under syncpoint whose sender does not wait: a refusal dooms the unit of work."""
+        try:
+            raws = split_messages(tail)
+            if len(raws) != 1:
+                raise QMError(RC_BAD_ARGUMENT, "a publication carries exactly one message")
+            self.qm.publish(self, a.get("topic"), raws[0], bool(a.get("retain")), True, _nothing)
+        except (QMError, TypeError, ValueError, KeyError, UnicodeDecodeError, struct.error) as exc:
+            if self.uow.failed is None:
+                self.uow.failed = _deferred_put_error(exc)
+
     def _get_after_commit(self, rid: int, args: dict[str, Any]) -> None:
         if self.closed:
             return
@@ -1158,6 +1169,9 @@ class Connection(asyncio.Protocol):
                 qm.backout(self)
                 self.reply(rid)
             elif op == OP_PUBLISH:
+                if a.get("noreply") and a.get("sync"):
+                    self._deferred_publish(a, tail)
+                    return
                 raws = split_messages(tail)
                 if len(raws) != 1:
                     raise QMError(RC_BAD_ARGUMENT, "a publication carries exactly one message")
@@ -1209,6 +1223,10 @@ class Connection(asyncio.Protocol):
         except Exception as exc:  # a defect must cost one request, never the queue manager
             logger.exception("request op %d failed", op)
             self.reply_error(rid, QMError(RC_UNEXPECTED_ERROR, f"unexpected error: {type(exc).__name__}"))
+
+
+def _nothing() -> None:
+    """Nobody waits for a deferred request's outcome: its commit reports it."""
 
 
 def _deferred_put_error(exc: Exception) -> QMError:

@@ -54,8 +54,20 @@ class QueueConnection:
         self._client.put(queue, body, md, syncpoint=syncpoint, properties=properties)
 
     def publish(
-        self, topic: str, body: bytes, md: MessageDescriptor | None = None, *, syncpoint: bool = False
+        self,
+        topic: str,
+        body: bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        syncpoint: bool = False,
+        pipeline: bool = False,
     ) -> int:
+        """Publish; with ``pipeline`` (under syncpoint only) nobody learns the number of deliveries
+        (-1 is returned) and a refusal is reported by the commit."""
+        if pipeline and syncpoint:
+            self._client.publish_deferred(topic, body, md)
+            self.pipelined += 1
+            return -1
         return self._client.publish(topic, body, md, syncpoint=syncpoint)
 
     def commit(self) -> None:

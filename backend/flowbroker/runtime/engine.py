@@ -159,9 +159,15 @@ class FlowThread(threading.Thread):
             properties["flowbroker.flow"] = self.flow_name
         self.client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
 
-    def publish(self, topic: str, root: Element, *, syncpoint: bool | None) -> int:
+    def publish(
+        self, topic: str, root: Element, *, syncpoint: bool | None, need_deliveries: bool = True
+    ) -> int:
+        """Publish; -1 when the number of deliveries was not waited for (nobody needed it)."""
         md, _, body = self.message_parts(root)
-        result = self.client.publish(topic, body, md, syncpoint=self._syncpoint(syncpoint))
+        sync = self._syncpoint(syncpoint)
+        if not need_deliveries and sync and self.batching and isinstance(self.client, QueueConnection):
+            return self.client.publish(topic, body, md, syncpoint=True, pipeline=True)
+        result = self.client.publish(topic, body, md, syncpoint=sync)
         return int(result) if isinstance(result, int) and not isinstance(result, bool) else 1
 
     def backout_policy(self, queue: str) -> tuple[int, str]:
