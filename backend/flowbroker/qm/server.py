@@ -1283,21 +1283,23 @@ async def serve(
     loop = asyncio.get_running_loop()
     qm = QueueManager(data_dir, fsync=fsync, checkpoint_bytes=checkpoint_bytes)
     qm.open(loop)
+    # a supervisor may stop the queue manager as soon as it answers, so the handlers come
+    # first, and the Unix socket exists before the TCP listener tells anyone we are up
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     info = load_or_create_credentials(data_dir, host, port)
     qm.admin_user = info["user"]
     qm.users[info["user"]] = info["password"]
     sock_path = Path(info["unix_socket"])
     with contextlib.suppress(FileNotFoundError):
         sock_path.unlink()
+    unix = await loop.create_unix_server(lambda: Connection(qm), str(sock_path))
+    os.chmod(sock_path, 0o600)
     tcp = await loop.create_server(lambda: Connection(qm), host, port, reuse_address=True, backlog=512)
     if port == 0:
         info["port"] = tcp.sockets[0].getsockname()[1]
         load_or_create_credentials(data_dir, host, info["port"])
-    unix = await loop.create_unix_server(lambda: Connection(qm), str(sock_path))
-    os.chmod(sock_path, 0o600)
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     if parent_pid:
 
         async def watch_parent() -> None:
