@@ -22,6 +22,9 @@ class QueueConnection:
     def __init__(self, client: Client) -> None:
         self._client = client
         self.pipelined = 0
+        # whether this connection did anything under syncpoint since its last commit or backout:
+        # a flow that touched no queue (an MQTT flow, say) then commits without a round trip
+        self._in_unit_of_work = False
 
     @classmethod
     def open(cls, url: str | None = None, *, data_dir: str | None = None) -> QueueConnection:
@@ -30,7 +33,10 @@ class QueueConnection:
     def get_many(
         self, queue: str, max_messages: int, *, wait: float = 0, syncpoint: bool = False
     ) -> list[Message]:
-        return self._client.get_many(queue, max_messages, wait=wait, syncpoint=syncpoint)
+        got = self._client.get_many(queue, max_messages, wait=wait, syncpoint=syncpoint)
+        if syncpoint and got:
+            self._in_unit_of_work = True
+        return got
 
     def get(self, queue: str, *, wait: float = 0, syncpoint: bool = False) -> Message | None:
         found = self.get_many(queue, 1, wait=wait, syncpoint=syncpoint)
@@ -47,6 +53,8 @@ class QueueConnection:
         pipeline: bool = False,
     ) -> None:
         """Put a message; with ``pipeline`` (under syncpoint only) its refusal is reported by the commit."""
+        if syncpoint:
+            self._in_unit_of_work = True
         if pipeline and syncpoint:
             self._client.put_deferred(queue, body, md, properties=properties)
             self.pipelined += 1
@@ -64,6 +72,8 @@ class QueueConnection:
     ) -> int:
         """Publish; with ``pipeline`` (under syncpoint only) nobody learns the number of deliveries
         (-1 is returned) and a refusal is reported by the commit."""
+        if syncpoint:
+            self._in_unit_of_work = True
         if pipeline and syncpoint:
             self._client.publish_deferred(topic, body, md)
             self.pipelined += 1
@@ -72,16 +82,22 @@ class QueueConnection:
 
     def commit(self) -> None:
         self.pipelined = 0
-        self._client.commit()
+        if self._in_unit_of_work:
+            self._in_unit_of_work = False
+            self._client.commit()
 
     def commit_and_get(self, queue: str, max_messages: int, *, wait: float = 0) -> list[Message]:
         """Commit and get the next messages under syncpoint in one round trip."""
         self.pipelined = 0
-        return self._client.commit_and_get(queue, max_messages, wait=wait, syncpoint=True)
+        got = self._client.commit_and_get(queue, max_messages, wait=wait, syncpoint=True)
+        self._in_unit_of_work = bool(got)
+        return got
 
     def backout(self) -> None:
         self.pipelined = 0
-        self._client.backout()
+        if self._in_unit_of_work:
+            self._in_unit_of_work = False
+            self._client.backout()
 
     def inquire_queue(self, name: str) -> dict[str, Any]:
         return self._client.inquire_queue(name)
