@@ -139,8 +139,11 @@ def test_topic_acls(qm_process: QueueManagerProcess, client: Client) -> None:
             bob.publish("payroll/june", b"forged")
         assert e.value.reason_code == 2035
         with pytest.raises(QMError) as e:
-            bob.subscribe("payroll/#", "PS.ACL", name="bob-pay")
+            bob.subscribe("payroll/june", "PS.ACL", name="bob-june")
         assert e.value.reason_code == 2035
+        with pytest.raises(QMError) as e:
+            bob.subscribe("payroll/june/#", "PS.ACL", name="bob-june-all")
+        assert e.value.reason_code == 2035  # every topic it could match is denied
         bob.subscribe("payroll/public/notice", "PS.ACL", name="bob-public")
         assert bob.publish("elsewhere", b"free") == 0  # no rule on the path: allowed
         with pytest.raises(QMError) as e:
@@ -155,6 +158,7 @@ def test_topic_acls(qm_process: QueueManagerProcess, client: Client) -> None:
         client.unsubscribe("alice-pay")
         client.unsubscribe("bob-public")
         client.set_topic_acl("payroll", "*", publish=True, subscribe=True)
+        client.set_topic_acl("payroll", "alice", publish=True, subscribe=True)
 
 
 def test_content_filters_select_publications(client: Client) -> None:

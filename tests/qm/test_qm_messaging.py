@@ -206,13 +206,52 @@ def test_properties_and_descriptor_round_trip(client: Client, qname: str) -> Non
     assert m.md.put_time > 0
 
 
-def test_inquire_reports_depth_handles_and_age(client: Client, qname: str) -> None:
+def test_inquire_reports_depth_and_age(client: Client, qname: str) -> None:
     client.put(qname, b"x")
     time.sleep(0.05)
     info = client.inquire_queue(qname)
-    assert info["current_depth"] == 1 and info["open_handles"] >= 1
+    assert info["current_depth"] == 1 and info["open_handles"] == 0
     assert info["oldest_message_age"] > 0
     assert any(q["name"] == qname for q in client.list_queues("T.*"))
+
+
+def test_open_handles_count_connections_holding_the_queue_open(
+    qm_process: QueueManagerProcess, client: Client, qname: str
+) -> None:
+    """Waiting in a get, holding a browse cursor or uncommitted work opens it; having used it does not."""
+
+    def handles() -> int:
+        return int(client.inquire_queue(qname)["open_handles"])
+
+    client.put(qname, b"one")
+    client.get(qname)
+    assert handles() == 0  # used earlier, holds nothing now
+    client.put(qname, b"kept")
+    with qm_process.client() as waiter, qm_process.client() as browser, qm_process.client() as worker:
+        cursor = browser.browse(qname, batch=1)
+        assert next(cursor).body == b"kept"
+        assert handles() == 1
+        got: list[object] = []
+        t = threading.Thread(target=lambda: got.append(waiter.get(qname, correl_id=b"for-waiter", wait=30)))
+        t.start()
+        deadline = time.monotonic() + 10
+        while handles() < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert handles() == 2
+        worker.put(qname, b"pending", syncpoint=True)
+        assert handles() == 3
+        assert [q["open_handles"] for q in client.list_queues(qname)] == [3]
+        worker.commit()
+        assert handles() == 2
+        worker.put(qname, b"answer", MessageDescriptor(correl_id=b"for-waiter"))
+        t.join(10)
+        assert got and handles() == 1  # the wait ended; the browse cursor is still open
+        assert worker.get(qname, syncpoint=True) is not None
+        assert handles() == 2
+        worker.backout()
+        cursor.close()  # closes the browse cursor
+        assert handles() == 0
+    assert handles() == 0
 
 
 def test_streaming_queue_best_effort_and_must_duplicate(client: Client, qname: str) -> None:

@@ -254,3 +254,113 @@ def test_expiry_sweep_removes_expired_messages_from_depth_and_log(data_dir: Path
         assert c.inquire_queue("EXP")["current_depth"] == 1
     with QueueManagerProcess(data_dir) as qm, qm.client() as c:
         assert [m.body for m in c.browse("EXP")] == [b"lasting"]
+
+
+def _wait_for_checkpoint(data_dir: Path, before: set[Path]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if set((data_dir / "log").glob("*.ckpt")) - before:
+            return
+        time.sleep(0.02)
+    raise AssertionError("no checkpoint was written")
+
+
+def test_restart_restores_the_order_messages_became_visible_in(data_dir: Path) -> None:
+    with QueueManagerProcess(data_dir) as qm, qm.client() as c, qm.client() as other:
+        c.define_queue("ORDER", max_depth=1000)
+        c.put("ORDER", b"A", PERSISTENT, syncpoint=True)  # put first, visible only at commit
+        other.put("ORDER", b"B", PERSISTENT)
+        c.commit()
+        c.put("ORDER", b"C", PERSISTENT)
+        c.put("ORDER", b"hi", MessageDescriptor(persistence=1, priority=5))
+        assert [m.body for m in other.browse("ORDER")] == [b"hi", b"B", b"A", b"C"]
+    with QueueManagerProcess(data_dir) as qm, qm.client() as c:
+        assert [m.body for m in c.browse("ORDER")] == [b"hi", b"B", b"A", b"C"]
+
+
+def test_checkpoint_keeps_the_order_and_the_place_of_messages_in_open_units_of_work(data_dir: Path) -> None:
+    with QueueManagerProcess(data_dir) as qm, qm.client() as c, qm.client() as other:
+        c.define_queue("ORDER", max_depth=1000, memory_buffer=2048)
+        for body in (b"1", b"2", b"3"):
+            c.put("ORDER", body * 900, PERSISTENT, syncpoint=True)
+            other.put("ORDER", body * 901, PERSISTENT)  # these become visible before c's commit
+        c.commit()
+        expected = [b * 901 for b in (b"1", b"2", b"3")] + [b * 900 for b in (b"1", b"2", b"3")]
+        assert [m.body for m in c.browse("ORDER")] == expected
+        assert c.inquire_queue("ORDER")["spilled_messages"] > 0
+        held = other.get("ORDER", syncpoint=True)  # in an open unit of work during the checkpoint
+        assert held is not None and held.body == expected[0]
+        before = set((data_dir / "log").glob("*.ckpt"))
+        c.admin("checkpoint")
+        _wait_for_checkpoint(data_dir, before)
+        qm.kill()
+    with QueueManagerProcess(data_dir) as qm, qm.client() as c:
+        assert [m.body for m in c.browse("ORDER")] == expected
+
+
+def test_echo_queue_keeps_nothing_across_a_restart(data_dir: Path) -> None:
+    with QueueManagerProcess(data_dir) as qm, qm.client() as c:
+        c.define_queue("REPLIES")
+        for i in range(3):
+            mid = c.put(
+                "SYSTEM.BROKER.ECHO", b"ping%d" % i, MessageDescriptor(persistence=1, reply_to_q="REPLIES")
+            )
+            reply = c.get("REPLIES", correl_id=mid, wait=5)
+            assert reply is not None and reply.body == b"ping%d" % i and reply.md.persistence == 0
+        c.put("SYSTEM.BROKER.ECHO", b"nobody", MessageDescriptor(persistence=1, reply_to_q="NO.SUCH.Q"))
+        assert c.inquire_queue("SYSTEM.BROKER.ECHO")["current_depth"] == 0
+        c.admin("checkpoint")
+        c.put(
+            "SYSTEM.BROKER.ECHO",
+            b"after",
+            MessageDescriptor(persistence=1, reply_to_q="REPLIES"),
+            syncpoint=True,
+        )
+        c.commit()
+        assert c.get("REPLIES", wait=5) is not None
+    with QueueManagerProcess(data_dir) as qm, qm.client() as c:
+        assert c.inquire_queue("SYSTEM.BROKER.ECHO")["current_depth"] == 0
+        assert c.inquire_queue("REPLIES")["current_depth"] == 0
+
+
+def test_echo_requests_left_by_an_older_server_are_dropped_on_start(data_dir: Path) -> None:
+    from flowbroker.qm.protocol import encode_message
+
+    log_dir = data_dir / "log"
+    log_dir.mkdir(parents=True)
+    request = encode_message(
+        MessageDescriptor(persistence=1, priority=0, reply_to_q="REPLIES"), None, b"stale"
+    )
+    queues = b"".join(
+        qlog.json_record(qlog.REC_QUEUE, {"name": name, "attrs": {}})
+        for name in ("REPLIES", "SYSTEM.BROKER.ECHO")
+    )
+    (log_dir / "00000001.log").write_bytes(
+        queues + qlog.TxRecord(puts=[("SYSTEM.BROKER.ECHO", 1, request)]).encode()
+    )
+    with QueueManagerProcess(data_dir) as qm, qm.client() as c:
+        assert c.inquire_queue("SYSTEM.BROKER.ECHO")["current_depth"] == 0
+        assert c.inquire_queue("REPLIES")["current_depth"] == 0
+
+
+def test_restart_replays_only_the_log_written_after_the_last_checkpoint(data_dir: Path) -> None:
+    with QueueManagerProcess(data_dir) as qm, qm.client() as c:
+        c.define_queue("CK", max_depth=10_000)
+        for _ in range(5):
+            c.put_many("CK", [b"before" * 20] * 100, PERSISTENT)
+        before = set((data_dir / "log").glob("*.ckpt"))
+        c.admin("checkpoint")
+        _wait_for_checkpoint(data_dir, before)
+        c.put_many("CK", [b"after-1", b"after-2"], PERSISTENT)
+        c.get("CK")
+    generation, files = qlog.recover(data_dir / "log")
+    assert files[0].path.suffix == ".ckpt" and len(files) == 2
+    assert sorted(p.name for p in (data_dir / "log").iterdir()) == sorted(f.path.name for f in files)
+    txs = [qlog.TxRecord.decode(p) for rtype, p in files[1].records if rtype == qlog.REC_TX]
+    # The log after the checkpoint holds the two puts after it and the one get: nothing older.
+    assert [raw[-7:] for tx in txs for _q, _s, raw in tx.puts] == [b"after-1", b"after-2"]
+    assert sum(len(tx.dels) for tx in txs) == 1
+    snapshot_puts = sum(len(qlog.TxRecord.decode(p).puts) for t, p in files[0].records if t == qlog.REC_TX)
+    assert snapshot_puts == 500
+    with QueueManagerProcess(data_dir) as qm, qm.client() as c:
+        assert c.inquire_queue("CK")["current_depth"] == 501

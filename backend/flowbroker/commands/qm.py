@@ -296,11 +296,23 @@ def _rfh2(domain: str) -> bytes:
     )
 
 
+def _show_id(value: bytes) -> str | None:
+    """An id as a person reads it: None when unset, its text when it is text, else hex."""
+    trimmed = value.rstrip(b"\x00")
+    if not trimmed:
+        return None
+    try:
+        text = trimmed.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.hex()
+    return text if text.isprintable() else value.hex()
+
+
 def _md_json(msg: Any) -> dict[str, Any]:
     md = msg.md
     return {
         "msg_id": md.msg_id.hex(),
-        "correl_id": md.correl_id.rstrip(b"\x00").decode("utf-8", "replace") or md.correl_id.hex(),
+        "correl_id": _show_id(md.correl_id),
         "persistence": md.persistence,
         "priority": md.priority,
         "expiry": md.expiry,

@@ -2,19 +2,29 @@
 
 The queue manager never interprets filter text itself: the expression becomes the ``RETURN`` of
 a FILTER module's Main, compiled once by ``esql.compiler.compile_program``, and runs against the
-message assembly of each publication (``Root.Properties``, ``Root.MQRFH2.usr`` holding the
-message properties, and the body parsed as XMLNSC, JSON or BLOB by its first byte). A filter
-that raises or returns UNKNOWN does not match, as in a Filter node's unknown terminal.
+message assembly a flow would see for the publication, built by the format converters of
+``flowbroker.formats``: ``Root.Properties`` (with ``Topic`` and ``MessageDomain``), ``Root.MQMD``,
+``Root.MQRFH2`` (the publication's own MQRFH2 header, whose ``<mcd>`` names the body's domain,
+and a ``usr`` folder holding the message properties) and the body under its domain. The body is
+parsed only if a filter reads below the domain element, once per publication however many
+filters read it. Without an ``<mcd>`` domain, the body's first byte chooses XMLNSC, JSON or BLOB.
+A filter that raises or returns UNKNOWN does not match, as in a Filter node's unknown terminal.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
 
-from flowbroker.qm.protocol import RC_SELECTOR_NOT_SUPPORTED, RC_SELECTOR_SYNTAX_ERROR, QMError
-
-Filter = Callable[[dict[str, Any], bytes], bool]
+from flowbroker.qm.protocol import (
+    FORMAT_RFH2,
+    RC_SELECTOR_NOT_SUPPORTED,
+    RC_SELECTOR_SYNTAX_ERROR,
+    Message,
+    QMError,
+    decode_message,
+)
 
 _TEMPLATE = """CREATE FILTER MODULE SubscriptionFilter
   CREATE FUNCTION Main() RETURNS BOOLEAN
@@ -26,10 +36,38 @@ _TEMPLATE = """CREATE FILTER MODULE SubscriptionFilter
 END MODULE;
 """
 _EXPR_FIRST_LINE = 5  # the line of _TEMPLATE where the expression starts
+_FOLDER = 0x01000000
+
+
+class Publication:
+    """One publication as every content filter sees it; its assembly is built on first use."""
+
+    __slots__ = ("raw", "topic", "_root", "_error")
+
+    def __init__(self, raw: bytes, topic: str) -> None:
+        self.raw = raw
+        self.topic = topic
+        self._root: Any = None
+        self._error: Exception | None = None
+
+    @property
+    def root(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        if self._root is None:
+            try:
+                self._root = message_assembly(decode_message(self.raw), self.topic)
+            except Exception as exc:  # an unreadable header: no filter can match it
+                self._error = exc
+                raise
+        return self._root
+
+
+Filter = Callable[[Publication], bool]
 
 
 def compile_filter(text: str) -> Filter:
-    """A predicate over (properties, body) for the ESQL boolean expression ``text``, or QMError."""
+    """A predicate over a publication for the ESQL boolean expression ``text``, or QMError."""
     if not isinstance(text, str) or not text.strip():
         raise QMError(RC_SELECTOR_SYNTAX_ERROR, "content filter is empty")
     if ";" in text:
@@ -51,9 +89,8 @@ def compile_filter(text: str) -> Filter:
     except Exception as exc:  # the compiler refusing the module shape
         raise QMError(RC_SELECTOR_SYNTAX_ERROR, f"content filter: {exc}") from None
 
-    def matches(properties: dict[str, Any], body: bytes) -> bool:
-        ctx = ExecutionContext(input_root=_assembly(properties, body))
-        return routine.run(ctx) is True
+    def matches(publication: Publication) -> bool:
+        return routine.run(ExecutionContext(input_root=publication.root)) is True
 
     return matches
 
@@ -72,28 +109,42 @@ def _relocate(exc: Exception) -> str:
     return str(d)
 
 
-def _assembly(properties: dict[str, Any], body: bytes) -> Any:
+def message_assembly(message: Message, topic: str) -> Any:
+    """Root for a publication, as the format converters build it for a flow's input node."""
     from esql.tree import Element
-    from esql.xmlio import read_json_into, read_xml_into
 
-    root = Element("Root")
-    props = root.add("Properties")
-    head = body.lstrip()[:1]
-    domain = "XMLNSC" if head == b"<" else "JSON" if head in (b"{", b"[") else "BLOB"
-    props.add("MessageDomain", domain)
-    if properties:
-        usr = root.add("MQRFH2").add("usr")
-        for key, value in properties.items():
-            if isinstance(value, str | int | float | bool):
+    from flowbroker.formats.assembly import Template, body_element, build_root
+
+    md = message.md
+    root = build_root(md, message.body, Template(domain=_sniff_domain(md.format, md.encoding, message.body)))
+    body = body_element(root)
+    properties = root.child("Properties")
+    if properties is not None:
+        if properties.child("MessageDomain") is None and body is not None:
+            properties.add("MessageDomain", body.name)
+        properties.add("Topic", topic)
+    if message.properties:
+        header = root.child("MQRFH2")
+        if header is None:
+            header = Element("MQRFH2", type=_FOLDER)
+            if body is not None:
+                body.insert_before(header)
+            else:
+                root.append(header)
+        usr = header.child("usr") or header.add("usr", type=_FOLDER)
+        for key, value in message.properties.items():
+            # Properties the header's own usr folder already carries keep the header's value.
+            if isinstance(value, str | int | float | bool) and usr.child(key) is None:
                 usr.add(key, value)
-    element = root.add(domain)
-    try:
-        if domain == "XMLNSC":
-            read_xml_into(element, body)
-        elif domain == "JSON":
-            read_json_into(element, body)
-        else:
-            element.add("BLOB", bytes(body))
-    except ValueError:
-        element.add("BLOB", bytes(body))
     return root
+
+
+def _sniff_domain(fmt: str, encoding: int, body: bytes) -> str:
+    """The domain to assume when no ``<mcd>`` names one: from the first byte of the body proper."""
+    if fmt.strip() == FORMAT_RFH2.strip() and len(body) >= 12:
+        order = "<" if (int(encoding) & 0x0F) == 2 else ">"
+        (length,) = struct.unpack_from(order + "i", body, 8)
+        if 36 <= length <= len(body):
+            body = body[length:]
+    head = body.lstrip()[:1]
+    return "XMLNSC" if head == b"<" else "JSON" if head in (b"{", b"[") else "BLOB"

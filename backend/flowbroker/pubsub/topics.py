@@ -162,27 +162,90 @@ class TopicSpace:
         if subscribe is not None:
             entry["subscribe"] = subscribe
 
-    def check(self, principal: str, topic: str, action: str, *, admin: bool = False) -> None:
-        """Refuse with 2035 unless the nearest rule above ``topic`` allows ``action``.
-
-        Rules name a topic subtree; the deepest subtree holding a rule for the principal (or
-        for ``*``) decides, a rule for the principal beating ``*`` at the same depth. With no
-        rule on the path, the action is allowed. The queue manager's administrator is exempt.
-        """
-        if admin or not self.acls:
-            return
-        levels = [lvl for lvl in topic.split("/") if lvl not in ("#", "+")] if action == "subscribe" else None
-        parts = levels if levels is not None else topic.split("/")
-        for depth in range(len(parts), 0, -1):
-            rules = self.acls.get("/".join(parts[:depth]))
-            if not rules:
-                continue
+    def _rule(self, principal: str, levels: list[str], action: str) -> bool | None:
+        """The verdict of the rule set exactly on the subtree ``levels``, if one speaks to ``action``."""
+        rules = self.acls.get("/".join(levels))
+        if rules:
             for who in (principal, "*"):
                 rule = rules.get(who)
                 if rule is not None and action in rule:
-                    if rule[action]:
-                        return
-                    raise QMError(RC_NOT_AUTHORIZED, f"{principal} may not {action} on topic {topic!r}")
+                    return bool(rule[action])
+        return None
+
+    def allows(self, principal: str, topic: str, action: str) -> bool:
+        """Whether ``principal`` may ``action`` on the concrete topic ``topic``.
+
+        Rules name a topic subtree; the deepest subtree holding a rule for the principal (or for
+        ``*``) decides, a rule for the principal beating ``*`` at the same depth. With no rule on
+        the path, the action is allowed.
+        """
+        if not self.acls:
+            return True
+        levels = topic.split("/")
+        for depth in range(len(levels), 0, -1):
+            verdict = self._rule(principal, levels[:depth], action)
+            if verdict is not None:
+                return verdict
+        return True
+
+    def may_match_allowed(self, principal: str, pattern: list[str]) -> bool:
+        """Whether some topic the subscription pattern matches may be subscribed to by ``principal``.
+
+        Only the subtrees that hold rules can differ from their parents, so the search follows
+        the pattern through the rule subtrees and treats every other level as one that inherits
+        its parent's verdict: exact for any rule set, and bounded by the number of rules.
+        """
+        subtrees = [s.split("/") for s in self.acls]
+
+        def children(prefix: list[str]) -> set[str]:
+            n = len(prefix)
+            return {s[n] for s in subtrees if len(s) > n and s[:n] == prefix}
+
+        def verdict_at(prefix: list[str], inherited: bool) -> bool:
+            own = self._rule(principal, prefix, "subscribe")
+            return inherited if own is None else own
+
+        def below(prefix: list[str], allowed: bool) -> bool:
+            # '#': the prefix itself or any topic under it. A level without rules inherits.
+            if allowed:
+                return True
+            return any(below(prefix + [c], verdict_at(prefix + [c], allowed)) for c in children(prefix))
+
+        def walk(prefix: list[str], i: int, allowed: bool) -> bool:
+            if i == len(pattern):
+                return allowed
+            level = pattern[i]
+            if level == "#":
+                return below(prefix, allowed)
+            if level == "+":
+                # A level named by no rule inherits ``allowed``, and so does everything under it.
+                return allowed or any(
+                    walk(prefix + [c], i + 1, verdict_at(prefix + [c], allowed)) for c in children(prefix)
+                )
+            return walk(prefix + [level], i + 1, verdict_at(prefix + [level], allowed))
+
+        return walk([], 0, True)
+
+    def check(self, principal: str, topic: str, action: str, *, admin: bool = False) -> None:
+        """Refuse with 2035 unless the ACLs let ``principal`` ``action`` on ``topic``.
+
+        A subscription pattern with wildcards is refused only when every topic it can match is
+        denied; where it can reach both, it is accepted and publications on denied topics are
+        withheld from it when they are delivered (``allows``). The administrator is exempt.
+        """
+        if admin or not self.acls:
+            return
+        if action == "subscribe":
+            levels = split_topic(topic, pattern=True)
+            if "#" in levels or "+" in levels:
+                if not self.may_match_allowed(principal, levels):
+                    raise QMError(
+                        RC_NOT_AUTHORIZED,
+                        f"topic ACL: {principal} may not subscribe to any topic matching {topic!r}",
+                    )
+                return
+        if not self.allows(principal, topic, action):
+            raise QMError(RC_NOT_AUTHORIZED, f"topic ACL: {principal} may not {action} on topic {topic!r}")
 
 
 def topic_matches(pattern: list[str], levels: list[str]) -> bool:

@@ -6,16 +6,23 @@ hand records to one flusher thread; it writes everything queued since its last p
 ``write`` and one ``fsync``, then wakes every waiter of that batch (seed 004 §4.2 "tailcoating").
 A checkpoint is a snapshot file of the live state plus the generation of the log that follows it;
 recovery loads the newest complete snapshot, replays later logs and cuts a torn or corrupt tail.
+
+A write or fsync that fails is never retried: after a failed fsync the kernel may have dropped
+the dirty pages, so nothing later in the file could be trusted. The writer fails that batch and
+every later append (their ``on_failed`` callbacks get a one-line reason) and stays failed until
+the process restarts; recovery then cuts whatever torn tail the failure left.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 import threading
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +37,10 @@ REC_UNSUB = 5
 REC_RETAIN = 6  # topic + message (empty message = cleared)
 REC_META = 7  # users and topic ACLs as JSON
 REC_BACKOUT = 8  # backout counts, written without forcing
+REC_PURGE = 9  # a queue emptied, except the listed seqs (in open units of work or not yet durable)
+
+logger = logging.getLogger("flowbroker.qm")
+Failed = Callable[[str], None]
 
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
@@ -115,8 +126,9 @@ def read_records(path: Path) -> tuple[list[tuple[int, bytes]], int, int]:
 class LogWriter:
     """Appends records to the current log file; one flusher thread does every write and fsync.
 
-    ``append(record, on_durable)`` queues a record; ``on_durable`` runs (on the flusher thread)
-    once the record has been fsynced together with everything else queued in the same pass.
+    ``append(record, on_durable, on_failed)`` queues a record; ``on_durable`` runs (through
+    ``dispatch``) once the record has been fsynced together with everything else queued in the
+    same pass, or ``on_failed(reason)`` if the log could not be written.
     """
 
     def __init__(
@@ -134,11 +146,14 @@ class LogWriter:
         self.fsync = fsync
         self._cond = threading.Condition()
         self._pending: list[bytes | None] = []  # None marks a rotation
-        self._callbacks: list[Callable[[], None]] = []
-        self._rotate_to: list[tuple[int, Callable[[], None]]] = []
+        self._callbacks: list[tuple[Callable[[], None] | None, Failed | None]] = []
+        self._rotate_to: list[tuple[int, Callable[[], None], Failed | None]] = []
         self._closed = False
+        #: Why the log stopped accepting records, or None while it works.
+        self.failed: str | None = None
         self.bytes_written = 0
         self.flushes = 0
+        self.fsyncs = 0
         self.records = 0
         self._file = open(self._path(generation), "ab")
         self.bytes_written = self._file.tell()
@@ -148,21 +163,28 @@ class LogWriter:
     def _path(self, generation: int) -> Path:
         return self.directory / f"{generation:08d}.log"
 
-    def append(self, record: bytes, on_durable: Callable[[], None] | None = None) -> None:
+    def append(
+        self,
+        record: bytes,
+        on_durable: Callable[[], None] | None = None,
+        on_failed: Failed | None = None,
+    ) -> None:
         with self._cond:
             self._pending.append(record)
-            if on_durable is not None:
-                self._callbacks.append(on_durable)
+            if on_durable is not None or on_failed is not None:
+                self._callbacks.append((on_durable, on_failed))
             self._cond.notify()
 
-    def rotate(self, generation: int, on_rotated: Callable[[], None]) -> None:
+    def rotate(
+        self, generation: int, on_rotated: Callable[[], None], on_failed: Failed | None = None
+    ) -> None:
         """Start log ``generation`` after everything queued so far is durable in the old one.
 
         Records queued after this call go to the new log even when the flusher takes them in
         the same pass: a checkpoint taken at this moment covers exactly the records before it.
         """
         with self._cond:
-            self._rotate_to.append((generation, on_rotated))
+            self._rotate_to.append((generation, on_rotated, on_failed))
             self._pending.append(None)
             self._cond.notify()
 
@@ -176,27 +198,54 @@ class LogWriter:
                 batch, self._pending = self._pending, []
                 callbacks, self._callbacks = self._callbacks, []
                 rotations, self._rotate_to = self._rotate_to, []
-            rotated: list[Callable[[], None]] = []
-            segment: list[bytes] = []
-            for item in batch:
-                if item is None:
-                    self._write(segment)
-                    segment = []
-                    generation, on_rotated = rotations.pop(0)
-                    self._file.close()
-                    self.generation = generation
-                    self._file = open(self._path(generation), "ab")
-                    self.bytes_written = 0
-                    _fsync_dir(self.directory)
-                    rotated.append(on_rotated)
+            if self.failed is None:
+                try:
+                    rotated = self._write_batch(batch, rotations)
+                except OSError as exc:
+                    self.failed = f"the recovery log cannot be written ({exc.strerror or exc})"
+                    logger.error(
+                        "%s: persistent work is refused until the queue manager restarts", self.failed
+                    )
                 else:
-                    segment.append(item)
-            self._write(segment)
-            if callbacks:
-                self.dispatch(callbacks)
-            for on_rotated in rotated:
-                on_rotated()
-        self._file.close()
+                    durable = [cb for cb, _ in callbacks if cb is not None]
+                    if durable:
+                        self.dispatch(durable)
+                    for on_rotated in rotated:
+                        on_rotated()
+                    continue
+            reason = self.failed
+            failures: list[Callable[[], None]] = [
+                partial(fail, reason) for _, fail in callbacks if fail is not None
+            ]
+            failures += [partial(fail, reason) for _, _, fail in rotations if fail is not None]
+            if failures:
+                self.dispatch(failures)
+        try:
+            self._file.close()
+        except OSError:
+            pass  # the buffered tail of a failed log: recovery cuts it anyway
+
+    def _write_batch(
+        self, batch: list[bytes | None], rotations: list[tuple[int, Callable[[], None], Failed | None]]
+    ) -> list[Callable[[], None]]:
+        rotated: list[Callable[[], None]] = []
+        segment: list[bytes] = []
+        pending_rotations = list(rotations)
+        for item in batch:
+            if item is None:
+                self._write(segment)
+                segment = []
+                generation, on_rotated, _ = pending_rotations.pop(0)
+                self._file.close()
+                self.generation = generation
+                self._file = open(self._path(generation), "ab")
+                self.bytes_written = 0
+                _fsync_dir(self.directory)
+                rotated.append(on_rotated)
+            else:
+                segment.append(item)
+        self._write(segment)
+        return rotated
 
     def _write(self, records: list[bytes]) -> None:
         data = b"".join(records)
@@ -206,6 +255,7 @@ class LogWriter:
         self._file.flush()
         if self.fsync:
             os.fsync(self._file.fileno())
+            self.fsyncs += 1
         self.bytes_written += len(data)
         self.flushes += 1
         self.records += len(records)

@@ -39,7 +39,7 @@ RC_SELECTOR_NOT_SUPPORTED = 2518
 RC_TOPIC_STRING_ERROR = 2425
 RC_SUBSCRIPTION_NOT_FOUND = 2428
 RC_DUPLICATE_SUBSCRIPTION = 2432
-RC_FRAME_ERROR = 2196  # modelled on MQRC_UNEXPECTED_ERROR-class protocol faults
+RC_FRAME_ERROR = 2196  # a malformed frame or message encoding (2010 stays for oversized frames)
 RC_BAD_ARGUMENT = 2046
 RC_PERSISTENCE_FAILED = 2102
 RC_STREAM_DUPLICATE_FAILED = 2600
@@ -55,10 +55,12 @@ REASONS = {
     RC_GET_INHIBITED: "get inhibited",
     RC_NO_MSG_AVAILABLE: "no message available",
     RC_CONNECTION_BROKEN: "connection broken",
-    RC_DATA_LENGTH_ERROR: "malformed or oversized frame",
+    RC_DATA_LENGTH_ERROR: "oversized frame",
     RC_Q_NOT_EMPTY: "queue not empty",
     RC_FRAME_ERROR: "malformed frame",
     RC_BAD_ARGUMENT: "bad argument",
+    RC_PERSISTENCE_FAILED: "persistence failed",
+    RC_STREAM_DUPLICATE_FAILED: "streaming copy failed",
 }
 
 
@@ -100,12 +102,17 @@ _U32 = struct.Struct("<I")
 
 
 class FrameError(Exception):
-    """The byte stream is not a sequence of valid frames; the connection must be closed."""
+    """The byte stream is not a sequence of valid frames; the connection must be closed.
 
-    def __init__(self, reason: str, offset: int) -> None:
+    ``oversized`` tells a frame refused for its declared size (reason 2010) from one that is
+    malformed (2196).
+    """
+
+    def __init__(self, reason: str, offset: int, *, oversized: bool = False) -> None:
         super().__init__(f"{reason} at byte offset {offset}")
         self.reason = reason
         self.offset = offset
+        self.oversized = oversized
 
 
 def encode_frame(op: int, rid: int, args: Any = None, tail: bytes | bytearray | memoryview = b"") -> bytes:
@@ -138,8 +145,16 @@ class FrameDecoder:
         n = len(buf)
         while n - pos >= 4:
             (length,) = _U32.unpack_from(buf, pos)
-            if length < 5 or length > self.max_frame:
-                raise FrameError(f"frame length {length} outside 5..{self.max_frame}", self._consumed + pos)
+            if length > self.max_frame:
+                raise FrameError(
+                    f"frame length {length} exceeds the limit of {self.max_frame}",
+                    self._consumed + pos,
+                    oversized=True,
+                )
+            if length < 5:
+                raise FrameError(
+                    f"frame length {length} is shorter than a frame header", self._consumed + pos
+                )
             if n - pos - 4 < length:
                 break
             _, op, rid = FRAME_HEADER.unpack_from(buf, pos)
@@ -279,11 +294,11 @@ def encode_message(
 def message_length(buf: bytes | memoryview, offset: int = 0) -> int:
     """Total encoded length of the message starting at ``offset``; validates the header."""
     if len(buf) - offset < MD_SIZE:
-        raise QMError(RC_DATA_LENGTH_ERROR, f"message header truncated at byte offset {offset}")
+        raise QMError(RC_FRAME_ERROR, f"message header truncated at byte offset {offset}")
     f = MD_STRUCT.unpack_from(buf, offset)
     total = MD_SIZE + f[10] + f[11] + f[12] + f[13] + f[14]
     if len(buf) - offset < total:
-        raise QMError(RC_DATA_LENGTH_ERROR, f"message at byte offset {offset} is truncated")
+        raise QMError(RC_FRAME_ERROR, f"message at byte offset {offset} is truncated")
     return total
 
 

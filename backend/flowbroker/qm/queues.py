@@ -1,23 +1,29 @@
-"""Local queues: priority order with FIFO inside a priority, msgId/correlId indexes, spill segments.
+"""Local queues: priority order with FIFO inside a priority, msgId/correlId indexes, spill files.
 
 A queue keeps at most ``memory_buffer`` bytes of messages in memory; beyond that, new messages
 of a priority go to that priority's spill file and are read back in order when the in-memory
-part drains (seed 003: deep queues must not thrash). The indexes cover the in-memory part in
-constant time; a get by id that misses them scans the spill files.
+part drains (seed 003: deep queues must not thrash). Everything that walks a spill file (browse,
+checkpoint snapshots, the age of the oldest message) streams it in bounded chunks, and once a
+queue is read by msgId or correlId its indexes cover the spilled messages too (id → file offset),
+so no request ever holds a whole spill file in memory or scans one per get.
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
 import os
 import struct
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from flowbroker.qm.protocol import (
+    BACKOUT_OFFSET,
     EXPIRY_OFFSET,
     MD_STRUCT,
     PERSISTENCE_OFFSET,
@@ -29,8 +35,13 @@ from flowbroker.qm.protocol import (
 )
 
 _SPILL_REC = struct.Struct("<QQdI")  # seq, place, expire_at, message length
-_HEAD = struct.Struct("<24s24s")
 UNSPILL_CHUNK = 1024 * 1024
+#: A walk over a spill file starts with a small read and doubles it up to UNSPILL_CHUNK: a browse
+#: of one message reads little, a long walk few times.
+FIRST_READ = 4096
+#: (priority, place, spill file generation, offset of the next spill record): where a browse
+#: cursor stands. The offset lets the next step resume in the spill file without searching it.
+BrowsePosition = tuple[int, int, int, int]
 
 
 @dataclass
@@ -85,16 +96,7 @@ class QueueAttributes:
 class QMsg:
     """A message held by the queue manager: its encoded bytes plus the fields it routes on."""
 
-    __slots__ = (
-        "seq",
-        "place",
-        "raw",
-        "priority",
-        "persistent",
-        "expire_at",
-        "gone",
-        "in_mem",
-    )
+    __slots__ = ("seq", "place", "raw", "priority", "persistent", "expire_at", "gone")
 
     def __init__(self, seq: int, raw: bytes, expire_at: float = 0.0) -> None:
         self.seq = seq  # identity in the log
@@ -104,7 +106,6 @@ class QMsg:
         self.persistent = raw[PERSISTENCE_OFFSET] == 1
         self.expire_at = expire_at
         self.gone = False
-        self.in_mem = True
 
     @staticmethod
     def expiry_of(raw: bytes) -> float:
@@ -127,10 +128,57 @@ class QMsg:
         return float(struct.unpack_from("<d", self.raw, PUT_TIME_OFFSET)[0])
 
 
-class _Level:
-    """One priority: an in-memory deque sorted by place, then a spill file of later messages."""
+#: (file offset, seq, place, expire_at, raw message) of one spill record.
+SpillRecord = tuple[int, int, int, float, bytes]
 
-    __slots__ = ("mem", "spill_path", "spill_write", "spill_read", "spill_count", "spill_gone", "fh")
+
+def _spill_records(read: Callable[[int, int], bytes], start: int, end: int) -> Iterator[SpillRecord]:
+    """The records of a spill file between two offsets, read in chunks of at most UNSPILL_CHUNK
+    (or one record, when a single message is larger)."""
+    pos = start
+    chunk = FIRST_READ
+    while pos < end:
+        data = read(pos, min(chunk, end - pos))
+        at = 0
+        while len(data) - at >= _SPILL_REC.size:
+            seq, place, expire_at, size = _SPILL_REC.unpack_from(data, at)
+            total = _SPILL_REC.size + size
+            if len(data) - at < total:
+                break
+            yield pos + at, seq, place, expire_at, data[at + _SPILL_REC.size : at + total]
+            at += total
+        if at == 0:
+            if len(data) < _SPILL_REC.size:
+                raise OSError(f"spill file ends inside a record header at offset {pos}")
+            (size,) = struct.unpack_from("<I", data, _SPILL_REC.size - 4)
+            whole = read(pos, _SPILL_REC.size + size)
+            if len(whole) < _SPILL_REC.size + size:
+                raise OSError(f"spill file ends inside the record at offset {pos}")
+            seq, place, expire_at, _ = _SPILL_REC.unpack_from(whole, 0)
+            yield pos, seq, place, expire_at, whole[_SPILL_REC.size :]
+            at = len(whole)
+        pos += at
+        chunk = min(chunk * 2, UNSPILL_CHUNK)
+
+
+class _Level:
+    """One priority: an in-memory deque sorted by place, then a spill file of later messages.
+
+    Every place in the deque is lower than every place in the spill file, and the spill file
+    is in place order: a level reads as the deque followed by the unread part of the file.
+    """
+
+    __slots__ = (
+        "mem",
+        "spill_path",
+        "spill_write",
+        "spill_read",
+        "spill_count",
+        "spill_gone",
+        "fh",
+        "generation",
+        "bytes_read",
+    )
 
     def __init__(self, spill_path: Path) -> None:
         self.mem: deque[QMsg] = deque()
@@ -138,13 +186,42 @@ class _Level:
         self.spill_write = 0
         self.spill_read = 0
         self.spill_count = 0
-        self.spill_gone: set[int] = set()
+        #: seq → file offset of unread spill records taken by id (in a unit of work, or gone):
+        #: skipped when read back, and given back their place when a backout restores them.
+        self.spill_gone: dict[int, int] = {}
         self.fh: BinaryIO | None = None
+        #: Counts spill files made for this level, so a browse position in a removed file is
+        #: never taken for a position in its successor.
+        self.generation = 0
+        self.bytes_read = 0
 
     def read(self, start: int, size: int) -> bytes:
         assert self.fh is not None
         self.fh.flush()  # writes are buffered; reads go through the descriptor
-        return os.pread(self.fh.fileno(), size, start)
+        data = os.pread(self.fh.fileno(), size, start)
+        self.bytes_read += len(data)
+        return data
+
+    def records(self, start: int) -> Iterator[SpillRecord]:
+        if self.fh is None:
+            return iter(())
+        return _spill_records(self.read, start, self.spill_write)
+
+    def record_at(self, offset: int) -> SpillRecord:
+        """The one spill record at ``offset`` (a get by id reads just the message it takes)."""
+        head = self.read(offset, _SPILL_REC.size)
+        if len(head) < _SPILL_REC.size:
+            raise OSError(f"spill file ends inside a record header at offset {offset}")
+        seq, place, expire_at, size = _SPILL_REC.unpack(head)
+        raw = self.read(offset + _SPILL_REC.size, size)
+        if len(raw) < size:
+            raise OSError(f"spill file ends inside the record at offset {offset}")
+        return offset, seq, place, expire_at, raw
+
+    def patch(self, offset: int, data: bytes) -> None:
+        assert self.fh is not None
+        self.fh.flush()
+        os.pwrite(self.fh.fileno(), data, offset)
 
     def reset(self) -> None:
         self.spill_write = self.spill_read = 0
@@ -159,6 +236,9 @@ class _Level:
             pass
 
 
+_IdIndex = dict[bytes, dict[int, Any]]
+
+
 class LocalQueue:
     """One local queue: its attributes, its messages and the applications waiting on it."""
 
@@ -167,8 +247,12 @@ class LocalQueue:
         self.attrs = attrs
         self.spill_dir = spill_dir
         self.levels = [_Level(spill_dir / f"{name.encode().hex()}.p{p}") for p in range(10)]
-        self.by_msg_id: dict[bytes, dict[int, QMsg]] = {}
-        self.by_correl_id: dict[bytes, dict[int, QMsg]] = {}
+        #: id → seq → message, for the in-memory part.
+        self.by_msg_id: _IdIndex = {}
+        self.by_correl_id: _IdIndex = {}
+        #: id → seq → (priority, file offset), for the spilled part.
+        self.spilled_by_msg_id: _IdIndex = {}
+        self.spilled_by_correl_id: _IdIndex = {}
         #: Built on the first get by msgId or correlId, then maintained on every change.
         self.indexed = False
         #: Set once a message with an expiry arrives: the periodic sweep looks only at these.
@@ -178,7 +262,6 @@ class LocalQueue:
         self.uncommitted_puts = 0
         self.mem_bytes = 0
         self.next_place = 0
-        self.handles: set[int] = set()
         self.waiters: deque[Any] = deque()
         self.puts = 0
         self.gets = 0
@@ -212,45 +295,31 @@ class LocalQueue:
         self.puts += 1
 
     def _index(self, m: QMsg) -> None:
-        if not self.indexed:
-            return
-        bucket = self.by_msg_id.get(m.msg_id)
-        if bucket is None:
-            self.by_msg_id[m.msg_id] = {m.seq: m}
-        else:
-            bucket[m.seq] = m
-        if m.correl_id != ZERO_ID:
-            bucket = self.by_correl_id.get(m.correl_id)
-            if bucket is None:
-                self.by_correl_id[m.correl_id] = {m.seq: m}
-            else:
-                bucket[m.seq] = m
+        if self.indexed:
+            _add(self.by_msg_id, self.by_correl_id, m.raw, m.seq, m)
 
     def _unindex(self, m: QMsg) -> None:
-        if not self.indexed:
-            return
-        bucket = self.by_msg_id.get(m.msg_id)
-        if bucket is not None:
-            bucket.pop(m.seq, None)
-            if not bucket:
-                del self.by_msg_id[m.msg_id]
-        if m.correl_id != ZERO_ID:
-            bucket = self.by_correl_id.get(m.correl_id)
-            if bucket is not None:
-                bucket.pop(m.seq, None)
-                if not bucket:
-                    del self.by_correl_id[m.correl_id]
+        if self.indexed:
+            _drop(self.by_msg_id, self.by_correl_id, m.raw, m.seq)
 
     def _spill(self, level: _Level, m: QMsg) -> None:
         if level.fh is None:
             self.spill_dir.mkdir(parents=True, exist_ok=True)
             level.fh = open(level.spill_path, "w+b")
             level.spill_write = level.spill_read = 0
+            level.generation += 1
+        if self.indexed:
+            _add(
+                self.spilled_by_msg_id,
+                self.spilled_by_correl_id,
+                m.raw,
+                m.seq,
+                (m.priority, level.spill_write),
+            )
         level.fh.write(_SPILL_REC.pack(m.seq, m.place, m.expire_at, len(m.raw)))
         level.fh.write(m.raw)
         level.spill_write += _SPILL_REC.size + len(m.raw)
         level.spill_count += 1
-        m.in_mem = False
 
     def _unspill(self, level: _Level) -> None:
         """Read the next chunk of a spill file back into memory, in order."""
@@ -271,9 +340,10 @@ class LocalQueue:
             raw = data[pos + _SPILL_REC.size : pos + _SPILL_REC.size + size]
             pos += _SPILL_REC.size + size
             level.spill_count -= 1
-            if seq in level.spill_gone:
-                level.spill_gone.discard(seq)
+            if level.spill_gone.pop(seq, None) is not None:
                 continue
+            if self.indexed:
+                _drop(self.spilled_by_msg_id, self.spilled_by_correl_id, raw, seq)
             m = QMsg(seq, raw, expire_at)
             m.place = place
             level.mem.append(m)
@@ -309,7 +379,6 @@ class LocalQueue:
                     if not self.available:
                         return None
                     continue
-                m.in_mem = False
                 return m
         return None
 
@@ -342,14 +411,43 @@ class LocalQueue:
                 best = m
         # Within a priority the in-memory part precedes the spill file, so only spilled
         # messages of a higher priority than the best in-memory match can come first.
-        above = best.priority if best is not None else -1
-        if any(level.spill_count for level in self.levels[above + 1 :]):
-            spilled = self._scan_spill(msg_id, correl_id, now, above)
-            if spilled is not None:
-                return spilled
+        spilled = self._take_spilled(
+            msg_id, correl_id, best.priority if best is not None else -1, now, expired
+        )
+        if spilled is not None:
+            return spilled
         if best is not None:
             self._remove_in_place(best)
         return best
+
+    def _take_spilled(
+        self, msg_id: bytes | None, correl_id: bytes | None, above: int, now: float, expired: list[QMsg]
+    ) -> QMsg | None:
+        """The first spilled match above priority ``above``, found through the spilled-id index."""
+        if msg_id is not None:
+            bucket = self.spilled_by_msg_id.get(msg_id)
+        else:
+            bucket = self.spilled_by_correl_id.get(correl_id or ZERO_ID)
+        if not bucket:
+            return None
+        order = sorted(
+            ((-p, offset, seq) for seq, (p, offset) in bucket.items() if p > above),
+        )
+        for neg_p, offset, seq in order:
+            level = self.levels[-neg_p]
+            _, _s, place, expire_at, raw = level.record_at(offset)
+            if msg_id is not None and correl_id is not None and raw[24:48] != correl_id:
+                continue
+            level.spill_gone[seq] = offset
+            _drop(self.spilled_by_msg_id, self.spilled_by_correl_id, raw, seq)
+            self.available -= 1
+            m = QMsg(seq, raw, expire_at)
+            m.place = place
+            if expire_at and expire_at <= now:
+                expired.append(m)
+                continue
+            return m
+        return None
 
     def expire(self, now: float) -> list[QMsg]:
         """Remove the expired messages held in memory (spilled ones go when read back)."""
@@ -364,12 +462,16 @@ class LocalQueue:
         return out
 
     def _build_index(self) -> None:
-        """Index the in-memory messages, once: queues never read by id pay nothing for it."""
+        """Index the messages, once: queues never read by id pay nothing for it."""
         self.indexed = True
-        for level in self.levels:
+        for p, level in enumerate(self.levels):
             for m in level.mem:
                 if not m.gone:
                     self._index(m)
+            if level.spill_count:
+                for offset, seq, _place, _exp, raw in level.records(level.spill_read):
+                    if seq not in level.spill_gone:
+                        _add(self.spilled_by_msg_id, self.spilled_by_correl_id, raw, seq, (p, offset))
 
     def _remove_in_place(self, m: QMsg) -> None:
         m.gone = True  # lazily dropped from its deque when it reaches the head
@@ -377,34 +479,18 @@ class LocalQueue:
         self._unindex(m)
         self.available -= 1
 
-    def _scan_spill(
-        self, msg_id: bytes | None, correl_id: bytes | None, now: float, above: int
-    ) -> QMsg | None:
-        for p in range(9, above, -1):
-            level = self.levels[p]
-            if not level.spill_count:
-                continue
-            data = level.read(level.spill_read, level.spill_write - level.spill_read)
-            pos = 0
-            while len(data) - pos >= _SPILL_REC.size:
-                seq, place, expire_at, size = _SPILL_REC.unpack_from(data, pos)
-                raw = data[pos + _SPILL_REC.size : pos + _SPILL_REC.size + size]
-                pos += _SPILL_REC.size + size
-                if seq in level.spill_gone or (expire_at and expire_at <= now):
-                    continue
-                mid, cid = _HEAD.unpack_from(raw, 0)
-                if (msg_id is None or mid == msg_id) and (correl_id is None or cid == correl_id):
-                    level.spill_gone.add(seq)
-                    self.available -= 1
-                    m = QMsg(seq, raw, expire_at)
-                    m.place = place
-                    m.in_mem = False
-                    return m
-        return None
-
     def restore(self, m: QMsg) -> None:
         """Put a backed-out message back in its place within its priority."""
         level = self.levels[m.priority]
+        offset = level.spill_gone.pop(m.seq, None)
+        if offset is not None:
+            # Taken by id from the unread part of the spill file: the record is still there,
+            # between its neighbours, so it takes up its place again with its new backout count.
+            level.patch(offset + _SPILL_REC.size + BACKOUT_OFFSET, m.raw[BACKOUT_OFFSET : BACKOUT_OFFSET + 4])
+            if self.indexed:
+                _add(self.spilled_by_msg_id, self.spilled_by_correl_id, m.raw, m.seq, (m.priority, offset))
+            self.available += 1
+            return
         m.gone = False
         mem = level.mem
         if not mem or mem[-1].place < m.place:
@@ -415,90 +501,96 @@ class LocalQueue:
                 pass  # still physically there (taken by id): unmarking was enough
             else:
                 mem.insert(i, m)
-        m.in_mem = True
         self.mem_bytes += len(m.raw)
         self._index(m)
         self.available += 1
 
     # --- browsing ---------------------------------------------------------------------------
-    def browse_after(self, position: tuple[int, int] | None, now: float) -> QMsg | None:
-        """The next message after ``(priority, place)`` in queue order, without removing it."""
-        start_p, after_place = position if position is not None else (9, -1)
+    def browse(
+        self, position: BrowsePosition | None, limit: int, now: float
+    ) -> tuple[list[QMsg], BrowsePosition | None]:
+        """Up to ``limit`` messages after ``position`` in queue order, without removing them."""
+        out: list[QMsg] = []
+        if limit < 1:
+            return out, position
+        for m, after in self._walk(position, now):
+            out.append(m)
+            position = after
+            if len(out) >= limit:
+                break
+        return out, position
+
+    def _walk(self, position: BrowsePosition | None, now: float) -> Iterator[tuple[QMsg, BrowsePosition]]:
+        start_p, after_place, generation, next_offset = position if position is not None else (9, -1, 0, -1)
         for p in range(start_p, -1, -1):
             level = self.levels[p]
+            after = after_place if p == start_p else -1
             mem = level.mem
-            i = bisect.bisect_right(_PlaceView(mem), after_place) if p == start_p else 0
-            while i < len(mem):
-                m = mem[i]
+            i = bisect.bisect_right(_PlaceView(mem), after) if after >= 0 else 0
+            for m in itertools.islice(mem, i, None):
                 if not m.gone and not (m.expire_at and m.expire_at <= now):
-                    return m
-                i += 1
-            if level.spill_count:
-                found = self._browse_spill(level, after_place if p == start_p else -1, now)
-                if found is not None:
-                    return found
-        return None
-
-    def _browse_spill(self, level: _Level, after_place: int, now: float) -> QMsg | None:
-        data = level.read(level.spill_read, level.spill_write - level.spill_read)
-        pos = 0
-        while len(data) - pos >= _SPILL_REC.size:
-            seq, place, expire_at, size = _SPILL_REC.unpack_from(data, pos)
-            raw = data[pos + _SPILL_REC.size : pos + _SPILL_REC.size + size]
-            pos += _SPILL_REC.size + size
-            if place > after_place and seq not in level.spill_gone and not (expire_at and expire_at <= now):
+                    yield m, (p, m.place, 0, -1)
+            if not level.spill_count:
+                continue
+            start = level.spill_read
+            if p == start_p and generation == level.generation and next_offset > start:
+                start = next_offset
+            for offset, seq, place, expire_at, raw in level.records(start):
+                if place <= after or seq in level.spill_gone or (expire_at and expire_at <= now):
+                    continue
                 m = QMsg(seq, raw, expire_at)
                 m.place = place
-                m.in_mem = False
-                return m
-        return None
+                yield m, (p, place, level.generation, offset + _SPILL_REC.size + len(raw))
 
-    def iter_all(self) -> list[QMsg]:
-        """Every available message, spilled ones included (for checkpoints and purge)."""
-        out: list[QMsg] = []
-        for level in self.levels:
-            out.extend(m for m in level.mem if not m.gone)
-            if level.spill_count:
-                data = level.read(level.spill_read, level.spill_write - level.spill_read)
-                pos = 0
-                while len(data) - pos >= _SPILL_REC.size:
-                    seq, place, expire_at, size = _SPILL_REC.unpack_from(data, pos)
-                    raw = data[pos + _SPILL_REC.size : pos + _SPILL_REC.size + size]
-                    pos += _SPILL_REC.size + size
-                    if seq not in level.spill_gone:
-                        m = QMsg(seq, raw, expire_at)
-                        m.place = place
-                        m.in_mem = False
-                        out.append(m)
-        return out
+    # --- whole-queue operations -------------------------------------------------------------
+    def snapshot(self) -> QueueSnapshot:
+        """The available messages as of now, readable later from another thread."""
+        snap = QueueSnapshot(self.name)
+        for p in range(9, -1, -1):
+            level = self.levels[p]
+            mem = [(m.place, m.seq, m.raw) for m in level.mem if not m.gone]
+            spill: tuple[int, int, int, frozenset[int]] | None = None
+            if level.spill_count and level.fh is not None:
+                level.fh.flush()
+                fd = os.dup(level.fh.fileno())
+                spill = (fd, level.spill_read, level.spill_write, frozenset(level.spill_gone))
+            if mem or spill:
+                snap.levels.append((p, mem, spill))
+        return snap
 
-    def clear(self) -> list[QMsg]:
-        """Remove every available message (purge); returns them."""
-        removed = self.iter_all()
+    def clear(self) -> int:
+        """Remove every available message (purge); returns how many there were."""
+        removed = self.available
         for level in self.levels:
             level.mem.clear()
-            if level.spill_count:
+            if level.spill_count or level.fh is not None:
                 level.reset()
-        self.by_msg_id.clear()
-        self.by_correl_id.clear()
+        for index in (self.by_msg_id, self.by_correl_id, self.spilled_by_msg_id, self.spilled_by_correl_id):
+            index.clear()
         self.available = 0
         self.mem_bytes = 0
         return removed
 
     def oldest_age(self, now: float) -> float | None:
+        """Age of the oldest message at the head of any priority, spilled or in memory."""
         oldest: float | None = None
         for level in self.levels:
+            head: float | None = None
             for m in level.mem:
                 if not m.gone:
-                    t = m.put_time
-                    oldest = t if oldest is None else min(oldest, t)
+                    head = m.put_time
                     break
-        if oldest is None and self.available:
-            for m in self.iter_all()[:1]:
-                oldest = m.put_time
+            offset = level.spill_read
+            while head is None and offset < level.spill_write:
+                _o, seq, _pl, _e, raw = level.record_at(offset)
+                offset += _SPILL_REC.size + len(raw)
+                if seq not in level.spill_gone:
+                    head = float(struct.unpack_from("<d", raw, PUT_TIME_OFFSET)[0])
+            if head is not None:
+                oldest = head if oldest is None else min(oldest, head)
         return None if oldest is None else max(0.0, now - oldest)
 
-    def inquire(self) -> dict[str, Any]:
+    def inquire(self, open_handles: int = 0) -> dict[str, Any]:
         now = time.time()
         info: dict[str, Any] = {"name": self.name, "type": "local"}
         info.update(self.attrs.as_dict())
@@ -506,10 +598,11 @@ class LocalQueue:
             current_depth=self.depth,
             available=self.available,
             uncommitted=self.locked + self.uncommitted_puts,
-            open_handles=len(self.handles),
+            open_handles=open_handles,
             oldest_message_age=self.oldest_age(now),
             memory_bytes=self.mem_bytes,
             spilled_messages=sum(level.spill_count - len(level.spill_gone) for level in self.levels),
+            spill_bytes_read=sum(level.bytes_read for level in self.levels),
             enqueued=self.puts,
             dequeued=self.gets,
         )
@@ -518,6 +611,85 @@ class LocalQueue:
     def drop_spill_files(self) -> None:
         for level in self.levels:
             level.reset()
+
+
+class QueueSnapshot:
+    """A queue's available messages at one moment, for a checkpoint written on another thread.
+
+    The in-memory part is held by reference (bounded by the queue's memory buffer); the spilled
+    part is a byte range of each spill file, read through a duplicated descriptor so that the
+    loop may go on appending to, draining or removing the file meanwhile.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        #: (priority, [(place, seq, raw)], (fd, start, end, gone seqs) | None), highest priority first.
+        self.levels: list[
+            tuple[int, list[tuple[int, int, bytes]], tuple[int, int, int, frozenset[int]] | None]
+        ] = []
+
+    def messages(self) -> Iterator[tuple[int, int, int, bytes]]:
+        """(priority, place, seq, raw) in queue order: priority descending, then place."""
+        for p, mem, spill in self.levels:
+            for place, seq, raw in mem:
+                yield p, place, seq, raw
+            if spill is not None:
+                fd, start, end, gone = spill
+
+                def read(offset: int, size: int, fd: int = fd) -> bytes:
+                    return os.pread(fd, size, offset)
+
+                for _o, seq, place, _e, raw in _spill_records(read, start, end):
+                    if seq not in gone:
+                        yield p, place, seq, raw
+
+    def merged_with(self, held: list[tuple[int, int, int, bytes]]) -> Iterator[tuple[int, int, int, bytes]]:
+        """The messages plus ``held`` ones (got in open units of work), all in queue order."""
+        if not held:
+            return self.messages()
+        return heapq.merge(self.messages(), sorted(held, key=_queue_order), key=_queue_order)
+
+    def close(self) -> None:
+        for _p, _mem, spill in self.levels:
+            if spill is not None:
+                os.close(spill[0])
+        self.levels = []
+
+
+def _queue_order(item: tuple[int, int, int, bytes]) -> tuple[int, int]:
+    return -item[0], item[1]
+
+
+def _add(by_msg_id: _IdIndex, by_correl_id: _IdIndex, raw: bytes, seq: int, entry: Any) -> None:
+    key = raw[:24]
+    bucket = by_msg_id.get(key)
+    if bucket is None:
+        by_msg_id[key] = {seq: entry}
+    else:
+        bucket[seq] = entry
+    key = raw[24:48]
+    if key != ZERO_ID:
+        bucket = by_correl_id.get(key)
+        if bucket is None:
+            by_correl_id[key] = {seq: entry}
+        else:
+            bucket[seq] = entry
+
+
+def _drop(by_msg_id: _IdIndex, by_correl_id: _IdIndex, raw: bytes, seq: int) -> None:
+    key = raw[:24]
+    bucket = by_msg_id.get(key)
+    if bucket is not None:
+        bucket.pop(seq, None)
+        if not bucket:
+            del by_msg_id[key]
+    key = raw[24:48]
+    if key != ZERO_ID:
+        bucket = by_correl_id.get(key)
+        if bucket is not None:
+            bucket.pop(seq, None)
+            if not bucket:
+                del by_correl_id[key]
 
 
 class _PlaceView:

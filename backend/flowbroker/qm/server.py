@@ -3,60 +3,41 @@
 All state lives on the asyncio loop thread, so no request needs a lock; the log's flusher thread
 is the only other thread and hands durable batches back to the loop in one wake-up. Replies
 carry the request id of their frame, so clients may pipeline and persistent work may complete
-after later non-persistent work on the same connection.
+after later non-persistent work on the same connection. ``connection.py`` turns frames into
+calls of the verbs here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
+import fnmatch
 import json
 import logging
 import os
 import secrets
 import shutil
 import signal
-import socket
 import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from flowbroker.pubsub.filters import compile_filter
-from flowbroker.pubsub.topics import Subscription, TopicSpace
+from flowbroker.pubsub.filters import Publication, compile_filter
+from flowbroker.pubsub.topics import Subscription, TopicSpace, split_topic
 from flowbroker.qm import log as qlog
+from flowbroker.qm.checkpoint import CheckpointSnapshot, Held
+from flowbroker.qm.principals import Principals
 from flowbroker.qm.protocol import (
     DEFAULT_MAX_FRAME,
     MD_SIZE,
-    OP_ADMIN,
-    OP_ALTER,
-    OP_BACKOUT,
-    OP_BROWSE_CLOSE,
-    OP_COMMIT,
-    OP_DEFINE,
-    OP_DELETE,
-    OP_GET,
-    OP_HELLO,
-    OP_INQUIRE,
-    OP_LIST,
-    OP_PING,
-    OP_PUBLISH,
-    OP_PURGE,
-    OP_PUT,
-    OP_REPLY_ERR,
-    OP_REPLY_OK,
-    OP_SUBSCRIBE,
-    OP_UNSUBSCRIBE,
     PERSISTENCE_OFFSET,
     PRIORITY_OFFSET,
     PUT_TIME_OFFSET,
-    RC_BACKED_OUT,
     RC_BAD_ARGUMENT,
-    RC_DATA_LENGTH_ERROR,
     RC_DUPLICATE_SUBSCRIPTION,
     RC_FUNCTION_NOT_SUPPORTED,
     RC_GET_INHIBITED,
@@ -64,33 +45,38 @@ from flowbroker.qm.protocol import (
     RC_NOT_AUTHORIZED,
     RC_OBJECT_ALREADY_EXISTS,
     RC_OBJECT_IN_USE,
+    RC_PERSISTENCE_FAILED,
     RC_PUT_INHIBITED,
     RC_Q_FULL,
     RC_Q_NOT_EMPTY,
+    RC_STREAM_DUPLICATE_FAILED,
     RC_SUBSCRIPTION_NOT_FOUND,
-    RC_UNEXPECTED_ERROR,
     RC_UNKNOWN_OBJECT_NAME,
-    FrameDecoder,
-    FrameError,
     QMError,
     decode_message,
-    encode_frame,
     encode_message,
     pad_id,
     patch_backout,
-    split_messages,
 )
 from flowbroker.qm.queues import LocalQueue, QMsg, QueueAttributes
+
+if TYPE_CHECKING:
+    from flowbroker.qm.connection import Connection
 
 logger = logging.getLogger("flowbroker.qm")
 
 DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
+#: Answers on arrival and keeps nothing: see ``QueueManager._echo``.
 ECHO_QUEUE = "SYSTEM.BROKER.ECHO"
 SYSTEM_QUEUES = (DEAD_LETTER_QUEUE, ECHO_QUEUE, "SYSTEM.DEFAULT.LOCAL.QUEUE")
-ADMIN_OPS = {OP_DEFINE, OP_ALTER, OP_DELETE, OP_PURGE, OP_ADMIN}
 MAX_QUEUE_NAME = 48
+TOPIC_PREFIX = "topic:"
 _D = struct.Struct("<d")
 _LENGTHS = struct.Struct("<II")  # properties and body lengths, the last fields of the descriptor
+_U16 = struct.Struct("<H")
+
+Done = Callable[[], None]
+Failed = Callable[[QMError], None]
 
 
 def _valid_queue_name(name: Any) -> str:
@@ -119,18 +105,29 @@ class UnitOfWork:
         self.failed: QMError | None = None
 
 
-class _Waiter:
-    __slots__ = ("conn", "rid", "msg_id", "correl_id", "syncpoint", "max", "handle", "done")
+class Waiter:
+    """A get that waits for a message to arrive (MQGMO_WAIT)."""
 
-    def __init__(self, conn: Connection, rid: int, msg_id: bytes | None, correl_id: bytes | None) -> None:
+    __slots__ = ("conn", "rid", "queue", "msg_id", "correl_id", "syncpoint", "max", "handle", "done")
+
+    def __init__(
+        self, conn: Connection, rid: int, queue: LocalQueue, msg_id: bytes | None, correl_id: bytes | None
+    ) -> None:
         self.conn = conn
         self.rid = rid
+        self.queue = queue
         self.msg_id = msg_id
         self.correl_id = correl_id
         self.syncpoint = False
         self.max = 1
         self.handle: asyncio.TimerHandle | None = None
         self.done = False
+
+    def finish(self) -> None:
+        self.done = True
+        if self.handle is not None:
+            self.handle.cancel()
+        self.conn.waiters.discard(self)
 
 
 class QueueManager:
@@ -149,7 +146,7 @@ class QueueManager:
         self.spill_dir = data_dir / "spill"
         self.queues: dict[str, LocalQueue] = {}
         self.topics = TopicSpace()
-        self.users: dict[str, str] = {}
+        self.principals = Principals()
         self.admin_user = ""
         self.seq = 0
         self.fsync = fsync
@@ -170,10 +167,20 @@ class QueueManager:
             shutil.rmtree(self.spill_dir)  # spill files are a cache; recovery rebuilds queues
         self.spill_dir.mkdir(parents=True)
         generation, files = qlog.recover(self.log_dir)
-        self._replay(files)
+        upgraded = self._replay(files)
         for name in SYSTEM_QUEUES:
             if name not in self.queues:
                 self._define(name, {}, log=False)
+        if upgraded:
+            # Older data directories hold passwords in plain text: a checkpoint written now, with
+            # their hashes, replaces every log and checkpoint that held them.
+            generation += 1
+            snapshot = self._snapshot()
+            try:
+                qlog.write_checkpoint(self.log_dir, generation, snapshot.records())
+            finally:
+                snapshot.close()
+            qlog.remove_before(self.log_dir, generation)
         self.log = qlog.LogWriter(self.log_dir, generation, fsync=self.fsync, dispatch=self._dispatch)
         for q in self.queues.values():
             self.log.append(qlog.json_record(qlog.REC_QUEUE, {"name": q.name, "attrs": q.attrs.as_dict()}))
@@ -182,10 +189,14 @@ class QueueManager:
         assert self.loop is not None
         self.loop.call_soon_threadsafe(_run_callbacks, callbacks)
 
-    def _replay(self, files: list[qlog.RecoveredFile]) -> None:
+    def _replay(self, files: list[qlog.RecoveredFile]) -> bool:
+        """Rebuild the state the log describes; True when plain-text passwords were upgraded."""
         attrs: dict[str, dict[str, Any]] = {}
+        # Per queue, seq → message in the order the messages became visible: the log holds
+        # puts in commit order and a checkpoint in queue order, and a dict keeps that order.
         messages: dict[str, dict[int, bytes]] = {}
         subs: dict[str, dict[str, Any]] = {}
+        users: dict[str, str] = {}
         max_seq = 0
         for f in files:
             for rtype, payload in f.records:
@@ -203,11 +214,17 @@ class QueueManager:
                     obj = orjson.loads(payload)
                     attrs.pop(obj["name"], None)
                     messages.pop(obj["name"], None)
+                elif rtype == qlog.REC_PURGE:
+                    obj = orjson.loads(payload)
+                    held = messages.get(obj["name"])
+                    if held:
+                        keep = set(obj.get("keep") or ())
+                        messages[obj["name"]] = {s: r for s, r in held.items() if s in keep}
                 elif rtype == qlog.REC_BACKOUT:
                     for qname, seq, count in orjson.loads(payload):
-                        held = messages.get(qname, {}).get(seq)
-                        if held is not None:
-                            messages[qname][seq] = patch_backout(held, count)
+                        held_raw = messages.get(qname, {}).get(seq)
+                        if held_raw is not None:
+                            messages[qname][seq] = patch_backout(held_raw, count)
                 elif rtype == qlog.REC_SUB:
                     obj = orjson.loads(payload)
                     subs[obj["name"]] = obj
@@ -220,19 +237,21 @@ class QueueManager:
                 elif rtype == qlog.REC_META:
                     obj = orjson.loads(payload)
                     if "users" in obj:
-                        self.users.update(obj["users"])
+                        users.update(obj["users"])
                     if "acls" in obj:
                         self.topics.acls = obj["acls"]
         for name, a in attrs.items():
             qa = QueueAttributes()
             qa.update(a)
             self.queues[name] = LocalQueue(name, qa, self.spill_dir)
+        # The echo queue answers requests as they arrive; one that outlived a restart has no
+        # requester waiting any more, so it is dropped rather than left sitting unanswered.
+        messages.pop(ECHO_QUEUE, None)
         for qname, msgs in messages.items():
             q = self.queues.get(qname)
             if q is None:
                 continue
-            for seq in sorted(msgs):
-                raw = msgs[seq]
+            for seq, raw in msgs.items():
                 q.enqueue(QMsg(seq, raw, QMsg.expiry_of(raw)))
             q.puts = 0
         for obj in subs.values():
@@ -253,6 +272,7 @@ class QueueManager:
                     continue
             self.topics.add(sub)
         self.seq = max_seq
+        return self.principals.load(users)
 
     def close(self) -> None:
         if self.log is not None:
@@ -260,6 +280,77 @@ class QueueManager:
             self.log = None
         for q in self.queues.values():
             q.drop_spill_files()
+
+    # --- the log ----------------------------------------------------------------------------
+    def _require_log(self) -> None:
+        """Refuse work that must be logged once the log has failed (it never recovers in-process)."""
+        assert self.log is not None
+        if self.log.failed is not None:
+            raise QMError(
+                RC_PERSISTENCE_FAILED,
+                f"{self.log.failed}: persistent work is refused until the queue manager restarts",
+            )
+
+    def _log_meta(self) -> None:
+        assert self.log is not None
+        self.log.append(
+            qlog.json_record(qlog.REC_META, {"users": self.principals.as_dict(), "acls": self.topics.acls})
+        )
+
+    @staticmethod
+    def _durable(q: LocalQueue, m: QMsg) -> bool:
+        """Whether a message in ``q`` must be logged (the echo queue keeps nothing; see ``_echo``)."""
+        return m.persistent and q.name != ECHO_QUEUE
+
+    def _log_then(
+        self,
+        tx: qlog.TxRecord,
+        puts: list[tuple[LocalQueue, QMsg]],
+        done: list[Done],
+        failed: list[Failed],
+        gets: list[tuple[LocalQueue, QMsg]] | None = None,
+    ) -> None:
+        """Append ``tx``; once durable, make ``puts`` visible and run ``done``.
+
+        If the log fails instead, ``puts`` are dropped, ``gets`` go back to their places and
+        ``failed`` runs: nothing of the record happened.
+        """
+        assert self.log is not None
+        self._inflight_id += 1
+        key = self._inflight_id
+        self.inflight[key] = tx
+
+        def durable() -> None:
+            self.inflight.pop(key, None)
+            for sq, m in puts:
+                sq.uncommitted_puts -= 1
+                if sq.name in self.queues:
+                    self.enqueue(sq, m)
+            for cb in done:
+                cb()
+
+        def lost(reason: str) -> None:
+            self.inflight.pop(key, None)
+            for sq, _m in puts:
+                sq.uncommitted_puts -= 1
+            self._give_back(gets or [])
+            exc = QMError(RC_PERSISTENCE_FAILED, f"{reason}: nothing of the request was done")
+            for fail in failed:
+                fail(exc)
+
+        self.log.append(tx.encode(), durable, lost)
+
+    def _give_back(self, gets: list[tuple[LocalQueue, QMsg]]) -> None:
+        """Return taken messages to their places, unchanged (not a backout: the log refused)."""
+        touched: set[LocalQueue] = set()
+        for q, m in reversed(gets):
+            if self.queues.get(q.name) is q:
+                q.restore(m)
+                q.gets -= 1
+                touched.add(q)
+        for q in touched:
+            if q.waiters:
+                self._serve_waiters(q)
 
     # --- expiry -----------------------------------------------------------------------------
     def sweep_expired(self) -> int:
@@ -286,8 +377,10 @@ class QueueManager:
     def checkpoint(self) -> None:
         """Snapshot the durable state and start a new log generation after it."""
         assert self.log is not None and self.loop is not None
+        if self.log.failed is not None:
+            return
         self.checkpointing = True
-        records = self._snapshot_records()
+        snapshot = self._snapshot()
         generation = self.log.generation + 1
         loop = self.loop
 
@@ -295,49 +388,52 @@ class QueueManager:
             loop.call_soon_threadsafe(start_write)
 
         def start_write() -> None:
-            fut = loop.run_in_executor(None, qlog.write_checkpoint, self.log_dir, generation, iter(records))
-            fut.add_done_callback(lambda f: finished(f))
+            fut = loop.run_in_executor(
+                None, qlog.write_checkpoint, self.log_dir, generation, snapshot.records()
+            )
+            fut.add_done_callback(finished)
 
         def finished(f: asyncio.Future[Any]) -> None:
+            snapshot.close()
             self.checkpointing = False
             if f.exception() is None:
                 qlog.remove_before(self.log_dir, generation)
             else:
                 logger.error("checkpoint %d failed: %s", generation, f.exception())
 
-        self.log.rotate(generation, rotated)
+        def not_rotated(reason: str) -> None:
+            # The log has failed for good: no later checkpoint is attempted either.
+            snapshot.close()
+            logger.error("checkpoint %d abandoned: %s", generation, reason)
 
-    def _snapshot_records(self) -> list[bytes]:
-        records: list[bytes] = []
+        self.log.rotate(generation, rotated, not_rotated)
+
+    def _snapshot(self) -> CheckpointSnapshot:
+        head: list[bytes] = []
         for q in self.queues.values():
-            records.append(qlog.json_record(qlog.REC_QUEUE, {"name": q.name, "attrs": q.attrs.as_dict()}))
-        records.append(qlog.json_record(qlog.REC_META, {"users": self.users, "acls": self.topics.acls}))
+            head.append(qlog.json_record(qlog.REC_QUEUE, {"name": q.name, "attrs": q.attrs.as_dict()}))
+        head.append(
+            qlog.json_record(qlog.REC_META, {"users": self.principals.as_dict(), "acls": self.topics.acls})
+        )
         for sub in self.topics.subscriptions.values():
             if sub.durable:
-                records.append(qlog.json_record(qlog.REC_SUB, sub.as_dict()))
+                head.append(qlog.json_record(qlog.REC_SUB, sub.as_dict()))
         for topic, raw in self.topics.retained.items():
             if raw[PERSISTENCE_OFFSET] == 1:
                 tb = topic.encode()
-                records.append(qlog.encode_record(qlog.REC_RETAIN, struct.pack("<I", len(tb)) + tb + raw))
-        pending_dels: set[tuple[str, int]] = set()
-        tx = qlog.TxRecord()
-        for q in self.queues.values():
-            for m in q.iter_all():
-                if m.persistent:
-                    tx.puts.append((q.name, m.seq, m.raw))
+                head.append(qlog.encode_record(qlog.REC_RETAIN, struct.pack("<I", len(tb)) + tb + raw))
+        held: dict[str, list[Held]] = {}
         for conn in self.connections:
             for q, m in conn.uow.gets:
                 if m.persistent:
-                    tx.puts.append((q.name, m.seq, m.raw))
+                    held.setdefault(q.name, []).append((m.priority, m.place, m.seq, m.raw))
+        queues = [(q.snapshot(), held.get(q.name, [])) for q in self.queues.values() if q.name != ECHO_QUEUE]
+        inflight: list[tuple[str, int, bytes]] = []
+        pending_dels: set[tuple[str, int]] = set()
         for itx in self.inflight.values():
-            tx.puts.extend(itx.puts)
+            inflight.extend(itx.puts)
             pending_dels.update(itx.dels)
-        if pending_dels:
-            tx.puts = [p for p in tx.puts if (p[0], p[1]) not in pending_dels]
-        # Chunk so no single record holds the whole queue manager.
-        for i in range(0, len(tx.puts), 1000):
-            records.append(qlog.TxRecord(puts=tx.puts[i : i + 1000]).encode())
-        return records
+        return CheckpointSnapshot(head, queues, inflight, pending_dels)
 
     # --- queue administration ---------------------------------------------------------------
     def queue(self, name: Any) -> LocalQueue:
@@ -346,14 +442,26 @@ class QueueManager:
             raise QMError(RC_UNKNOWN_OBJECT_NAME, f"unknown queue {name!r}")
         return q
 
+    @staticmethod
+    def _attributes(attrs: dict[str, Any]) -> QueueAttributes:
+        qa = QueueAttributes()
+        qa.update(attrs)
+        if qa.stream_queue.startswith(TOPIC_PREFIX):
+            try:
+                split_topic(qa.stream_queue[len(TOPIC_PREFIX) :], pattern=False)
+            except QMError as exc:
+                raise QMError(RC_BAD_ARGUMENT, f"attribute stream_queue: {exc.reason}") from None
+        return qa
+
     def _define(
         self, name: str, attrs: dict[str, Any], *, log: bool = True, replace: bool = False
     ) -> LocalQueue:
         _valid_queue_name(name)
         if name in self.queues and not replace:
             raise QMError(RC_OBJECT_ALREADY_EXISTS, f"queue {name!r} already exists")
-        qa = QueueAttributes()
-        qa.update(attrs)
+        qa = self._attributes(attrs)
+        if log:
+            self._require_log()
         q = self.queues.get(name)
         if q is None:
             q = self.queues[name] = LocalQueue(name, qa, self.spill_dir)
@@ -364,19 +472,19 @@ class QueueManager:
         return q
 
     def define(self, name: Any, attrs: dict[str, Any], replace: bool) -> dict[str, Any]:
-        return self._define(_valid_queue_name(name), attrs, replace=replace).inquire()
+        return self.inquire(self._define(_valid_queue_name(name), attrs, replace=replace))
 
     def alter(self, name: Any, attrs: dict[str, Any]) -> dict[str, Any]:
         q = self.queue(name)
         merged = q.attrs.as_dict()
         merged.update(attrs)
-        qa = QueueAttributes()
-        qa.update(merged)
+        qa = self._attributes(merged)
+        self._require_log()
         q.attrs = qa
         assert self.log is not None
         self.log.append(qlog.json_record(qlog.REC_QUEUE, {"name": q.name, "attrs": qa.as_dict()}))
         self._serve_waiters(q)
-        return q.inquire()
+        return self.inquire(q)
 
     def delete(self, name: Any, purge: bool) -> None:
         q = self.queue(name)
@@ -386,30 +494,62 @@ class QueueManager:
             raise QMError(RC_OBJECT_IN_USE, f"queue {q.name} has messages in open units of work")
         if q.available and not purge:
             raise QMError(RC_Q_NOT_EMPTY, f"queue {q.name} holds {q.available} messages (use purge)")
+        self._require_log()
         q.clear()
         q.drop_spill_files()
         del self.queues[q.name]
-        for w in q.waiters:
-            w.done = True
-            if w.handle:
-                w.handle.cancel()
+        for w in list(q.waiters):
+            w.finish()
             w.conn.reply_error(w.rid, QMError(RC_UNKNOWN_OBJECT_NAME, f"queue {q.name} was deleted"))
+        q.waiters.clear()
         assert self.log is not None
         self.log.append(qlog.json_record(qlog.REC_QUEUE_DELETE, {"name": q.name}))
 
     def purge(self, name: Any) -> int:
         q = self.queue(name)
+        self._require_log()
         removed = q.clear()
-        dels = [(q.name, m.seq) for m in removed if m.persistent]
-        if dels:
+        if removed:
+            # One small record however deep the queue was. The seqs it keeps are this queue's
+            # messages that are not available now but may be later: got in open units of work,
+            # or logged and not yet durable (their records come before this one in the log).
+            keep = [m.seq for conn in self.connections for gq, m in conn.uow.gets if gq is q]
+            for itx in self.inflight.values():
+                keep.extend(seq for qname, seq, _raw in itx.puts if qname == q.name)
             assert self.log is not None
-            self.log.append(qlog.TxRecord(dels=dels).encode())
-        return len(removed)
+            self.log.append(qlog.json_record(qlog.REC_PURGE, {"name": q.name, "keep": keep}))
+        return removed
+
+    def open_handles(self) -> dict[str, int]:
+        """Queue name → connections that hold the queue open now.
+
+        A connection holds a queue open while it waits in a get on it, keeps a browse cursor on
+        it, or has puts or gets on it in its open unit of work; a connection that merely used
+        the queue earlier does not. (MQ counts handles between MQOPEN and MQCLOSE; this protocol
+        names the queue in every request, so these are the moments a handle would be open.)
+        """
+        counts: dict[str, int] = {}
+        for conn in self.connections:
+            names = {w.queue.name for w in conn.waiters if not w.done}
+            names.update(qname for qname, _pos in conn.cursors.values())
+            names.update(q.name for q, _m in conn.uow.puts)
+            names.update(q.name for q, _m in conn.uow.gets)
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    def inquire(self, q: LocalQueue, handles: dict[str, int] | None = None) -> dict[str, Any]:
+        if handles is None:
+            handles = self.open_handles()
+        return q.inquire(open_handles=handles.get(q.name, 0))
 
     def list_queues(self, pattern: str) -> list[dict[str, Any]]:
-        import fnmatch
-
-        return [q.inquire() for name, q in sorted(self.queues.items()) if fnmatch.fnmatchcase(name, pattern)]
+        handles = self.open_handles()
+        return [
+            self.inquire(q, handles)
+            for name, q in sorted(self.queues.items())
+            if fnmatch.fnmatchcase(name, pattern)
+        ]
 
     # --- putting ----------------------------------------------------------------------------
     def next_seq(self) -> int:
@@ -445,93 +585,101 @@ class QueueManager:
         m.expire_at = QMsg.expiry_of(raw)
         return m
 
-    def _stream_copy(self, q: LocalQueue, m: QMsg, now: float) -> list[tuple[LocalQueue, QMsg]]:
-        """The duplicate a streaming queue receives, or [] (BESTEF) / QMError (MUSTDUP) on failure."""
+    def _stream_copies(self, q: LocalQueue, m: QMsg, now: float) -> list[tuple[LocalQueue, QMsg]]:
+        """The duplicates a streaming queue sends on, staged (counted toward their queues' depth).
+
+        BESTEF leaves out a copy that cannot be made; MUSTDUP refuses the original instead. A
+        copy to a topic is a publication by the queue manager: it reaches every entitled
+        subscriber or, when the original is persistent or must be duplicated, none.
+        """
         target = q.attrs.stream_queue
-        if not target or target.startswith("topic:"):
+        if not target:
             return []
+        must = q.attrs.stream_qos == "MUSTDUP"
+        if target.startswith(TOPIC_PREFIX):
+            topic = target[len(TOPIC_PREFIX) :]
+            try:
+                return self._stage_publication(topic, m.raw, now, all_or_none=must or m.persistent)
+            except QMError as exc:
+                if must:
+                    raise QMError(
+                        RC_STREAM_DUPLICATE_FAILED,
+                        f"streaming copy to topic {topic!r} failed, so the put was refused "
+                        f"({exc.reason_code} {exc.reason})",
+                    ) from None
+                logger.debug("streaming publication from %s dropped: %s", q.name, exc.reason)
+                return []
         try:
             sq = self.queue(target)
             copy = self.prepare(sq, m.raw, now)
-            if m.persistent and not copy.persistent:
-                copy.persistent = True
-            return [(sq, copy)]
         except QMError as exc:
-            if q.attrs.stream_qos == "MUSTDUP":
+            if must:
                 raise QMError(exc.reason_code, f"streaming copy to {target} failed: {exc.reason}") from None
             return []
+        if m.persistent and not copy.persistent:
+            # The stream queue defaults to non-persistent, but a copy is as durable as its original.
+            raw = bytearray(copy.raw)
+            raw[PERSISTENCE_OFFSET] = 1
+            copy = QMsg(copy.seq, bytes(raw), copy.expire_at)
+        sq.uncommitted_puts += 1
+        return [(sq, copy)]
 
     def put(
-        self, conn: Connection, qname: Any, raws: list[bytes], syncpoint: bool
+        self,
+        conn: Connection,
+        qname: Any,
+        raws: list[bytes],
+        syncpoint: bool,
+        done: list[Done],
+        failed: list[Failed],
     ) -> tuple[list[bytes], bool]:
-        """Put messages; returns their msg ids and whether the reply must wait for the log."""
+        """Put messages; returns their msg ids and whether the reply must wait for the log.
+
+        When it must wait, the caller appends its reply to ``done`` and its refusal to
+        ``failed`` before the loop runs again.
+        """
         q = self.queue(qname)
-        q.handles.add(conn.id)
         now = time.time()
         staged: list[tuple[LocalQueue, QMsg]] = []
         ids: list[bytes] = []
-        topic_copies: list[bytes] = []
         try:
             for raw in raws:
                 m = self.prepare(q, raw, now)
-                staged.append((q, m))
                 q.uncommitted_puts += 1  # counts toward depth while the batch is checked
-                copies = self._stream_copy(q, m, now)
-                for sq, _c in copies:
-                    sq.uncommitted_puts += 1
-                staged.extend(copies)
-                if q.attrs.stream_queue.startswith("topic:"):
-                    topic_copies.append(m.raw)
+                staged.append((q, m))
+                if q.attrs.stream_queue:
+                    staged.extend(self._stream_copies(q, m, now))
                 ids.append(m.msg_id)
-        finally:
-            for sq, _ in staged:
-                sq.uncommitted_puts -= 1
-        if syncpoint:
-            for sq, _m in staged:
-                sq.uncommitted_puts += 1
-            conn.uow.puts.extend(staged)
-            self._publish_stream_copies(q, topic_copies)
-            return ids, False
-        persistent = [(sq.name, m.seq, m.raw) for sq, m in staged if m.persistent]
-        self._publish_stream_copies(q, topic_copies)
-        if persistent:
-            for sq, _m in staged:
-                sq.uncommitted_puts += 1
-            return ids, True if self._log_then(qlog.TxRecord(puts=persistent), staged, []) else False
-        for sq, m in staged:
-            self.enqueue(sq, m)
-        return ids, False
+        except BaseException:
+            _unstage(staged)
+            raise
+        return ids, not self._deliver(staged, conn.uow if syncpoint else None, done, failed)
 
-    def _publish_stream_copies(self, q: LocalQueue, raws: list[bytes]) -> None:
-        topic = q.attrs.stream_queue[len("topic:") :]
-        for raw in raws:
-            try:
-                self.publish_raw("", topic, raw, admin=True, syncpoint_uow=None)
-            except QMError as exc:
-                logger.debug("streaming publication from %s dropped: %s", q.name, exc.reason)
-
-    def _log_then(
+    def _deliver(
         self,
-        tx: qlog.TxRecord,
-        puts: list[tuple[LocalQueue, QMsg]],
-        done: list[Callable[[], None]],
+        staged: list[tuple[LocalQueue, QMsg]],
+        uow: UnitOfWork | None,
+        done: list[Done],
+        failed: list[Failed],
     ) -> bool:
-        """Append ``tx``; once durable, make ``puts`` visible and run ``done``. Always True."""
+        """Hand staged messages to the unit of work, the log or their queues; False when waiting."""
         assert self.log is not None
-        self._inflight_id += 1
-        key = self._inflight_id
-        self.inflight[key] = tx
-
-        def durable() -> None:
-            self.inflight.pop(key, None)
-            for sq, m in puts:
-                sq.uncommitted_puts -= 1
-                if sq.name in self.queues:
-                    self.enqueue(sq, m)
-            for cb in done:
-                cb()
-
-        self.log.append(tx.encode(), durable)
+        if uow is not None:
+            if self.log.failed is not None and any(self._durable(q, m) for q, m in staged):
+                _unstage(staged)
+                self._require_log()
+            uow.puts.extend(staged)
+            return True
+        durable = [(q.name, m.seq, m.raw) for q, m in staged if m.persistent and q.name != ECHO_QUEUE]
+        if durable:
+            if self.log.failed is not None:
+                _unstage(staged)
+                self._require_log()
+            self._log_then(qlog.TxRecord(puts=durable), staged, done, failed)
+            return False
+        for q, m in staged:
+            q.uncommitted_puts -= 1
+            self.enqueue(q, m)
         return True
 
     def enqueue(self, q: LocalQueue, m: QMsg) -> None:
@@ -543,17 +691,28 @@ class QueueManager:
             self._serve_waiters(q)
 
     def _echo(self, m: QMsg) -> None:
-        """The server-side responder of request/reply measurements: reply to replyToQ, correlId = msgId."""
-        msg = decode_message(m.raw)
-        target = self.queues.get(msg.md.reply_to_q)
-        if target is None:
-            return
-        raw = m.raw[:24] + m.msg_id + m.raw[48:]  # correlId := the request's msgId
+        """The server-side responder of request/reply measurements: reply to replyToQ, correlId = msgId.
+
+        It keeps nothing: requests are answered as they arrive and are neither logged nor
+        recovered (a request outliving a restart would find its requester gone), and the
+        reply is non-persistent whatever the request was.
+        """
+        (rq_len,) = _U16.unpack_from(m.raw, MD_SIZE - 14)  # replyToQ length, after the fixed fields
         try:
-            reply = self.prepare(target, raw, time.time())
+            reply_to = m.raw[MD_SIZE : MD_SIZE + rq_len].decode()
+        except UnicodeDecodeError:
+            logger.debug("echo request %s has an undecodable descriptor; dropped", m.msg_id.hex())
+            return
+        target = self.queues.get(reply_to)
+        if target is None or target.name == ECHO_QUEUE:
+            return
+        raw = bytearray(m.raw)
+        raw[24:48] = m.msg_id  # correlId := the request's msgId
+        raw[PERSISTENCE_OFFSET] = 0
+        try:
+            reply = self.prepare(target, bytes(raw), time.time())
         except QMError:
             return
-        reply.persistent = False
         self.enqueue(target, reply)
 
     # --- getting ----------------------------------------------------------------------------
@@ -571,15 +730,9 @@ class QueueManager:
                 self.log.append(qlog.TxRecord(dels=dels).encode())
         return m
 
-    def get(
-        self,
-        conn: Connection,
-        rid: int,
-        args: dict[str, Any],
-    ) -> None:
+    def get(self, conn: Connection, rid: int, args: dict[str, Any]) -> None:
         """Answer a get now, once its removals are durable, or when a message arrives (get-wait)."""
         q = self.queue(args.get("q"))
-        q.handles.add(conn.id)
         if q.attrs.get_inhibited:
             raise QMError(RC_GET_INHIBITED, f"get inhibited on queue {q.name}")
         msg_id = _opt_id(args.get("msg_id"))
@@ -588,19 +741,21 @@ class QueueManager:
         limit = int(args.get("max", 1))
         if limit < 1:
             raise QMError(RC_BAD_ARGUMENT, "max must be at least 1")
+        wait = float(args.get("wait", 0) or 0)
+        if wait != wait or wait < 0:
+            raise QMError(RC_BAD_ARGUMENT, "wait must be a non-negative number of seconds")
         if self._take_batch(conn, rid, q, msg_id, correl_id, syncpoint, limit):
             return
-        wait = float(args.get("wait", 0) or 0)
         if wait <= 0:
             conn.reply_messages(rid, [])
             return
-        w = _Waiter(conn, rid, msg_id, correl_id)
+        w = Waiter(conn, rid, q, msg_id, correl_id)
         w.syncpoint = syncpoint
         w.max = limit
         assert self.loop is not None
-        w.handle = self.loop.call_later(wait, self._wait_expired, q, w)
+        w.handle = self.loop.call_later(min(wait, 366 * 86400.0), self._wait_expired, q, w)
         q.waiters.append(w)
-        conn.waiters.append(w)
+        conn.waiters.add(w)
 
     def _take_batch(
         self,
@@ -613,35 +768,47 @@ class QueueManager:
         limit: int,
     ) -> bool:
         """Take up to ``limit`` messages and reply with them; False (no reply) when none."""
-        out: list[bytes] = []
+        taken: list[tuple[LocalQueue, QMsg]] = []
         dels: list[tuple[str, int]] = []
-        while len(out) < limit:
+        while len(taken) < limit:
             m = self.take(q, msg_id, correl_id)
             if m is None:
                 break
             q.gets += 1
-            if syncpoint:
-                q.locked += 1
-                conn.uow.gets.append((q, m))
-            elif m.persistent:
+            taken.append((q, m))
+            if not syncpoint and m.persistent:
                 dels.append((q.name, m.seq))
-            out.append(m.raw)
-        if not out:
+        if not taken:
             return False
-        self.stats["gets"] += len(out)
+        out = [m.raw for _q, m in taken]
         if dels:
+            assert self.log is not None
+            if self.log.failed is not None:
+                self._give_back(taken)
+                self._require_log()
+            self.stats["gets"] += len(out)
             # A get outside a unit of work is its own commit: once answered, the message must
             # not come back after a crash, so the answer waits for the removal to be logged.
-            assert self.log is not None
-            self.log.append(qlog.TxRecord(dels=dels).encode(), lambda: conn.reply_messages(rid, out))
-        else:
-            conn.reply_messages(rid, out)
+            self._log_then(
+                qlog.TxRecord(dels=dels),
+                [],
+                [lambda: conn.reply_messages(rid, out)],
+                [lambda exc: conn.reply_error(rid, exc)],
+                gets=taken,
+            )
+            return True
+        self.stats["gets"] += len(out)
+        if syncpoint:
+            for tq, m in taken:
+                tq.locked += 1
+                conn.uow.gets.append((tq, m))
+        conn.reply_messages(rid, out)
         return True
 
-    def _wait_expired(self, q: LocalQueue, w: _Waiter) -> None:
+    def _wait_expired(self, q: LocalQueue, w: Waiter) -> None:
         if w.done:
             return
-        w.done = True
+        w.finish()
         with contextlib.suppress(ValueError):
             q.waiters.remove(w)
         w.conn.reply_messages(w.rid, [])
@@ -655,17 +822,23 @@ class QueueManager:
             if w.done:
                 q.waiters.remove(w)
                 continue
-            if self._take_batch(w.conn, w.rid, q, w.msg_id, w.correl_id, w.syncpoint, w.max):
-                w.done = True
+            try:
+                served = self._take_batch(w.conn, w.rid, q, w.msg_id, w.correl_id, w.syncpoint, w.max)
+            except QMError as exc:
+                w.conn.reply_error(w.rid, exc)
+                served = True
+            if served:
+                w.finish()
                 q.waiters.remove(w)
-                if w.handle:
-                    w.handle.cancel()
 
     def browse(self, conn: Connection, args: dict[str, Any]) -> tuple[list[bytes], int]:
         q = self.queue(args.get("q"))
         if q.attrs.get_inhibited:
             raise QMError(RC_GET_INHIBITED, f"get inhibited on queue {q.name}")
         cursor = int(args.get("cursor") or 0)
+        limit = int(args.get("max", 1))
+        if limit < 1:
+            raise QMError(RC_BAD_ARGUMENT, "max must be at least 1")
         if cursor == 0:
             conn.next_cursor += 1
             cursor = conn.next_cursor
@@ -675,32 +848,30 @@ class QueueManager:
         qname, position = conn.cursors[cursor]
         if qname != q.name:
             raise QMError(RC_BAD_ARGUMENT, f"browse cursor {cursor} belongs to queue {qname}")
-        limit = int(args.get("max", 1))
-        out: list[bytes] = []
-        now = time.time()
-        while len(out) < limit:
-            m = q.browse_after(position, now)
-            if m is None:
-                break
-            position = (m.priority, m.place)
-            out.append(m.raw)
+        msgs, position = q.browse(position, limit, time.time())
         conn.cursors[cursor] = (q.name, position)
-        return out, cursor
+        return [m.raw for m in msgs], cursor
 
     # --- units of work ----------------------------------------------------------------------
-    def commit(self, conn: Connection, on_done: Callable[[], None]) -> bool:
+    def commit(self, conn: Connection, on_done: Done, on_failed: Failed) -> bool:
         """Commit the connection's unit of work; False when ``on_done`` will run once durable."""
         uow = conn.uow
         conn.uow = UnitOfWork()
         self.stats["commits"] += 1
         tx = qlog.TxRecord(
-            puts=[(q.name, m.seq, m.raw) for q, m in uow.puts if m.persistent],
+            puts=[(q.name, m.seq, m.raw) for q, m in uow.puts if m.persistent and q.name != ECHO_QUEUE],
             dels=[(q.name, m.seq) for q, m in uow.gets if m.persistent],
         )
         for q, _ in uow.gets:
             q.locked -= 1
         if tx.puts or tx.dels:
-            self._log_then(tx, uow.puts, [on_done])
+            assert self.log is not None
+            if self.log.failed is not None:
+                # Nothing can be made durable: the unit of work ends as if never done.
+                _unstage(uow.puts)
+                self._give_back(uow.gets)
+                self._require_log()
+            self._log_then(tx, uow.puts, [on_done], [on_failed], gets=uow.gets)
             return False
         for q, m in uow.puts:
             q.uncommitted_puts -= 1
@@ -711,8 +882,7 @@ class QueueManager:
     def backout(self, conn: Connection) -> None:
         uow = conn.uow
         conn.uow = UnitOfWork()
-        for q, _ in uow.puts:
-            q.uncommitted_puts -= 1
+        _unstage(uow.puts)
         counts: list[tuple[str, int, int]] = []
         moves = qlog.TxRecord()
         touched: set[str] = set()
@@ -727,7 +897,8 @@ class QueueManager:
                 target = self.queues.get(q.attrs.backout_requeue_q) or self.queues[DEAD_LETTER_QUEUE]
                 moved = QMsg(self.next_seq(), m.raw, m.expire_at)
                 if moved.persistent:
-                    moves.puts.append((target.name, moved.seq, moved.raw))
+                    if self._durable(target, moved):
+                        moves.puts.append((target.name, moved.seq, moved.raw))
                     moves.dels.append((q.name, m.seq))
                 self.enqueue(target, moved)
                 continue
@@ -738,7 +909,7 @@ class QueueManager:
         assert self.log is not None
         if counts:
             self.log.append(qlog.json_record(qlog.REC_BACKOUT, counts))
-        if moves.puts:
+        if moves.puts or moves.dels:
             self.log.append(moves.encode())
         for name in touched:
             q = self.queues[name]
@@ -753,56 +924,66 @@ class QueueManager:
         raw: bytes,
         retain: bool,
         syncpoint: bool,
-        on_done: Callable[[], None],
+        done: list[Done],
+        failed: list[Failed],
     ) -> tuple[int, bool]:
+        """Publish; returns the number of deliveries and whether the reply must wait for the log."""
         if not isinstance(topic, str):
             raise QMError(RC_BAD_ARGUMENT, "topic is missing")
+        split_topic(topic, pattern=False)
         self.topics.check(conn.user, topic, "publish", admin=conn.admin)
         now = time.time()
         raw = raw[:PUT_TIME_OFFSET] + _D.pack(now) + raw[PUT_TIME_OFFSET + 8 :]
+        persistent = raw[PERSISTENCE_OFFSET] == 1
+        if retain and persistent:
+            self._require_log()
+        staged = self._stage_publication(topic, raw, now, all_or_none=persistent)
         if retain:
             self.topics.retain(topic, raw)
-            if raw[PERSISTENCE_OFFSET] == 1:
+            if persistent:
                 tb = topic.encode()
                 assert self.log is not None
                 self.log.append(qlog.encode_record(qlog.REC_RETAIN, struct.pack("<I", len(tb)) + tb + raw))
         self.stats["publishes"] += 1
-        return self.publish_raw(
-            conn.user,
-            topic,
-            raw,
-            admin=conn.admin,
-            syncpoint_uow=conn.uow if syncpoint else None,
-            on_done=on_done,
-        )
+        now_done = self._deliver(staged, conn.uow if syncpoint else None, done, failed)
+        return len(staged), not now_done
 
-    def publish_raw(
-        self,
-        user: str,
-        topic: str,
-        raw: bytes,
-        *,
-        admin: bool,
-        syncpoint_uow: UnitOfWork | None,
-        on_done: Callable[[], None] | None = None,
-    ) -> tuple[int, bool]:
-        """Deliver a publication to every matching subscription: all or none when persistent."""
+    def _entitled(self, subs: list[Subscription], topic: str) -> list[Subscription]:
+        """The subscriptions whose owners may subscribe to ``topic`` (wildcards reach further)."""
+        verdicts: dict[str, bool] = {}
+        out: list[Subscription] = []
+        for s in subs:
+            ok = verdicts.get(s.principal)
+            if ok is None:
+                ok = s.principal == self.admin_user or self.topics.allows(s.principal, topic, "subscribe")
+                verdicts[s.principal] = ok
+            if ok:
+                out.append(s)
+        return out
+
+    def _stage_publication(
+        self, topic: str, raw: bytes, now: float, *, all_or_none: bool
+    ) -> list[tuple[LocalQueue, QMsg]]:
+        """A copy of the publication for every subscription it reaches, counted toward depth.
+
+        With ``all_or_none`` a copy that cannot be made refuses the whole publication;
+        otherwise that subscriber goes without.
+        """
         subs = self.topics.match(topic)
+        if subs and self.topics.acls:
+            subs = self._entitled(subs, topic)
         if not subs:
-            return 0, True
-        persistent = raw[PERSISTENCE_OFFSET] == 1
-        now = time.time()
-        decoded = None
-        if any(s.filter_fn is not None for s in subs):
-            decoded = decode_message(raw)
+            return []
         with_topic = _with_topic(raw, topic)
+        publication: Publication | None = None
         staged: list[tuple[LocalQueue, QMsg]] = []
         try:
             for s in subs:
                 if s.filter_fn is not None:
-                    assert decoded is not None
+                    if publication is None:
+                        publication = Publication(raw, topic)
                     try:
-                        if not s.filter_fn(decoded.properties, decoded.body):
+                        if not s.filter_fn(publication):
                             continue
                     except Exception as exc:
                         logger.debug("filter of %s raised %s", s.name, exc)
@@ -815,69 +996,80 @@ class QueueManager:
                     if s.correl_id is not None:
                         body = body[:24] + s.correl_id + body[48:]
                     m = self.prepare(q, body, now)
-                    q.uncommitted_puts += 1
-                    staged.append((q, m))
                 except QMError as exc:
-                    if persistent:
+                    if all_or_none:
                         raise QMError(
                             exc.reason_code, f"publication to {topic!r} not delivered: {exc.reason}"
                         ) from None
-        finally:
-            for q, _ in staged:
-                q.uncommitted_puts -= 1
-        if syncpoint_uow is not None:
-            for q, _m in staged:
+                    continue
                 q.uncommitted_puts += 1
-            syncpoint_uow.puts.extend(staged)
-            return len(staged), True
-        if persistent:
-            for q, _m in staged:
-                q.uncommitted_puts += 1
-            tx = qlog.TxRecord(puts=[(q.name, m.seq, m.raw) for q, m in staged])
-            self._log_then(tx, staged, [on_done] if on_done else [])
-            return len(staged), False
-        for q, m in staged:
-            self.enqueue(q, m)
-        return len(staged), True
+                staged.append((q, m))
+        except BaseException:
+            _unstage(staged)
+            raise
+        return staged
 
     def subscribe(self, conn: Connection, args: dict[str, Any]) -> dict[str, Any]:
         topic = args.get("topic")
         qname = args.get("queue")
         if not isinstance(topic, str):
             raise QMError(RC_BAD_ARGUMENT, "topic is missing")
+        split_topic(topic, pattern=True)
         self.topics.check(conn.user, topic, "subscribe", admin=conn.admin)
         q = self.queue(qname)
         name = args.get("name") or f"{conn.user}:{topic}:{q.name}"
         if not isinstance(name, str):
             raise QMError(RC_BAD_ARGUMENT, "subscription name must be a string")
+        filter_text = args.get("filter") or None
+        if filter_text is not None and not isinstance(filter_text, str):
+            raise QMError(RC_BAD_ARGUMENT, "filter must be a string")
         durable = bool(args.get("durable", True))
         existing = self.topics.subscriptions.get(name)
         if existing is not None and (existing.topic != topic or existing.queue != q.name):
             raise QMError(
                 RC_DUPLICATE_SUBSCRIPTION, f"subscription {name!r} exists with another topic or queue"
             )
+        if existing is not None and not conn.admin and existing.principal != conn.user:
+            raise QMError(RC_NOT_AUTHORIZED, f"subscription {name!r} belongs to {existing.principal}")
         sub = Subscription(
             name=name,
             topic=topic,
             queue=q.name,
             correl_id=_opt_id(args.get("correl_id")),
-            filter_text=args.get("filter") or None,
+            filter_text=filter_text,
             durable=durable,
             principal=conn.user,
         )
         if sub.filter_text:
             sub.filter_fn = compile_filter(sub.filter_text)
+        if durable or (existing is not None and existing.durable):
+            self._require_log()
         if existing is not None:
             self.topics.remove(name)
+            conn.temporary_subs.discard(name)
+            if existing.durable and not durable:
+                assert self.log is not None
+                self.log.append(qlog.json_record(qlog.REC_UNSUB, {"name": name}))
         self.topics.add(sub)
         if durable:
             assert self.log is not None
             self.log.append(qlog.json_record(qlog.REC_SUB, sub.as_dict()))
         else:
             conn.temporary_subs.add(name)
-        retained = 0
+        return {"name": name, "retained_delivered": self._deliver_retained(conn, sub, q)}
+
+    def _deliver_retained(self, conn: Connection, sub: Subscription, q: LocalQueue) -> int:
+        delivered = 0
         now = time.time()
-        for rtopic, raw in list(self.topics.retained_matching(topic)):
+        for rtopic, raw in list(self.topics.retained_matching(sub.topic)):
+            if not conn.admin and not self.topics.allows(conn.user, rtopic, "subscribe"):
+                continue
+            if sub.filter_fn is not None:
+                try:
+                    if not sub.filter_fn(Publication(raw, rtopic)):
+                        continue
+                except Exception:
+                    continue
             body = _with_topic(raw, rtopic, retained=True)
             if sub.correl_id is not None:
                 body = body[:24] + sub.correl_id + body[48:]
@@ -885,12 +1077,12 @@ class QueueManager:
                 m = self.prepare(q, body, now)
             except QMError:
                 continue
-            if m.persistent:
+            if self._durable(q, m):
                 assert self.log is not None
                 self.log.append(qlog.TxRecord(puts=[(q.name, m.seq, m.raw)]).encode())
             self.enqueue(q, m)
-            retained += 1
-        return {"name": name, "retained_delivered": retained}
+            delivered += 1
+        return delivered
 
     def unsubscribe(self, conn: Connection, name: Any) -> None:
         sub = self.topics.subscriptions.get(name) if isinstance(name, str) else None
@@ -898,6 +1090,8 @@ class QueueManager:
             raise QMError(RC_SUBSCRIPTION_NOT_FOUND, f"no subscription named {name!r}")
         if not conn.admin and sub.principal != conn.user:
             raise QMError(RC_NOT_AUTHORIZED, f"subscription {name!r} belongs to {sub.principal}")
+        if sub.durable:
+            self._require_log()
         self.topics.remove(name)
         conn.temporary_subs.discard(name)
         if sub.durable:
@@ -913,12 +1107,14 @@ class QueueManager:
                 raise QMError(
                     RC_BAD_ARGUMENT, "define_user needs a user name and a password of 8+ characters"
                 )
-            self.users[user] = password
+            self._require_log()
+            self.principals.define(user, password)
         elif action == "set_topic_acl":
             topic, principal = args.get("topic"), args.get("principal")
             if not isinstance(topic, str) or not isinstance(principal, str) or not principal:
                 raise QMError(RC_BAD_ARGUMENT, "set_topic_acl needs topic and principal")
             pub, sub = args.get("publish"), args.get("subscribe")
+            self._require_log()
             self.topics.set_acl(
                 topic, principal, pub if pub is None else bool(pub), sub if sub is None else bool(sub)
             )
@@ -930,25 +1126,27 @@ class QueueManager:
                 "queues": len(self.queues),
                 "connections": len(self.connections),
                 "log_flushes": self.log.flushes,
+                "log_fsyncs": self.log.fsyncs,
                 "log_records": self.log.records,
                 "log_generation": self.log.generation,
+                "log_failed": self.log.failed,
                 **self.stats,
             }
         elif action == "checkpoint":
+            self._require_log()
             if not self.checkpointing:
                 self.checkpoint()
             return {"checkpoint": True}
         else:
             raise QMError(RC_FUNCTION_NOT_SUPPORTED, f"unknown admin action {action!r}")
-        assert self.log is not None
-        self.log.append(qlog.json_record(qlog.REC_META, {"users": self.users, "acls": self.topics.acls}))
+        self._log_meta()
         return {}
 
-    def authenticate(self, user: Any, password: Any) -> bool:
-        if not isinstance(user, str) or not isinstance(password, str):
-            return False
-        expected = self.users.get(user)
-        return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
+
+def _unstage(staged: list[tuple[LocalQueue, QMsg]]) -> None:
+    """Drop staged messages: they stop counting toward their queues' depth."""
+    for q, _m in staged:
+        q.uncommitted_puts -= 1
 
 
 def _run_callbacks(callbacks: list[Callable[[], None]]) -> None:
@@ -971,275 +1169,16 @@ def _opt_id(value: Any) -> bytes | None:
 
 
 def _with_topic(raw: bytes, topic: str, retained: bool = False) -> bytes:
-    msg = decode_message(raw)
+    try:
+        msg = decode_message(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise QMError(RC_BAD_ARGUMENT, f"publication cannot be decoded: {exc}") from None
+    if not isinstance(msg.properties, dict):
+        raise QMError(RC_BAD_ARGUMENT, "publication properties must be a JSON object")
     msg.properties["MQTopicString"] = topic
     if retained:
         msg.properties["MQIsRetained"] = True
     return encode_message(msg.md, msg.properties, msg.body)
-
-
-class Connection(asyncio.Protocol):
-    """One client connection: its frames, its unit of work, its browse cursors and waits."""
-
-    _ids = 0
-
-    def __init__(self, qm: QueueManager) -> None:
-        Connection._ids += 1
-        self.id = Connection._ids
-        self.qm = qm
-        self.decoder = FrameDecoder(qm.max_frame)
-        self.transport: asyncio.Transport | None = None
-        self.user = ""
-        self.admin = False
-        self.uow = UnitOfWork()
-        self.cursors: dict[int, tuple[str, tuple[int, int] | None]] = {}
-        self.next_cursor = 0
-        self.waiters: list[_Waiter] = []
-        self.temporary_subs: set[str] = set()
-        self.out: list[bytes] = []
-        self.closed = False
-        self.in_batch = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
-        self.qm.connections.add(self)
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        qm = self.qm
-        qm.connections.discard(self)
-        for w in self.waiters:
-            if not w.done:
-                w.done = True
-                if w.handle:
-                    w.handle.cancel()
-        self.waiters.clear()
-        if self.uow.puts or self.uow.gets:
-            qm.backout(self)  # a connection that drops backs out its unit of work
-        for name in list(self.temporary_subs):
-            qm.topics.remove(name)
-        for q in qm.queues.values():
-            q.handles.discard(self.id)
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            frames = self.decoder.feed(data)
-        except FrameError as exc:
-            self._send(encode_frame(OP_REPLY_ERR, 0, {"rc": RC_DATA_LENGTH_ERROR, "reason": str(exc)}))
-            self._flush()
-            assert self.transport is not None
-            self.transport.close()
-            return
-        self.in_batch = True
-        try:
-            for op, rid, args, tail in frames:
-                if self.closed:
-                    return
-                self.handle(op, rid, args, tail)
-        finally:
-            self.in_batch = False
-            self._flush()
-        self.qm.maybe_checkpoint()
-
-    def _send(self, frame: bytes) -> None:
-        if self.closed:
-            return
-        self.out.append(frame)
-        if not self.in_batch:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self.out and self.transport is not None and not self.closed:
-            # One write per batch of replies: one syscall, one segment for pipelined requests.
-            out = self.out
-            self.transport.write(out[0] if len(out) == 1 else b"".join(out))
-        self.out = []
-
-    def _deferred_put(self, a: dict[str, Any], tail: bytes) -> None:
-        """A put under syncpoint whose sender does not wait: a refusal dooms the unit of work."""
-        qm = self.qm
-        try:
-            raws = split_messages(tail)
-            qm.put(self, a.get("q"), raws, True)
-        except (QMError, TypeError, ValueError, KeyError, UnicodeDecodeError, struct.error) as exc:
-            if self.uow.failed is None:
-                self.uow.failed = _deferred_put_error(exc)
-            return
-        qm.stats["puts"] += len(raws)
-
-    def _deferred_publish(self, a: dict[str, Any], tail: bytes) -> None:
-        """A publication under syncpoint whose sender does not wait: a refusal dooms the unit of work."""
-        try:
-            raws = split_messages(tail)
-            if len(raws) != 1:
-                raise QMError(RC_BAD_ARGUMENT, "a publication carries exactly one message")
-            self.qm.publish(self, a.get("topic"), raws[0], bool(a.get("retain")), True, _nothing)
-        except (QMError, TypeError, ValueError, KeyError, UnicodeDecodeError, struct.error) as exc:
-            if self.uow.failed is None:
-                self.uow.failed = _deferred_put_error(exc)
-
-    def _get_after_commit(self, rid: int, args: dict[str, Any]) -> None:
-        if self.closed:
-            return
-        try:
-            self.qm.get(self, rid, args)
-        except QMError as exc:
-            self.reply_error(rid, exc)
-        except (TypeError, ValueError, KeyError) as exc:
-            self.reply_error(rid, QMError(RC_BAD_ARGUMENT, f"bad request arguments: {exc}"))
-
-    def reply(self, rid: int, args: Any = None, tail: bytes = b"") -> None:
-        self._send(encode_frame(OP_REPLY_OK, rid, args, tail))
-
-    def reply_error(self, rid: int, exc: QMError) -> None:
-        self._send(encode_frame(OP_REPLY_ERR, rid, {"rc": exc.reason_code, "reason": exc.reason}))
-
-    def reply_messages(self, rid: int, raws: list[bytes], extra: dict[str, Any] | None = None) -> None:
-        args: dict[str, Any] = {"n": len(raws)}
-        if extra:
-            args.update(extra)
-        self._send(encode_frame(OP_REPLY_OK, rid, args, b"".join(raws)))
-
-    def handle(self, op: int, rid: int, args: Any, tail: bytes) -> None:
-        qm = self.qm
-        try:
-            if args is not None and not isinstance(args, dict):
-                raise QMError(RC_BAD_ARGUMENT, "frame arguments must be a JSON object")
-            a: dict[str, Any] = args or {}
-            if op == OP_HELLO:
-                if not qm.authenticate(a.get("user"), a.get("password")):
-                    self.reply_error(rid, QMError(RC_NOT_AUTHORIZED, "bad user name or password"))
-                    self._flush()
-                    assert self.transport is not None
-                    self.transport.close()
-                    self.closed = True
-                    return
-                self.user = a["user"]
-                self.admin = self.user == qm.admin_user
-                self.reply(rid, {"qm": "flowbroker", "user": self.user, "max_frame": qm.max_frame})
-                return
-            if not self.user:
-                raise QMError(RC_NOT_AUTHORIZED, "the first frame must authenticate (HELLO)")
-            if op in ADMIN_OPS and not self.admin:
-                raise QMError(RC_NOT_AUTHORIZED, f"{self.user} may not administer the queue manager")
-            if op == OP_PUT:
-                if a.get("noreply") and a.get("sync"):
-                    self._deferred_put(a, tail)
-                    return
-                raws = split_messages(tail)
-                ids, wait = qm.put(self, a.get("q"), raws, bool(a.get("sync")))
-                qm.stats["puts"] += len(raws)
-                if a.get("noreply"):
-                    return
-                if wait:
-                    # Reply once the log holds the messages: registered behind the put's record.
-                    assert qm.log is not None
-                    qm.log.append(b"", lambda: self.reply(rid, None, b"".join(ids)))
-                else:
-                    self.reply(rid, None, b"".join(ids))
-            elif op == OP_GET:
-                if a.get("browse"):
-                    out, cursor = qm.browse(self, a)
-                    self.reply_messages(rid, out, {"cursor": cursor})
-                    return
-                qm.get(self, rid, a)
-            elif op == OP_COMMIT:
-                failed = self.uow.failed
-                if failed is not None:
-                    qm.backout(self)
-                    raise QMError(
-                        RC_BACKED_OUT,
-                        f"unit of work backed out: a put was refused: {failed.reason_code} {failed.reason}",
-                    )
-                then_get = a.get("get")
-                if then_get is not None:
-                    # commit, then get the next batch for the same reply: one round trip per
-                    # batch for a flow thread; the get runs once the commit is durable
-                    if not isinstance(then_get, dict):
-                        raise QMError(RC_BAD_ARGUMENT, "get after commit takes the arguments of a get")
-                    if qm.commit(self, lambda: self._get_after_commit(rid, then_get)):
-                        self._get_after_commit(rid, then_get)
-                elif qm.commit(self, lambda: self.reply(rid)):
-                    self.reply(rid)
-            elif op == OP_BACKOUT:
-                qm.backout(self)
-                self.reply(rid)
-            elif op == OP_PUBLISH:
-                if a.get("noreply") and a.get("sync"):
-                    self._deferred_publish(a, tail)
-                    return
-                raws = split_messages(tail)
-                if len(raws) != 1:
-                    raise QMError(RC_BAD_ARGUMENT, "a publication carries exactly one message")
-                result: dict[str, int] = {}
-
-                def done() -> None:
-                    self.reply(rid, result)
-
-                n, now = qm.publish(
-                    self, a.get("topic"), raws[0], bool(a.get("retain")), bool(a.get("sync")), done
-                )
-                result["deliveries"] = n
-                if now:
-                    self.reply(rid, result)
-            elif op == OP_SUBSCRIBE:
-                self.reply(rid, qm.subscribe(self, a))
-            elif op == OP_UNSUBSCRIBE:
-                qm.unsubscribe(self, a.get("name"))
-                self.reply(rid)
-            elif op == OP_DEFINE:
-                self.reply(rid, qm.define(a.get("name"), _attrs(a), bool(a.get("replace"))))
-            elif op == OP_ALTER:
-                self.reply(rid, qm.alter(a.get("name"), _attrs(a)))
-            elif op == OP_DELETE:
-                qm.delete(a.get("name"), bool(a.get("purge")))
-                self.reply(rid)
-            elif op == OP_INQUIRE:
-                self.reply(rid, qm.queue(a.get("name")).inquire())
-            elif op == OP_LIST:
-                pattern = a.get("pattern", "*")
-                if not isinstance(pattern, str):
-                    raise QMError(RC_BAD_ARGUMENT, "pattern must be a string")
-                self.reply(rid, {"queues": qm.list_queues(pattern)})
-            elif op == OP_PURGE:
-                self.reply(rid, {"purged": qm.purge(a.get("name"))})
-            elif op == OP_BROWSE_CLOSE:
-                self.cursors.pop(int(a.get("cursor", 0)), None)
-                self.reply(rid)
-            elif op == OP_ADMIN:
-                self.reply(rid, qm.admin(a))
-            elif op == OP_PING:
-                self.reply(rid, {"pong": True})
-            else:
-                raise QMError(RC_FUNCTION_NOT_SUPPORTED, f"unknown operation {op}")
-        except QMError as exc:
-            self.reply_error(rid, exc)
-        except (TypeError, ValueError, KeyError, UnicodeDecodeError, struct.error) as exc:
-            self.reply_error(rid, QMError(RC_BAD_ARGUMENT, f"bad request arguments: {exc}"))
-        except Exception as exc:  # a defect must cost one request, never the queue manager
-            logger.exception("request op %d failed", op)
-            self.reply_error(rid, QMError(RC_UNEXPECTED_ERROR, f"unexpected error: {type(exc).__name__}"))
-
-
-def _nothing() -> None:
-    """Nobody waits for a deferred request's outcome: its commit reports it."""
-
-
-def _deferred_put_error(exc: Exception) -> QMError:
-    if isinstance(exc, QMError):
-        return exc
-    return QMError(RC_BAD_ARGUMENT, f"bad request arguments: {exc}")
-
-
-def _attrs(a: dict[str, Any]) -> dict[str, Any]:
-    attrs = a.get("attrs") or {}
-    if not isinstance(attrs, dict):
-        raise QMError(RC_BAD_ARGUMENT, "attrs must be an object")
-    return attrs
 
 
 # --- the process ------------------------------------------------------------------------------
@@ -1279,6 +1218,8 @@ async def serve(
     expiry_interval: float = 5.0,
     ready: Callable[[], None] | None = None,
 ) -> None:
+    from flowbroker.qm.connection import Connection
+
     data_dir.mkdir(parents=True, exist_ok=True)
     loop = asyncio.get_running_loop()
     qm = QueueManager(data_dir, fsync=fsync, checkpoint_bytes=checkpoint_bytes)
@@ -1290,7 +1231,8 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     info = load_or_create_credentials(data_dir, host, port)
     qm.admin_user = info["user"]
-    qm.users[info["user"]] = info["password"]
+    if qm.principals.ensure(info["user"], info["password"]):
+        qm._log_meta()
     sock_path = Path(info["unix_socket"])
     with contextlib.suppress(FileNotFoundError):
         sock_path.unlink()

@@ -1,0 +1,393 @@
+"""One client connection of the queue manager: frames in, verbs of ``QueueManager`` called, replies out.
+
+The first frame must be HELLO. A password is checked against its scrypt hash on a worker thread,
+so a slow hash never stalls the event loop; frames that arrive meanwhile wait, in order, until
+the answer is known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import struct
+from functools import partial
+from typing import Any
+
+from flowbroker.qm.principals import verify_password
+from flowbroker.qm.protocol import (
+    OP_ADMIN,
+    OP_ALTER,
+    OP_BACKOUT,
+    OP_BROWSE_CLOSE,
+    OP_COMMIT,
+    OP_DEFINE,
+    OP_DELETE,
+    OP_GET,
+    OP_HELLO,
+    OP_INQUIRE,
+    OP_LIST,
+    OP_PING,
+    OP_PUBLISH,
+    OP_PURGE,
+    OP_PUT,
+    OP_REPLY_ERR,
+    OP_REPLY_OK,
+    OP_SUBSCRIBE,
+    OP_UNSUBSCRIBE,
+    RC_BACKED_OUT,
+    RC_BAD_ARGUMENT,
+    RC_DATA_LENGTH_ERROR,
+    RC_FRAME_ERROR,
+    RC_FUNCTION_NOT_SUPPORTED,
+    RC_NOT_AUTHORIZED,
+    RC_UNEXPECTED_ERROR,
+    FrameDecoder,
+    FrameError,
+    QMError,
+    encode_frame,
+    split_messages,
+)
+from flowbroker.qm.queues import BrowsePosition
+from flowbroker.qm.server import Done, Failed, QueueManager, UnitOfWork, Waiter
+
+logger = logging.getLogger("flowbroker.qm")
+
+ADMIN_OPS = {OP_DEFINE, OP_ALTER, OP_DELETE, OP_PURGE, OP_ADMIN}
+#: Frames a client may send before its HELLO has been answered; beyond this it is flooding.
+MAX_FRAMES_BEFORE_WELCOME = 1024
+BAD_CREDENTIALS = "bad user name or password"
+
+Frame = tuple[int, int, Any, bytes]
+
+
+class Connection(asyncio.Protocol):
+    """One client connection: its frames, its unit of work, its browse cursors and waits."""
+
+    _ids = 0
+
+    def __init__(self, qm: QueueManager) -> None:
+        Connection._ids += 1
+        self.id = Connection._ids
+        self.qm = qm
+        self.decoder = FrameDecoder(qm.max_frame)
+        self.transport: asyncio.Transport | None = None
+        self.user = ""
+        self.admin = False
+        self.authenticating = False
+        self.held: list[Frame] = []  # frames that arrived while HELLO was being checked
+        self.uow = UnitOfWork()
+        self.cursors: dict[int, tuple[str, BrowsePosition | None]] = {}
+        self.next_cursor = 0
+        self.waiters: set[Waiter] = set()
+        self.temporary_subs: set[str] = set()
+        self.out: list[bytes] = []
+        self.closed = False
+        self.in_batch = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
+        self.qm.connections.add(self)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        qm = self.qm
+        qm.connections.discard(self)
+        for w in list(self.waiters):
+            w.finish()
+            with contextlib.suppress(ValueError):
+                w.queue.waiters.remove(w)  # a queue nobody puts to would otherwise keep it forever
+        self.held.clear()
+        if self.uow.puts or self.uow.gets:
+            qm.backout(self)  # a connection that drops backs out its unit of work
+        for name in list(self.temporary_subs):
+            qm.topics.remove(name)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self.decoder.feed(data)
+        except FrameError as exc:
+            rc = RC_DATA_LENGTH_ERROR if exc.oversized else RC_FRAME_ERROR
+            self._send(encode_frame(OP_REPLY_ERR, 0, {"rc": rc, "reason": str(exc)}))
+            self._close()
+            return
+        self._handle_frames(frames)
+
+    def _handle_frames(self, frames: list[Frame]) -> None:
+        self.in_batch = True
+        try:
+            for i, frame in enumerate(frames):
+                if self.closed:
+                    return
+                if self.authenticating:
+                    self.held.extend(frames[i:])
+                    if len(self.held) > MAX_FRAMES_BEFORE_WELCOME:
+                        self._send(
+                            encode_frame(
+                                OP_REPLY_ERR,
+                                0,
+                                {
+                                    "rc": RC_FRAME_ERROR,
+                                    "reason": "too many requests before HELLO was answered",
+                                },
+                            )
+                        )
+                        self._close()
+                    return
+                self.handle(*frame)
+        finally:
+            self.in_batch = False
+            self._flush()
+        self.qm.maybe_checkpoint()
+
+    def _close(self) -> None:
+        self._flush()
+        if self.transport is not None:
+            self.transport.close()
+        self.closed = True
+
+    def _send(self, frame: bytes) -> None:
+        if self.closed:
+            return
+        self.out.append(frame)
+        if not self.in_batch:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.out and self.transport is not None and not self.closed:
+            # One write per batch of replies: one syscall, one segment for pipelined requests.
+            out = self.out
+            self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+        self.out = []
+
+    def reply(self, rid: int, args: Any = None, tail: bytes = b"") -> None:
+        self._send(encode_frame(OP_REPLY_OK, rid, args, tail))
+
+    def reply_error(self, rid: int, exc: QMError) -> None:
+        self._send(encode_frame(OP_REPLY_ERR, rid, {"rc": exc.reason_code, "reason": exc.reason}))
+
+    def reply_messages(self, rid: int, raws: list[bytes], extra: dict[str, Any] | None = None) -> None:
+        args: dict[str, Any] = {"n": len(raws)}
+        if extra:
+            args.update(extra)
+        self._send(encode_frame(OP_REPLY_OK, rid, args, b"".join(raws)))
+
+    # --- authentication ---------------------------------------------------------------------
+    def _hello(self, rid: int, a: dict[str, Any]) -> None:
+        if self.user:
+            raise QMError(RC_BAD_ARGUMENT, f"already authenticated as {self.user}")
+        user, password = a.get("user"), a.get("password")
+        if not isinstance(user, str) or not isinstance(password, str):
+            self._refuse(rid)
+            return
+        principals = self.qm.principals
+        if principals.recognised(user, password):
+            self._welcome(rid, user)
+            return
+        assert self.qm.loop is not None
+        self.authenticating = True
+        check = self.qm.loop.run_in_executor(None, verify_password, principals.hashes.get(user), password)
+        check.add_done_callback(partial(self._checked, rid, user, password))
+
+    def _checked(self, rid: int, user: str, password: str, check: asyncio.Future[bool]) -> None:
+        self.authenticating = False
+        if self.closed:
+            return
+        if check.cancelled() or check.exception() is not None or not check.result():
+            self._refuse(rid)
+            return
+        self.qm.principals.remember(user, password)
+        self._welcome(rid, user)
+        held, self.held = self.held, []
+        if held:
+            self._handle_frames(held)
+        else:
+            self._flush()
+
+    def _welcome(self, rid: int, user: str) -> None:
+        self.user = user
+        self.admin = user == self.qm.admin_user
+        self.reply(rid, {"qm": "flowbroker", "user": user, "max_frame": self.qm.max_frame})
+
+    def _refuse(self, rid: int) -> None:
+        self.reply_error(rid, QMError(RC_NOT_AUTHORIZED, BAD_CREDENTIALS))
+        self._close()
+
+    # --- requests ---------------------------------------------------------------------------
+    def handle(self, op: int, rid: int, args: Any, tail: bytes) -> None:
+        qm = self.qm
+        try:
+            if args is not None and not isinstance(args, dict):
+                raise QMError(RC_BAD_ARGUMENT, "frame arguments must be a JSON object")
+            a: dict[str, Any] = args or {}
+            if op == OP_HELLO:
+                self._hello(rid, a)
+                return
+            if not self.user:
+                raise QMError(RC_NOT_AUTHORIZED, "not authenticated: the first frame must be HELLO")
+            if op in ADMIN_OPS and not self.admin:
+                raise QMError(
+                    RC_NOT_AUTHORIZED,
+                    f"{self.user} is not the queue manager's administrator and may not {_VERBS[op]}",
+                )
+            if op == OP_PUT:
+                if a.get("noreply") and a.get("sync"):
+                    self._deferred(a, tail, publication=False)
+                    return
+                self._put(rid, a, tail)
+            elif op == OP_GET:
+                if a.get("browse"):
+                    out, cursor = qm.browse(self, a)
+                    self.reply_messages(rid, out, {"cursor": cursor})
+                    return
+                qm.get(self, rid, a)
+            elif op == OP_COMMIT:
+                self._commit(rid, a)
+            elif op == OP_BACKOUT:
+                qm.backout(self)
+                self.reply(rid)
+            elif op == OP_PUBLISH:
+                if a.get("noreply") and a.get("sync"):
+                    self._deferred(a, tail, publication=True)
+                    return
+                self._publish(rid, a, tail)
+            elif op == OP_SUBSCRIBE:
+                self.reply(rid, qm.subscribe(self, a))
+            elif op == OP_UNSUBSCRIBE:
+                qm.unsubscribe(self, a.get("name"))
+                self.reply(rid)
+            elif op == OP_DEFINE:
+                self.reply(rid, qm.define(a.get("name"), _attrs(a), bool(a.get("replace"))))
+            elif op == OP_ALTER:
+                self.reply(rid, qm.alter(a.get("name"), _attrs(a)))
+            elif op == OP_DELETE:
+                qm.delete(a.get("name"), bool(a.get("purge")))
+                self.reply(rid)
+            elif op == OP_INQUIRE:
+                self.reply(rid, qm.inquire(qm.queue(a.get("name"))))
+            elif op == OP_LIST:
+                pattern = a.get("pattern", "*")
+                if not isinstance(pattern, str):
+                    raise QMError(RC_BAD_ARGUMENT, "pattern must be a string")
+                self.reply(rid, {"queues": qm.list_queues(pattern)})
+            elif op == OP_PURGE:
+                self.reply(rid, {"purged": qm.purge(a.get("name"))})
+            elif op == OP_BROWSE_CLOSE:
+                self.cursors.pop(int(a.get("cursor", 0)), None)
+                self.reply(rid)
+            elif op == OP_ADMIN:
+                self.reply(rid, qm.admin(a))
+            elif op == OP_PING:
+                self.reply(rid, {"pong": True})
+            else:
+                raise QMError(RC_FUNCTION_NOT_SUPPORTED, f"unknown operation {op}")
+        except QMError as exc:
+            self.reply_error(rid, exc)
+        except (TypeError, ValueError, KeyError, OverflowError, UnicodeDecodeError, struct.error) as exc:
+            self.reply_error(rid, QMError(RC_BAD_ARGUMENT, f"bad request arguments: {exc}"))
+        except Exception as exc:  # a defect must cost one request, never the queue manager
+            logger.exception("request op %d failed", op)
+            self.reply_error(rid, QMError(RC_UNEXPECTED_ERROR, f"unexpected error: {type(exc).__name__}"))
+
+    def _put(self, rid: int, a: dict[str, Any], tail: bytes) -> None:
+        qm = self.qm
+        raws = split_messages(tail)
+        done: list[Done] = []
+        failed: list[Failed] = []
+        ids, wait = qm.put(self, a.get("q"), raws, bool(a.get("sync")), done, failed)
+        qm.stats["puts"] += len(raws)
+        if a.get("noreply"):
+            return
+        if wait:
+            done.append(lambda: self.reply(rid, None, b"".join(ids)))
+            failed.append(lambda exc: self.reply_error(rid, exc))
+        else:
+            self.reply(rid, None, b"".join(ids))
+
+    def _deferred(self, a: dict[str, Any], tail: bytes, *, publication: bool) -> None:
+        """A put or publication under syncpoint whose sender does not wait for a reply: a refusal
+        dooms the unit of work, whose commit then backs it out and says why."""
+        qm = self.qm
+        try:
+            raws = split_messages(tail)
+            if publication:
+                if len(raws) != 1:
+                    raise QMError(RC_BAD_ARGUMENT, "a publication carries exactly one message")
+                qm.publish(self, a.get("topic"), raws[0], bool(a.get("retain")), True, [], [])
+            else:
+                qm.put(self, a.get("q"), raws, True, [], [])
+                qm.stats["puts"] += len(raws)
+        except QMError as exc:
+            if self.uow.failed is None:
+                self.uow.failed = exc
+        except (TypeError, ValueError, KeyError, OverflowError, UnicodeDecodeError, struct.error) as exc:
+            if self.uow.failed is None:
+                self.uow.failed = QMError(RC_BAD_ARGUMENT, f"bad request arguments: {exc}")
+
+    def _commit(self, rid: int, a: dict[str, Any]) -> None:
+        qm = self.qm
+        refused = self.uow.failed
+        if refused is not None:
+            qm.backout(self)
+            raise QMError(
+                RC_BACKED_OUT,
+                f"unit of work backed out: a put was refused: {refused.reason_code} {refused.reason}",
+            )
+        then_get = a.get("get")
+        if then_get is None:
+            if qm.commit(self, lambda: self.reply(rid), lambda exc: self.reply_error(rid, exc)):
+                self.reply(rid)
+            return
+        # commit, then get the next batch for the same reply: one round trip per batch for a
+        # flow thread; the get runs once the commit is durable, and not at all if it failed
+        if not isinstance(then_get, dict):
+            raise QMError(RC_BAD_ARGUMENT, "get after commit takes the arguments of a get")
+        if qm.commit(
+            self, lambda: self._get_after_commit(rid, then_get), lambda exc: self.reply_error(rid, exc)
+        ):
+            self._get_after_commit(rid, then_get)
+
+    def _get_after_commit(self, rid: int, args: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        try:
+            self.qm.get(self, rid, args)
+        except QMError as exc:
+            self.reply_error(rid, exc)
+        except (TypeError, ValueError, KeyError, OverflowError) as exc:
+            self.reply_error(rid, QMError(RC_BAD_ARGUMENT, f"bad request arguments: {exc}"))
+
+    def _publish(self, rid: int, a: dict[str, Any], tail: bytes) -> None:
+        raws = split_messages(tail)
+        if len(raws) != 1:
+            raise QMError(RC_BAD_ARGUMENT, "a publication carries exactly one message")
+        result: dict[str, int] = {}
+        done: list[Done] = [lambda: self.reply(rid, result)]
+        failed: list[Failed] = [lambda exc: self.reply_error(rid, exc)]
+        n, wait = self.qm.publish(
+            self, a.get("topic"), raws[0], bool(a.get("retain")), bool(a.get("sync")), done, failed
+        )
+        result["deliveries"] = n
+        if not wait:
+            self.reply(rid, result)
+
+
+_VERBS = {
+    OP_DEFINE: "define queues",
+    OP_ALTER: "alter queues",
+    OP_DELETE: "delete queues",
+    OP_PURGE: "purge queues",
+    OP_ADMIN: "run administrative actions",
+}
+
+
+def _attrs(a: dict[str, Any]) -> dict[str, Any]:
+    attrs = a.get("attrs") or {}
+    if not isinstance(attrs, dict):
+        raise QMError(RC_BAD_ARGUMENT, "attrs must be an object")
+    return attrs
