@@ -66,7 +66,13 @@ def test_non_transactional_failure_goes_to_the_dead_letter_queue_with_a_reason(q
     qm.put(src, b"<a>broken")
     dead = get_all(qm, "SYSTEM.DEAD.LETTER.QUEUE", 1)
     assert [m.body for m in dead] == [b"<a>broken"]
-    assert "XMLNSC" in dead[0].properties["flowbroker.reason"] or dead[0].properties["flowbroker.reason"]
+    reason = dead[0].properties["flowbroker.reason"]
+    assert reason.startswith("RecoverableException in read: ")
+    assert reason.endswith(
+        "; caused by ParserException in read: XMLNSC: malformed XML at line 1, column 10 "
+        "(byte offset 9): Premature end of data in tag a line 1, line 1, column 10"
+    ), reason
+    assert dead[0].properties["flowbroker.flow"] == f"Xml{src.replace('.', '')}"
 
 
 def test_catch_terminal_receives_the_exception_list_and_commits(qm, queues, group) -> None:
@@ -74,16 +80,39 @@ def test_catch_terminal_receives_the_exception_list_and_commits(qm, queues, grou
     doc = flow(
         {
             "in": ("MQInput", {"queueName": src}),
-            "boom": ("Throw", {"messageText": "rejected"}),
+            "boom": ("Throw", {"messageText": "rejected", "messageNumber": 3105}),
+            "report": ("Compute", {"esql": CATCH_REPORT}),
             "err": ("MQOutput", {"queueName": errors}),
         },
-        ["in.out -> boom", "in.catch -> err"],
+        ["in.out -> boom", "in.catch -> report", "report.out -> err"],
         name="CatchFlow",
     )
     group.deploy(doc)
     qm.put(src, b"payload", MessageDescriptor(persistence=1))
-    assert [m.body for m in get_all(qm, errors, 1)] == [b"payload"]
+    (reported,) = get_all(qm, errors, 1)
+    assert reported.body == (
+        b"<caught><kind>UserException</kind><number>3105</number><text>rejected</text>"
+        b"<node>boom</node><type>Throw</type><insert>rejected</insert><original>payload</original></caught>"
+    )
     assert qm.get(src) is None
+
+
+CATCH_REPORT = """CREATE COMPUTE MODULE Report
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    DECLARE e REFERENCE TO InputExceptionList.*[1];
+    SET OutputRoot.MQMD = InputRoot.MQMD;
+    SET OutputRoot.XMLNSC.caught.kind = FIELDNAME(e);
+    SET OutputRoot.XMLNSC.caught.number = e.Number;
+    SET OutputRoot.XMLNSC.caught.text = e.Text;
+    SET OutputRoot.XMLNSC.caught.node = e.Label;
+    SET OutputRoot.XMLNSC.caught.type = e.Type;
+    SET OutputRoot.XMLNSC.caught.insert = e.Insert.Text;
+    SET OutputRoot.XMLNSC.caught.original = CAST(InputRoot.BLOB.BLOB AS CHARACTER CCSID 1208);
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
 
 
 def test_failure_terminal_takes_the_message_past_the_threshold(qm, queues, group) -> None:

@@ -11,11 +11,14 @@ from typing import Any
 
 from esql import domains
 from esql.tree import Element
+from flowbroker_nodes.base import describe_causes_with
 
 from flowbroker.formats import assembly as formats_assembly
-from flowbroker.formats import load_all
+from flowbroker.formats import errors, load_all
 
 body_element = formats_assembly.body_element
+# a parser error below a node is recorded as ACE's positioned ParserException
+describe_causes_with(errors.cause_entry)
 
 
 def ensure_domains() -> None:
