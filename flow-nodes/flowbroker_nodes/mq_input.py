@@ -190,6 +190,9 @@ class Node(BaseNode):
             flow.commit()
             for message in messages:
                 self._run_one(message, False, threshold, backout_queue)
+                # the invocation is over: its coordinated database work (and any put an output
+                # node made under syncpoint of its own accord) commits now, not at the next get
+                flow.commit()
             return len(messages)
         # puts are pipelined to the commit unless a lone transactional message is being retried,
         # so that a refused put is seen by the node that made it
@@ -257,6 +260,9 @@ class Node(BaseNode):
         if transactional:
             flow.log(f"{self.name}: backing out the unit of work: {reason}")
             return False
+        # the failed invocation's coordinated database work and syncpoint puts are undone; the
+        # get itself was final before the flow ran
+        flow.backout()
         if self.is_connected("failure"):
             try:
                 self.propagate(

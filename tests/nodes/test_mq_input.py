@@ -177,3 +177,28 @@ def test_flow_commit_count_sets_the_read_ahead_unless_the_node_does() -> None:
     )
     nodes = compile_flow(doc).nodes
     assert (nodes["a"].read_ahead, nodes["b"].read_ahead) == (3, 7)
+
+
+def test_properties_transactional_says_whether_the_flow_runs_in_a_unit_of_work(qm, queues, group) -> None:
+    report = """CREATE COMPUTE MODULE Report
+      CREATE FUNCTION Main() RETURNS BOOLEAN
+      BEGIN
+        SET OutputRoot.XMLNSC.t = InputRoot.Properties.Transactional;
+        RETURN TRUE;
+      END;
+    END MODULE;"""
+    cases = [("yes", 0, b"<t>true</t>"), ("no", 1, b"<t>false</t>"), ("automatic", 1, b"<t>true</t>")]
+    for mode, persistence, expected in cases:
+        src, dst = queues("IN"), queues("OUT")
+        doc = flow(
+            {
+                "in": ("MQInput", {"queueName": src, "transactionMode": mode}),
+                "c": ("Compute", {"esql": report}),
+                "out": ("MQOutput", {"queueName": dst}),
+            },
+            ["in.out -> c", "c.out -> out"],
+            name=f"Tx{mode}",
+        )
+        group.deploy(doc)
+        qm.put(src, b"x", MessageDescriptor(persistence=persistence))
+        assert [m.body for m in get_all(qm, dst, 1)] == [expected], mode

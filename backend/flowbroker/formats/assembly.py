@@ -35,8 +35,13 @@ def parser_options(template: Template) -> dict[str, Any]:
     return {"set": template.set, "type": template.type, "format": template.format}
 
 
-def build_root(descriptor: Any, body: bytes, default: Template | None = None) -> Element:
-    """Root for a message: headers parsed now, the body attached to parse on first read."""
+def build_root(
+    descriptor: Any, body: bytes, default: Template | None = None, *, transactional: bool = True
+) -> Element:
+    """Root for a message: headers parsed now, the body attached to parse on first read.
+
+    ``transactional`` is whether the flow processes it inside a unit of work (Properties.Transactional).
+    """
     load_all()
     template = default or Template()
     encoding = int(getattr(descriptor, "encoding", 546))
@@ -65,7 +70,7 @@ def build_root(descriptor: Any, body: bytes, default: Template | None = None) ->
         ("MessageFormat", template.format),
         ("Encoding", body_encoding),
         ("CodedCharSetId", body_ccsid),
-        ("Transactional", True),
+        ("Transactional", transactional),
         ("Persistence", bool(getattr(descriptor, "persistence", 0) == 1)),
         ("Priority", getattr(descriptor, "priority", 0)),
         ("ReplyIdentifier", getattr(descriptor, "correl_id", b"")),

@@ -35,9 +35,11 @@ def template_of(template: dict[str, str]) -> formats_assembly.Template:
     )
 
 
-def build_root(message: Any, template: dict[str, str]) -> Element:
+def build_root(message: Any, template: dict[str, str], *, transactional: bool = True) -> Element:
     """Root for a queue message: headers parsed now, the body attached to parse on first read."""
-    return formats_assembly.build_root(message.md, message.body, template_of(template))
+    return formats_assembly.build_root(
+        message.md, message.body, template_of(template), transactional=transactional
+    )
 
 
 def to_message(root: Element) -> tuple[dict[str, Any], bytes]:

@@ -4,6 +4,18 @@ Each flow thread owns one queue-manager connection (a unit of work is per connec
 connection per data source it touched; it gets a message, builds the assembly and propagates it
 through the compiled graph on its own stack. :class:`ExecutionGroupRuntime` is the library API the
 worker's control tasks call: deploy, undeploy, start, stop, statistics, user trace.
+
+Coordinated transactions (a flow's ``coordinatedTransaction``) are single phase, not XA: at the
+end of a flow invocation the thread commits each data source it used, then the queue manager's
+unit of work. That order is the safer one for redelivery: a crash between the two leaves the
+database work committed while the message is still on its input queue (the queue manager backs
+out the unit of work of a lost connection), so the message is processed again and its database
+work is repeated (at least once, never lost). The other order would lose the database work of a
+message whose get and outputs were already committed. Within the first step, several data
+sources commit one after the other, with the same window between them. Outside a unit of work
+(transaction mode ``no``, or ``automatic`` with a non-persistent message) the get is final before
+the flow runs; the coordinated database work still commits when the invocation ends, or is
+rolled back when it fails. Uncoordinated database work commits when its node finishes.
 """
 
 from __future__ import annotations
@@ -52,6 +64,8 @@ class FlowThread(threading.Thread):
         self.client: Any = None
         self.transactional = False
         self.batching = False
+        #: Whether the queue manager holds work of this thread under syncpoint (a commit has work to do).
+        self.uncommitted = False
         self._sources: dict[str, ThreadDataSource] = {}
 
     # -- the thread ----------------------------------------------------------------------------
@@ -94,12 +108,14 @@ class FlowThread(threading.Thread):
             except Exception:
                 pass
             self.client = None
+        self.uncommitted = False
 
     # -- FlowServices: queue manager work ------------------------------------------------------
 
     def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None:
         from flowbroker.qm.protocol import QMError
 
+        self.uncommitted = self.uncommitted or syncpoint
         try:
             return self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)  # type: ignore[no-any-return]
         except QMError as exc:
@@ -109,6 +125,7 @@ class FlowThread(threading.Thread):
 
     def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Up to ``limit`` waiting messages under syncpoint, waiting ``wait_ms`` for the first."""
+        self.uncommitted = True
         return self.client.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)  # type: ignore[no-any-return]
 
     def _syncpoint(self, syncpoint: bool | None) -> bool:
@@ -138,6 +155,7 @@ class FlowThread(threading.Thread):
             md.persistence = 0
         md.backout_count = 0
         sync = self._syncpoint(syncpoint)
+        self.uncommitted = self.uncommitted or sync
         if sync and self.batching and isinstance(self.client, QueueConnection):
             # inside a batch the put's refusal surfaces at the commit, which backs the batch out
             # and retries its messages one at a time, where puts are checked node by node again
@@ -154,11 +172,14 @@ class FlowThread(threading.Thread):
         if reason:
             properties["flowbroker.reason"] = reason
             properties["flowbroker.flow"] = self.flow_name
+        self.uncommitted = self.uncommitted or syncpoint
         self.client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
 
     def publish(self, topic: str, root: Element, *, syncpoint: bool | None) -> int:
         md, _, body = self.message_parts(root)
-        result = self.client.publish(topic, body, md, syncpoint=self._syncpoint(syncpoint))
+        sync = self._syncpoint(syncpoint)
+        self.uncommitted = self.uncommitted or sync
+        result = self.client.publish(topic, body, md, syncpoint=sync)
         return int(result) if isinstance(result, int) and not isinstance(result, bool) else 1
 
     def backout_policy(self, queue: str) -> tuple[int, str]:
@@ -186,23 +207,24 @@ class FlowThread(threading.Thread):
         return self.transactional
 
     def commit(self) -> None:
-        # single phase: the database work commits first, so a crash in between redelivers the
-        # message (at least once) rather than losing the database update
+        """End the unit of work: data sources first, then the queue manager (see the module docstring)."""
         for source in self._sources.values():
             source.commit()
-        if self.client is not None:
+        if self.client is not None and self.uncommitted:
             self.client.commit()
+            self.uncommitted = False
 
     def backout(self) -> None:
         for source in self._sources.values():
             source.rollback()
-        if self.client is not None:
+        if self.client is not None and self.uncommitted:
             self.client.backout()
+            self.uncommitted = False
 
     # -- FlowServices: assembly, databases, labels, trace --------------------------------------
 
     def build_assembly(self, message: QueueMessage, template: dict[str, str]) -> Assembly:
-        return Assembly(assemblies.build_root(message, template))
+        return Assembly(assemblies.build_root(message, template, transactional=self.transactional))
 
     def reset_body(self, root: Element, template: dict[str, str]) -> None:
         assemblies.reset_body(root, template)
