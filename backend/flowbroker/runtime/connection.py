@@ -75,9 +75,15 @@ class QueueConnection:
         self._client.put_async(queue, body, md, syncpoint=True, properties=properties)
 
     def publish(
-        self, topic: str, body: bytes, md: MessageDescriptor | None = None, *, syncpoint: bool = False
+        self,
+        topic: str,
+        body: bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        syncpoint: bool = False,
+        properties: dict[str, Any] | None = None,
     ) -> int:
-        return self._run(self._client.publish(topic, body, md, syncpoint=syncpoint))
+        return self._run(self._client.publish(topic, body, md, syncpoint=syncpoint, properties=properties))
 
     def commit(self) -> None:
         self.pipelined = 0

@@ -43,6 +43,8 @@ NO_MSG_AVAILABLE = 2033
 
 #: Opens a queue-manager connection (``flowbroker.qm.client.Client``) for one flow thread.
 Connector = Callable[[], Any]
+#: Message properties the queue manager sets on a delivery, not the application's own.
+_DELIVERY_PROPERTIES = frozenset({"MQTopicString", "MQIsRetained"})
 
 
 def _descriptor(**fields: Any) -> Any:
@@ -66,6 +68,8 @@ class FlowThread(threading.Thread):
         self.batching = False
         #: Whether the queue manager holds work of this thread under syncpoint (a commit has work to do).
         self.uncommitted = False
+        #: The application properties of the message being processed, carried to what it puts.
+        self.input_properties: dict[str, Any] = {}
         self._sources: dict[str, ThreadDataSource] = {}
 
     # -- the thread ----------------------------------------------------------------------------
@@ -164,8 +168,21 @@ class FlowThread(threading.Thread):
             self.client.put(queue, body, md, syncpoint=sync, properties=properties)
 
     def message_parts(self, root: Element) -> tuple[Any, dict[str, Any], bytes]:
+        """Descriptor, message properties and body bytes of an output Root.
+
+        The properties are the input message's own, overlaid by the simple fields of the output's
+        ``MQRFH2.usr`` folder (ACE's view of message properties), so subscribers' content filters
+        on properties see what the flow sends.
+        """
         fields, body = assemblies.to_message(root)
-        return _descriptor(**fields), {}, body
+        properties = dict(self.input_properties)
+        usr = root.child("MQRFH2")
+        usr = usr.child("usr") if usr is not None else None
+        if usr is not None:
+            for kid in usr.children():
+                if kid.first_child is None and isinstance(kid.value, str | int | float | bool):
+                    properties[kid.name] = kid.value
+        return _descriptor(**fields), properties, body
 
     def put_raw(self, queue: str, message: QueueMessage, *, syncpoint: bool, reason: str = "") -> None:
         properties = dict(getattr(message, "properties", None) or {})
@@ -176,10 +193,10 @@ class FlowThread(threading.Thread):
         self.client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
 
     def publish(self, topic: str, root: Element, *, syncpoint: bool | None) -> int:
-        md, _, body = self.message_parts(root)
+        md, properties, body = self.message_parts(root)
         sync = self._syncpoint(syncpoint)
         self.uncommitted = self.uncommitted or sync
-        result = self.client.publish(topic, body, md, syncpoint=sync)
+        result = self.client.publish(topic, body, md, syncpoint=sync, properties=properties)
         return int(result) if isinstance(result, int) and not isinstance(result, bool) else 1
 
     def backout_policy(self, queue: str) -> tuple[int, str]:
@@ -224,6 +241,11 @@ class FlowThread(threading.Thread):
     # -- FlowServices: assembly, databases, labels, trace --------------------------------------
 
     def build_assembly(self, message: QueueMessage, template: dict[str, str]) -> Assembly:
+        self.input_properties = {
+            key: value
+            for key, value in (getattr(message, "properties", None) or {}).items()
+            if key not in _DELIVERY_PROPERTIES and not key.startswith("flowbroker.")
+        }
         return Assembly(assemblies.build_root(message, template, transactional=self.transactional))
 
     def reset_body(self, root: Element, template: dict[str, str]) -> None:
