@@ -200,6 +200,32 @@ def test_user_trace_switched_on_over_rest_records_each_node(platform, worker) ->
     assert "MQOutput node 'out' received a message on terminal 'in'" in text
 
 
+def test_fast_user_trace_is_readable_over_rest_from_a_quiet_flow(platform, worker) -> None:
+    src, dst = _queues(platform, "IN", "OUT")
+    created = platform.deploy(_passthrough("TracedFast", src, dst))
+    platform.wait_status(created["id"], {"running"})
+    response = platform.request(
+        "PUT", f"/api/deployments/{created['id']}/trace", json={"level": "normal", "mode": "fast"}
+    )
+    assert response.status_code == 202, response.text
+    text = ""
+    with platform.qm.client() as qm:
+        # the control task switching the trace on may still be on its way: until a record shows,
+        # send one message at a time; then send nothing more, the buffered records must surface
+        deadline = time.monotonic() + 60
+        sent = 0
+        while time.monotonic() < deadline and "MQOutput node 'out'" not in text:
+            qm.put(src, f"fast {sent}".encode())
+            sent += 1
+            get_all(qm, dst, 1)
+            for _ in range(10):
+                text = platform.request("GET", f"/api/deployments/{created['id']}/trace").text
+                if "MQOutput node 'out'" in text:
+                    break
+                time.sleep(0.3)
+    assert "MQOutput node 'out' received a message on terminal 'in'" in text
+
+
 @pytest.mark.rabbitmq
 def test_control_tasks_over_rabbitmq(platform, rabbitmq_url, monkeypatch) -> None:
     """Scale-out: the control queue lives in RabbitMQ instead of the file-backed spool."""

@@ -323,6 +323,7 @@ class DeployedFlow:
             thread.join(max(0.0, deadline - time.monotonic()))
         alive = [t.name for t in self.threads if t.is_alive()]
         self.state = "stopping" if alive else "stopped"
+        self.trace.flush()
         if alive:
             log.warning("flow %s: threads still busy after %.0fs: %s", self.name, timeout, ", ".join(alive))
         return not alive
