@@ -78,12 +78,19 @@ class NodeError(Exception):
 
 
 class Unwinding(Exception):
-    """An exception on its way back to the nearest TryCatch or input node, with its ExceptionList."""
+    """An exception on its way back to the nearest TryCatch or input node, with its ExceptionList.
 
-    def __init__(self, exception_list: Element, cause: BaseException | None = None) -> None:
+    ``node`` is where the unwinding began: the node whose failure no failure terminal took, to
+    which a backout it causes is counted.
+    """
+
+    def __init__(
+        self, exception_list: Element, cause: BaseException | None = None, node: Node | None = None
+    ) -> None:
         super().__init__(describe_exception_list(exception_list))
         self.exception_list = exception_list
         self.cause = cause
+        self.node = node
 
 
 class DeployProblem(Exception):
@@ -240,7 +247,7 @@ class Node:
                 for target, target_terminal in self.wires["failure"]:
                     target.receive(target_terminal, failed)
             else:
-                raise Unwinding(failed.exception_list, exc) from exc
+                raise Unwinding(failed.exception_list, exc, self) from exc
         finally:
             stats.elapsed_ns += time.perf_counter_ns() - started
             stats.cpu_ns += time.thread_time_ns() - cpu
@@ -252,7 +259,7 @@ class Node:
     def propagate_failure(self, assembly: Assembly) -> None:
         """Send an assembly carrying an ExceptionList to failure, or unwind when it is unconnected."""
         if not self.propagate("failure", assembly):
-            raise Unwinding(assembly.exception_list)
+            raise Unwinding(assembly.exception_list, node=self)
 
     def propagate(self, terminal: str, assembly: Assembly) -> bool:
         """Send ``assembly`` down ``terminal``; an unconnected terminal discards it (returns False)."""
@@ -266,14 +273,19 @@ class Node:
 
 
 class NodeStats:
-    """Counters of one node, summed over its flow threads (single writes are atomic enough)."""
+    """Counters of one node, summed over its flow threads (single writes are atomic enough).
 
-    __slots__ = ("cpu_ns", "elapsed_ns", "errors", "messages_in", "messages_out")
+    ``backouts`` counts the units of work backed out because of an exception that began
+    unwinding at this node.
+    """
+
+    __slots__ = ("backouts", "cpu_ns", "elapsed_ns", "errors", "messages_in", "messages_out")
 
     def __init__(self) -> None:
         self.messages_in = 0
         self.messages_out = 0
         self.errors = 0
+        self.backouts = 0
         self.cpu_ns = 0
         self.elapsed_ns = 0
 
@@ -282,6 +294,7 @@ class NodeStats:
             "messages_in": self.messages_in,
             "messages_out": self.messages_out,
             "errors": self.errors,
+            "backouts": self.backouts,
             "cpu_us": self.cpu_ns // 1000,
             "elapsed_us": self.elapsed_ns // 1000,
         }

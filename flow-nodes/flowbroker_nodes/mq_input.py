@@ -245,7 +245,7 @@ class Node(BaseNode):
                     if not self.propagate("catch", caught):
                         raise
             except Unwinding as failed:
-                return self._failed(message, transactional, failed.exception_list)
+                return self._failed(message, transactional, failed.exception_list, failed.node)
             except Exception as exc:  # the assembly could not be built
                 stats.errors += 1
                 return self._failed(message, transactional, exception_list_with(exception_entry(self, exc)))
@@ -254,11 +254,14 @@ class Node(BaseNode):
             stats.elapsed_ns += time.perf_counter_ns() - started
             stats.cpu_ns += time.thread_time_ns() - cpu
 
-    def _failed(self, message: QueueMessage, transactional: bool, errors: Element) -> bool:
+    def _failed(
+        self, message: QueueMessage, transactional: bool, errors: Element, origin: BaseNode | None = None
+    ) -> bool:
         flow = self.flow
         reason = describe_exception_list(errors)
         if transactional:
             flow.log(f"{self.name}: backing out the unit of work: {reason}")
+            (origin or self).stats.backouts += 1
             return False
         # the failed invocation's coordinated database work and syncpoint puts are undone; the
         # get itself was final before the flow ran
@@ -290,6 +293,7 @@ class Node(BaseNode):
                 return True
             except Exception as exc:
                 flow.log(f"{self.name}: the failure path failed, backing out: {exc}")
+                (exc.node if isinstance(exc, Unwinding) and exc.node else self).stats.backouts += 1
                 return False
         if backout_queue:
             try:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 from flowbroker.qm.protocol import MessageDescriptor
 from flowbroker.runtime.harness import flow, get_all
@@ -43,7 +46,7 @@ def test_messages_flow_from_input_to_output_unchanged(qm, queues, group) -> None
     assert stats["messages_in"] == 20 and stats["errors"] == 0
 
 
-def test_poison_message_reaches_the_backout_queue_while_others_flow(qm, queues, group) -> None:
+def test_poison_message_reaches_the_backout_queue_while_others_flow(qm, queues, group, tmp_path) -> None:
     boq = queues("BO")
     src, dst = queues("IN", backout_threshold=3, backout_requeue_q=boq), queues("OUT")
     group.deploy(_xml_reader(src, dst))
@@ -57,6 +60,23 @@ def test_poison_message_reaches_the_backout_queue_while_others_flow(qm, queues, 
     poisoned = get_all(qm, boq, 1)
     assert [m.body for m in poisoned] == [b"<a>not closed"]
     assert poisoned[0].md.backout_count >= 3
+    # each backout is counted to the node where the exception began, and to the flow
+    flow_stats = group.statistics()[f"Xml{src.replace('.', '')}"]
+    assert flow_stats["nodes"]["read"]["backouts"] == 3
+    assert flow_stats["nodes"]["out"]["backouts"] == 0 and flow_stats["nodes"]["in"]["backouts"] == 0
+    assert flow_stats["backouts"] == 3
+    # as the statistics payload and Prometheus metrics serve them
+    from flowbroker.services import stats
+
+    record = {"broker": "b", "group": "g", "time": time.time(), "flows": group.statistics()}
+    (tmp_path / "stats" / "b").mkdir(parents=True)
+    (tmp_path / "stats" / "b" / "g.json").write_text(json.dumps(record))
+    (row,) = [r for r in stats.flows(tmp_path) if r["flow"] == f"Xml{src.replace('.', '')}"]
+    assert row["backouts"] == 3
+    metrics = stats.prometheus(tmp_path).splitlines()
+    flow_label = f'flowbroker_node_backouts_total{{broker="b",group="g",flow="{row["flow"]}"'
+    assert f'{flow_label},node="read"}} 3' in metrics
+    assert f'{flow_label},node="out"}} 0' in metrics
 
 
 def test_non_transactional_failure_goes_to_the_dead_letter_queue_with_a_reason(qm, queues, group) -> None:
