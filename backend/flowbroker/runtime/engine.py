@@ -34,6 +34,7 @@ from flowbroker.runtime import assembly as assemblies
 from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_flow
 from flowbroker.runtime.connection import QueueConnection
 from flowbroker.runtime.datasources import DataSources, ThreadDataSource
+from flowbroker.runtime.dependencies import install_message_sets, subflow_resolver
 from flowbroker.runtime.usertrace import UserTrace
 
 log = logging.getLogger("flowbroker.runtime")
@@ -371,19 +372,24 @@ class ExecutionGroupRuntime:
         externals: dict[str, Any] | None = None,
         additional_instances: int | None = None,
         start: bool = True,
+        dependencies: dict[str, Any] | None = None,
     ) -> DeployedFlow:
         """Compile ``document`` and replace the running version of the flow with it.
 
-        A flow that does not compile raises :class:`FlowCompileError` and the running version
-        keeps running. The old version's threads finish their current message (and its unit of
-        work) before the new version's threads start, so a redeploy loses and duplicates nothing.
+        ``dependencies`` are the subflow and message set documents shipped with the deployment
+        (see :mod:`flowbroker.runtime.dependencies`); the sets are registered before the flow's
+        threads start. A flow that does not compile raises :class:`FlowCompileError` and the
+        running version keeps running. The old version's threads finish their current message
+        (and its unit of work) before the new version's threads start, so a redeploy loses and
+        duplicates nothing.
         """
         compiled = compile_flow(
             document,
-            resolve_subflow=self.resolve_subflow,
+            resolve_subflow=subflow_resolver(dependencies, self.resolve_subflow),
             externals=externals,
             additional_instances=additional_instances,
         )
+        install_message_sets(dependencies)
         with self._lock:
             old = self.flows.get(compiled.name)
             trace = old.trace if old is not None else UserTrace(self.trace_dir / f"{compiled.name}.trace")
