@@ -36,11 +36,17 @@ def parser_options(template: Template) -> dict[str, Any]:
 
 
 def build_root(
-    descriptor: Any, body: bytes, default: Template | None = None, *, transactional: bool = True
+    descriptor: Any,
+    body: bytes,
+    default: Template | None = None,
+    *,
+    transactional: bool = True,
+    options: dict[str, Any] | None = None,
 ) -> Element:
     """Root for a message: headers parsed now, the body attached to parse on first read.
 
-    ``transactional`` is whether the flow processes it inside a unit of work (Properties.Transactional).
+    ``transactional`` is whether the flow processes it inside a unit of work (Properties.Transactional);
+    ``options`` are further parser options for the body (e.g. XMLNSC's ``retainComments``).
     """
     load_all()
     template = default or Template()
@@ -79,7 +85,11 @@ def build_root(
     parser = esql.domains.get(domain)
     body_element = root.add(domain, type=FOLDER)
     parser.attach(
-        body_element, body, ccsid=body_ccsid, encoding=body_encoding, options=parser_options(template)
+        body_element,
+        body,
+        ccsid=body_ccsid,
+        encoding=body_encoding,
+        options={**(options or {}), **parser_options(template)},
     )
     return root
 
