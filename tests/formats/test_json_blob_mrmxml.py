@@ -156,3 +156,13 @@ def test_field_type_names_resolve() -> None:
     assert lookup("xmlnsc.Attribute") == 0x03000100
     assert FIELD_TYPES["XMLNSC.Field"] == 0x03000000 and FIELD_TYPES["JSON.Array"] == 0x01001000
     assert lookup("XMLNSC.Nonsense") is None
+
+
+def test_json_numbers_of_hundreds_of_digits_are_exact_or_refused_with_their_offset() -> None:
+    long_integer = "9" * 300
+    element = attach("JSON", f'{{"n":{long_integer}}}'.encode())
+    assert element.child("Data").child("n").value == decimal.Decimal(long_integer)  # type: ignore[union-attr]
+    beyond_float = attach("JSON", b'{"a": 1, "n": ' + b"9" * 400 + b"}")
+    with pytest.raises(DomainError) as info:
+        _ = beyond_float.first_child
+    assert info.value.offset == 14 and "line 1, column 15" in str(info.value)

@@ -57,3 +57,65 @@ def test_shipped_sets_are_registered_and_a_bad_one_names_its_pointer() -> None:
     (problem,) = info.value.problems
     assert problem.pointer == "/messageSets/1/document/types/T/elements/0/type"
     assert problem.message.startswith("message set 'SHIPPED.BAD': unknown type 'nope'")
+
+
+@pytest.fixture
+def session(tmp_path):  # type: ignore[no-untyped-def]
+    from flowbroker.repository import db
+
+    engine = db.make_engine(f"sqlite:///{tmp_path}/config.db")
+    db.upgrade(engine)
+    with db.session_scope(db.session_factory(engine)) as opened:
+        yield opened
+    engine.dispose()
+
+
+def _uses(name: str, other: str) -> dict:
+    from flowbroker.runtime.harness import flow
+
+    return flow(
+        {"i": ("Input", {}), "s": ("Subflow", {"flow": {"name": other}}), "o": ("Output", {})},
+        ["i.out -> s", "s.out -> o"],
+        name=name,
+    )
+
+
+def test_subflows_naming_each_other_resolve_once_and_fail_to_compile(session) -> None:  # type: ignore[no-untyped-def]
+    from flowbroker.runtime.harness import with_input
+    from flowbroker.services import dependencies, deploy, flows
+
+    flows.create(session, "t", _uses("Ping", "Pong"))
+    flows.create(session, "t", _uses("Pong", "Ping"))
+    main = with_input({"s": ("Subflow", {"flow": {"name": "Ping"}})}, [], first="s")
+    needs = dependencies.resolve(session, main)
+    assert sorted((s["name"], s["version"], s["latest"]) for s in needs["subflows"]) == [
+        ("Ping", 1, True),
+        ("Pong", 1, True),
+    ]
+    problems = deploy.check(main, {}, needs)
+    assert problems and "nest deeper than" in problems[-1]["message"]
+
+
+def test_a_stored_set_that_no_longer_compiles_is_not_shipped_and_its_users_are_told(session) -> None:  # type: ignore[no-untyped-def]
+    from flowbroker.repository.models import MessageSet, MessageSetVersion
+    from flowbroker.runtime.harness import flow
+    from flowbroker.services import dependencies, deploy
+
+    # stored before documents were checked on save
+    legacy = MessageSet(name="LEGACY", current_version=1)
+    session.add(legacy)
+    session.flush()
+    session.add(MessageSetVersion(message_set_id=legacy.id, version=1, document={"messageTypes": []}))
+    session.commit()
+    main = flow(
+        {
+            "in": ("MQInput", {"queueName": "Q", "messageDomain": "MRM", "messageSet": "LEGACY"}),
+            "out": ("MQOutput", {"queueName": "R"}),
+        },
+        ["in.out -> out"],
+    )
+    needs = dependencies.resolve(session, main)
+    assert needs["messageSets"] == []
+    (problem,) = deploy.check(main, {}, needs)
+    assert (problem["node"], problem["property"]) == ("in", "messageSet")
+    assert problem["message"].startswith("message set 'LEGACY': version 1 is not a valid message set:")
