@@ -407,6 +407,7 @@ class ExecutionGroupRuntime:
         if deployed is None:
             return False
         deployed.stop()
+        deployed.trace.close()
         return True
 
     def start_flow(self, name: str) -> None:

@@ -118,6 +118,7 @@ class FlowHarness:
     def close(self) -> None:
         self.thread._drop_connections()
         self.deployed.data_sources.dispose()
+        self.deployed.trace.close()
 
 
 def flow(
