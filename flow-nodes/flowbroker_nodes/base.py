@@ -78,12 +78,19 @@ class NodeError(Exception):
 
 
 class Unwinding(Exception):
-    """An exception on its way back to the nearest TryCatch or input node, with its ExceptionList."""
+    """An exception on its way back to the nearest TryCatch or input node, with its ExceptionList.
 
-    def __init__(self, exception_list: Element, cause: BaseException | None = None) -> None:
+    ``node`` is where the unwinding began: the node whose failure no failure terminal took, to
+    which a backout it causes is counted.
+    """
+
+    def __init__(
+        self, exception_list: Element, cause: BaseException | None = None, node: Node | None = None
+    ) -> None:
         super().__init__(describe_exception_list(exception_list))
         self.exception_list = exception_list
         self.cause = cause
+        self.node = node
 
 
 class DeployProblem(Exception):
@@ -243,7 +250,7 @@ class Node:
                 for target, target_terminal in self.wires["failure"]:
                     target.receive(target_terminal, failed)
             else:
-                raise Unwinding(failed.exception_list, exc) from exc
+                raise Unwinding(failed.exception_list, exc, self) from exc
         finally:
             stats.elapsed_ns += time.perf_counter_ns() - started
             stats.cpu_ns += time.thread_time_ns() - cpu
@@ -255,7 +262,7 @@ class Node:
     def propagate_failure(self, assembly: Assembly) -> None:
         """Send an assembly carrying an ExceptionList to failure, or unwind when it is unconnected."""
         if not self.propagate("failure", assembly):
-            raise Unwinding(assembly.exception_list)
+            raise Unwinding(assembly.exception_list, node=self)
 
     def propagate(self, terminal: str, assembly: Assembly) -> bool:
         """Send ``assembly`` down ``terminal``; an unconnected terminal discards it (returns False)."""
@@ -269,14 +276,19 @@ class Node:
 
 
 class NodeStats:
-    """Counters of one node, summed over its flow threads (single writes are atomic enough)."""
+    """Counters of one node, summed over its flow threads (single writes are atomic enough).
 
-    __slots__ = ("cpu_ns", "elapsed_ns", "errors", "messages_in", "messages_out")
+    ``backouts`` counts the units of work backed out because of an exception that began
+    unwinding at this node.
+    """
+
+    __slots__ = ("backouts", "cpu_ns", "elapsed_ns", "errors", "messages_in", "messages_out")
 
     def __init__(self) -> None:
         self.messages_in = 0
         self.messages_out = 0
         self.errors = 0
+        self.backouts = 0
         self.cpu_ns = 0
         self.elapsed_ns = 0
 
@@ -285,6 +297,7 @@ class NodeStats:
             "messages_in": self.messages_in,
             "messages_out": self.messages_out,
             "errors": self.errors,
+            "backouts": self.backouts,
             "cpu_us": self.cpu_ns // 1000,
             "elapsed_us": self.elapsed_ns // 1000,
         }
@@ -292,17 +305,71 @@ class NodeStats:
 
 # -- the ExceptionList -------------------------------------------------------------------------
 
+#: Builds the precise ExceptionList entry of a cause this package cannot describe itself, or
+#: None when it does not know the cause. The runtime registers the format converters' one, so
+#: a parser error becomes ACE's positioned ParserException without the nodes importing them.
+CauseDescriber = Callable[[BaseException, str], "Element | None"]
+_DESCRIBERS: list[CauseDescriber] = []
+_MAX_CAUSES = 8
+
+
+def describe_causes_with(describer: CauseDescriber) -> None:
+    """Register ``describer`` for the causes nested below a node's ExceptionList entry."""
+    if describer not in _DESCRIBERS:
+        _DESCRIBERS.append(describer)
+
+
+def _described(exc: BaseException, label: str) -> Element | None:
+    for describer in _DESCRIBERS:
+        found = describer(exc, label)
+        if found is not None:
+            return found
+    return None
+
 
 def exception_entry(node: Node, exc: BaseException) -> Element:
-    """One ExceptionList entry for ``exc`` raised in ``node`` (nested causes become children)."""
-    kind = "RecoverableException"
-    number = 2230
+    """One ExceptionList entry for ``exc`` raised in ``node``, its causes nested inside it.
+
+    As in ACE, the entry of the node is the outermost and the original failure the innermost:
+    an ESQL statement that read a malformed body gives a RecoverableException of the node
+    holding the ParserException that says where the bytes went wrong. A cause is nested when a
+    registered describer knows it, or when it is a parser, database or user exception.
+    """
+    own = _described(exc, node.name)
+    if own is not None:
+        # a parser error raised straight from the node: the node's entry holds it
+        entry = _node_entry(node, exc, "RecoverableException", 2230, (), str(exc) or type(exc).__name__)
+        entry.append(own)
+        return entry
+    kind, number, inserts = _classify(exc)
     text = str(exc) or type(exc).__name__
-    inserts: tuple[Any, ...] = ()
-    if isinstance(exc, NodeError):
-        kind, number, inserts = exc.kind, exc.number, exc.inserts
-    else:
-        kind, number = _classify(exc)
+    entry = _node_entry(node, exc, kind, number, inserts, text)
+    holder = entry
+    seen = {id(exc)}
+    cause = _cause_of(exc)
+    while cause is not None and id(cause) not in seen and len(seen) <= _MAX_CAUSES:
+        seen.add(id(cause))
+        nested = _described(cause, node.name)
+        if nested is None:
+            cause_kind, cause_number, cause_inserts = _classify(cause)
+            if cause_kind == "RecoverableException":
+                break
+            nested = _node_entry(node, cause, cause_kind, cause_number, cause_inserts, str(cause))
+        holder.append(nested)
+        holder = nested
+        cause = _cause_of(cause)
+    return entry
+
+
+def _cause_of(exc: BaseException) -> BaseException | None:
+    if exc.__cause__ is not None:
+        return exc.__cause__
+    return None if exc.__suppress_context__ else exc.__context__
+
+
+def _node_entry(
+    node: Node, exc: BaseException, kind: str, number: int, inserts: tuple[Any, ...], text: str
+) -> Element:
     entry = Element(kind)
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     entry.add("File", frame.filename if frame else "")
@@ -311,35 +378,67 @@ def exception_entry(node: Node, exc: BaseException) -> Element:
     entry.add("Type", node.SPEC.type)
     entry.add("Name", node.id)
     entry.add("Label", node.name)
-    entry.add("Catalog", "BIPmsgs")
-    entry.add("Severity", 3)
+    entry.add("Catalog", str(getattr(exc, "catalog", None) or "BIPmsgs"))
+    entry.add("Severity", _severity(exc))
     entry.add("Number", number)
     entry.add("Text", text)
     for value in inserts:
         insert = entry.add("Insert")
-        insert.add("Type", 5)
+        insert.add("Type", _insert_type(value))
         insert.add("Text", str(value))
-    for attr in ("line", "column"):
-        value = getattr(exc, attr, None)
-        if isinstance(value, int) and value:
-            insert = entry.add("Insert")
-            insert.add("Type", 2)
-            insert.add("Text", f"{attr} {value}")
+    if kind != "UserException":
+        # where in the ESQL the statement failed (a user exception's values are its inserts)
+        for attr in ("line", "column"):
+            value = getattr(exc, attr, None)
+            if isinstance(value, int) and value:
+                insert = entry.add("Insert")
+                insert.add("Type", 2)
+                insert.add("Text", f"{attr} {value}")
     return entry
 
 
-def _classify(exc: BaseException) -> tuple[str, int]:
+def _severity(exc: BaseException) -> int:
+    value = getattr(exc, "severity", 3)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 3
+
+
+def _insert_type(value: Any) -> int:
+    """ACE's insert types: 2 integer, 3 float, 4 decimal, 5 character."""
+    if isinstance(value, bool):
+        return 5
+    if isinstance(value, int):
+        return 2
+    if isinstance(value, float):
+        return 3
+    if type(value).__name__ == "Decimal":
+        return 4
+    return 5
+
+
+def _classify(exc: BaseException) -> tuple[str, int, tuple[Any, ...]]:
+    """ExceptionList kind, message number and inserts of an exception a node raised."""
+    if isinstance(exc, NodeError):
+        return exc.kind, exc.number, exc.inserts
     name = type(exc).__name__
     module = type(exc).__module__ or ""
     if name == "UserException":
-        return "UserException", 3001
+        # THROW USER EXCEPTION: its MESSAGE number and VALUES, as ESQL records them
+        number = getattr(exc, "number", None)
+        inserts = getattr(exc, "inserts", None)
+        if inserts is None:
+            inserts = getattr(exc, "values", None)
+        return (
+            "UserException",
+            number if isinstance(number, int) and not isinstance(number, bool) else 3001,
+            tuple(inserts or ()),
+        )
     if name == "DomainError" or "Parse" in name:
-        return "ParserException", 5009
+        return "ParserException", 5009, ()
     if module.startswith("sqlalchemy") or "Database" in name:
-        return "DatabaseException", 2321
+        return "DatabaseException", 2321, ()
     if name in {"EsqlValueError", "EsqlRuntimeError"}:
-        return "RecoverableException", 2488
-    return "RecoverableException", 2230
+        return "RecoverableException", 2488, ()
+    return "RecoverableException", 2230, ()
 
 
 def exception_list_with(entry: Element) -> Element:
@@ -348,16 +447,27 @@ def exception_list_with(entry: Element) -> Element:
     return root
 
 
+def innermost_entry(exception_list: Element) -> Element | None:
+    """The deepest exception entry: the original failure, below the nodes it unwound through."""
+    entry = exception_list.first_child
+    while entry is not None:
+        deeper = entry.last_child
+        if deeper is None or not deeper.name.endswith("Exception"):
+            return entry
+        entry = deeper
+    return None
+
+
 def describe_exception_list(exception_list: Element) -> str:
-    """The innermost entry's node and text, one line (for logs and dead-letter reasons)."""
-    texts = []
-    node: Element | None = exception_list.first_child
-    while node is not None:
-        name = node.child("Label")
-        text = node.child("Text")
-        texts.append(f"{node.name} in {name.value if name else '?'}: {text.value if text else ''}")
-        node = node.first_child if node.first_child is not None and node.child("Text") is None else None
-    return "; ".join(texts) or "exception"
+    """The node's entry and, when deeper, the original failure, as one line (for logs and reasons)."""
+    parts: list[str] = []
+    for entry in (exception_list.first_child, innermost_entry(exception_list)):
+        if entry is None or (parts and entry is exception_list.first_child):
+            continue
+        label = entry.child("Label")
+        text = entry.child("Text")
+        parts.append(f"{entry.name} in {label.value if label else '?'}: {text.value if text else ''}")
+    return "; caused by ".join(parts) or "exception"
 
 
 def field(root: Element, *path: str) -> Element | None:

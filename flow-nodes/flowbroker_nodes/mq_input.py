@@ -195,6 +195,9 @@ class Node(BaseNode):
             flow.commit()
             for message in messages:
                 self._run_one(message, False, threshold, backout_queue)
+                # the invocation is over: its coordinated database work (and any put an output
+                # node made under syncpoint of its own accord) commits now, not at the next get
+                flow.commit()
             return len(messages)
         # puts are pipelined to the commit unless a lone transactional message is being retried,
         # so that a refused put is seen by the node that made it
@@ -251,7 +254,7 @@ class Node(BaseNode):
                     if not self.propagate("catch", caught):
                         raise
             except Unwinding as failed:
-                return self._failed(message, transactional, failed.exception_list)
+                return self._failed(message, transactional, failed.exception_list, failed.node)
             except Exception as exc:  # the assembly could not be built
                 stats.errors += 1
                 return self._failed(message, transactional, exception_list_with(exception_entry(self, exc)))
@@ -260,12 +263,18 @@ class Node(BaseNode):
             stats.elapsed_ns += time.perf_counter_ns() - started
             stats.cpu_ns += time.thread_time_ns() - cpu
 
-    def _failed(self, message: QueueMessage, transactional: bool, errors: Element) -> bool:
+    def _failed(
+        self, message: QueueMessage, transactional: bool, errors: Element, origin: BaseNode | None = None
+    ) -> bool:
         flow = self.flow
         reason = describe_exception_list(errors)
         if transactional:
             flow.log(f"{self.name}: backing out the unit of work: {reason}")
+            (origin or self).stats.backouts += 1
             return False
+        # the failed invocation's coordinated database work and syncpoint puts are undone; the
+        # get itself was final before the flow ran
+        flow.backout()
         if self.is_connected("failure"):
             try:
                 self.propagate(
@@ -293,6 +302,7 @@ class Node(BaseNode):
                 return True
             except Exception as exc:
                 flow.log(f"{self.name}: the failure path failed, backing out: {exc}")
+                (exc.node if isinstance(exc, Unwinding) and exc.node else self).stats.backouts += 1
                 return False
         if backout_queue:
             try:

@@ -70,12 +70,16 @@ def test_data_sources_hide_passwords_and_refuse_bad_urls(api: Any, unique: str) 
     assert api.as_("developer", "DELETE", f"/api/datasources/{source_id}").status_code == 204
 
 
+def _order_set(length: int) -> dict[str, Any]:
+    return {"types": {"Order": {"elements": [{"name": "id", "type": "string", "cwf": {"length": length}}]}}}
+
+
 def test_message_sets_keep_versions(api: Any, unique: str) -> None:
-    first = {"messageTypes": [{"name": "Order", "elements": [{"name": "id", "type": "string", "length": 8}]}]}
+    first = _order_set(8)
     created = api.as_("developer", "POST", "/api/message-sets", json={"name": unique, "document": first})
     assert created.status_code == 201 and created.json()["currentVersion"] == 1
     set_id = created.json()["id"]
-    second = {"messageTypes": []}
+    second = _order_set(10)
     saved = api.as_("developer", "PUT", f"/api/message-sets/{set_id}", json={"document": second})
     assert saved.json()["currentVersion"] == 2
     assert api.as_("viewer", "GET", f"/api/message-sets/{set_id}/versions/1").json()["document"] == first
@@ -88,6 +92,37 @@ def test_message_sets_keep_versions(api: Any, unique: str) -> None:
     assert not_object.status_code == 422 and not_object.json()["detail"][0]["pointer"] == "/document"
 
 
+def test_a_message_set_that_does_not_compile_is_refused_with_its_pointer(api: Any, unique: str) -> None:
+    empty = api.as_(
+        "developer", "POST", "/api/message-sets", json={"name": unique, "document": {"messageTypes": []}}
+    )
+    assert empty.status_code == 422
+    assert empty.json()["detail"] == [
+        {"pointer": "/document/types", "message": "a message set needs a non-empty 'types' object"}
+    ]
+    bad_length = _order_set(8)
+    bad_length["types"]["Order"]["elements"].append(
+        {"name": "qty", "type": "integer", "cwf": {"repr": "binary", "length": 3}}
+    )
+    refused = api.as_("developer", "POST", "/api/message-sets", json={"name": unique, "document": bad_length})
+    assert refused.status_code == 422
+    assert refused.json()["detail"][0]["pointer"] == "/document/types/Order/elements/1/cwf/length"
+    assert "binary integers are 1, 2, 4 or 8 bytes" in refused.json()["message"]
+    created = api.as_(
+        "developer", "POST", "/api/message-sets", json={"name": unique, "document": _order_set(8)}
+    )
+    set_id = created.json()["id"]
+    cyclic = {
+        "types": {
+            "A": {"elements": [{"name": "b", "type": "B"}]},
+            "B": {"elements": [{"name": "a", "type": "A"}]},
+        }
+    }
+    again = api.as_("developer", "PUT", f"/api/message-sets/{set_id}", json={"document": cyclic})
+    assert again.status_code == 422 and again.json()["detail"][0]["pointer"] == "/document/types/A"
+    assert api.as_("viewer", "GET", f"/api/message-sets/{set_id}").json()["currentVersion"] == 1
+
+
 def _zip(entries: dict[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -98,7 +133,7 @@ def _zip(entries: dict[str, bytes]) -> bytes:
 
 def test_archive_round_trip_restores_a_flow(api: Any, unique: str) -> None:
     flow_id = api.as_("developer", "POST", "/api/flows", json=flow(unique)).json()["id"]
-    api.as_("developer", "POST", "/api/message-sets", json={"name": unique, "document": {"messageTypes": []}})
+    api.as_("developer", "POST", "/api/message-sets", json={"name": unique, "document": _order_set(4)})
     exported = api.as_("viewer", "GET", "/api/archives/export", params={"flow": unique, "messageSet": unique})
     assert exported.status_code == 200 and exported.headers["content-type"] == "application/zip"
     with zipfile.ZipFile(io.BytesIO(exported.content)) as archive:

@@ -167,5 +167,6 @@ def test_bad_bytes_and_bad_json_are_precise(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert (
         result.stderr.strip()
-        == f"flowbroker: error: {msg}: malformed JSON: Expecting value at line 2, column 7"
+        == f"flowbroker: error: {msg}: JSON: malformed JSON at line 2, column 7 (byte offset 15): "
+        "unexpected character, expected a JSON value"
     )

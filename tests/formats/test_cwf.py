@@ -332,3 +332,45 @@ def test_strings_round_trip(text: str, justify: str, ccsid: int) -> None:
 def test_doubles_round_trip(value: float, order: str) -> None:
     document = one_field(type="float", cwf={"repr": "float", "length": 8, "byteOrder": order})
     assert read(document, write(document, tree(F=value))).child("F").value == value  # type: ignore[union-attr]
+
+
+REPEATED_FILLER = {
+    "types": {
+        "T": {
+            "elements": [
+                {"name": "A", "type": "string", "cwf": {"length": 2}},
+                {"type": "filler", "occurs": 3, "cwf": {"repr": "string", "length": 1}},
+                {"name": "B", "type": "string", "cwf": {"length": 2}},
+            ]
+        }
+    }
+}
+
+
+def test_a_repeated_filler_in_a_flat_type_is_skipped_whole() -> None:
+    element = read(REPEATED_FILLER, b"abxyzcd")
+    assert element.to_data() == {"A": "ab", "B": "cd"}
+    assert write(REPEATED_FILLER, element) == b"ab   cd"
+    with pytest.raises(DomainError) as info:
+        read(REPEATED_FILLER, b"abxyzc")
+    assert "record too short" in str(info.value) and info.value.offset == 5
+
+
+def test_a_filler_counted_by_an_earlier_field_keeps_the_type_off_the_fixed_path() -> None:
+    document = {
+        "types": {
+            "T": {
+                "elements": [
+                    {
+                        "name": "N",
+                        "type": "integer",
+                        "cwf": {"repr": "display", "length": 1, "signed": False},
+                    },
+                    {"type": "filler", "occurs": {"dependsOn": "N", "max": 4}, "cwf": {"length": 1}},
+                    {"name": "B", "type": "string", "cwf": {"length": 1}},
+                ]
+            }
+        }
+    }
+    assert read(document, b"2..z").to_data() == {"N": 2, "B": "z"}
+    assert read(document, b"0z").to_data() == {"N": 0, "B": "z"}

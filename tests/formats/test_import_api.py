@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 import warnings
 from collections.abc import Iterator
@@ -80,3 +81,74 @@ def test_import_errors_are_422_with_line_and_column(client: tuple[TestClient, di
         "/api/message-sets/import", headers=auth, json={"set": "X", "kind": "pl1", "source": "x"}
     )
     assert wrong_kind.status_code in (400, 422)
+
+
+@pytest.fixture(scope="module")
+def api_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """The configuration manager as a real process (`flowbroker api`): its URL and an admin token."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    from flowbroker.commands.platform import prepare_repository
+    from flowbroker.qm.harness import free_port
+
+    data = tmp_path_factory.mktemp("msgset-cli")
+    prepare_repository(Settings(data=data, admin_password=PASSWORD))
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flowbroker.cli", "api", "--data", str(data), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "FLOWBROKER_DATA": str(data)},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        token = ""
+        while time.monotonic() < deadline and not token:
+            try:
+                login = httpx.post(url + "/api/auth/login", json={"username": "admin", "password": PASSWORD})
+                token = login.json().get("accessToken", "")
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        assert token, "the API process did not start"
+        yield url, token
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@pytest.mark.timeout(180)
+def test_msgset_import_save_stores_the_type_through_the_api(
+    api_process: tuple[str, str], tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import httpx
+
+    url, token = api_process
+    path = tmp_path / "payment.cpy"
+    path.write_text(COPYBOOK)
+    name = "SAVED" + secrets.token_hex(3)
+    command = [sys.executable, "-m", "flowbroker.cli", "msgset", "import", str(path), "--copybook"]
+    command += ["--set", name, "--save", "--api", url]
+    env = {**os.environ, "FLOWBROKER_TOKEN": token, "FLOWBROKER_CONFIG_DIR": str(tmp_path / "config")}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == f"saved message type 'PAYMENT' in message set '{name}' version 1"
+    auth = {"Authorization": f"Bearer {token}"}
+    sets = httpx.get(url + "/api/message-sets", headers=auth).json()
+    (saved,) = [s for s in sets if s["name"] == name]
+    document = httpx.get(url + f"/api/message-sets/{saved['id']}", headers=auth).json()["document"]
+    assert document["types"]["PAYMENT"] == json.loads(done.stdout)["types"]["PAYMENT"]
+    # without a token the API refuses, in one line
+    anonymous = {k: v for k, v in env.items() if k != "FLOWBROKER_TOKEN"}
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, env=anonymous)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith("flowbroker: error: POST /api/message-sets/import: 401:")
+    assert refused.stderr.strip().endswith("(run `flowbroker login`)")

@@ -49,7 +49,44 @@ def test_json_written_from_an_esql_built_tree() -> None:
     data.add("amount", decimal.Decimal("12.50"))
     arr = data.add("tags", type=FIELD_TYPES["JSON.Array"])
     arr.add("Item", "x")
-    assert serialize(element) == b'{"amount":12.5,"tags":["x"]}'
+    assert serialize(element) == b'{"amount":12.50,"tags":["x"]}'
+
+
+def test_json_integers_are_exact_and_fractions_are_floats_as_in_ace() -> None:
+    data = (
+        b'{"small":-9223372036854775808,"u64":12345678901234567890,'
+        b'"huge":-123456789012345678901234567890,"s":"12345678901234567890123","f":2.5,"e":1E2}'
+    )
+    element = attach("JSON", data)
+    values = {kid.name: kid.value for kid in element.child("Data").children()}  # type: ignore[union-attr]
+    # INTEGER while it fits ESQL's 64 bits, DECIMAL beyond; a fraction or exponent makes a FLOAT
+    assert values["small"] == -(2**63) and type(values["small"]) is int
+    assert values["u64"] == decimal.Decimal("12345678901234567890")
+    assert isinstance(values["u64"], decimal.Decimal)
+    assert values["huge"] == decimal.Decimal("-123456789012345678901234567890")
+    assert values["s"] == "12345678901234567890123"
+    assert values["f"] == 2.5 and values["e"] == 100.0 and type(values["e"]) is float
+    element.child("Data").add("added", 1)  # type: ignore[union-attr]
+    assert serialize(element) == (
+        b'{"small":-9223372036854775808,"u64":12345678901234567890,'
+        b'"huge":-123456789012345678901234567890,"s":"12345678901234567890123","f":2.5,"e":100.0,"added":1}'
+    )
+
+
+def test_json_decimals_are_written_without_float_rounding() -> None:
+    element = Element("JSON")
+    data = element.add("Data", type=FIELD_TYPES["JSON.Object"])
+    data.add("price", decimal.Decimal("12345678901234567.89"))
+    data.add("tiny", decimal.Decimal("1E-30"))
+    data.add("big", 2**80)
+    assert serialize(element) == (
+        b'{"price":12345678901234567.89,"tiny":0.000000000000000000000000000001,'
+        b'"big":1208925819614629174706176}'
+    )
+    data.add("bad", decimal.Decimal("NaN"))
+    with pytest.raises(DomainError) as info:
+        serialize(element)
+    assert info.value.path == "JSON.Data.bad" and "not a finite number" in str(info.value)
 
 
 def test_bad_json_is_positioned() -> None:
@@ -119,3 +156,13 @@ def test_field_type_names_resolve() -> None:
     assert lookup("xmlnsc.Attribute") == 0x03000100
     assert FIELD_TYPES["XMLNSC.Field"] == 0x03000000 and FIELD_TYPES["JSON.Array"] == 0x01001000
     assert lookup("XMLNSC.Nonsense") is None
+
+
+def test_json_numbers_of_hundreds_of_digits_are_exact_or_refused_with_their_offset() -> None:
+    long_integer = "9" * 300
+    element = attach("JSON", f'{{"n":{long_integer}}}'.encode())
+    assert element.child("Data").child("n").value == decimal.Decimal(long_integer)  # type: ignore[union-attr]
+    beyond_float = attach("JSON", b'{"a": 1, "n": ' + b"9" * 400 + b"}")
+    with pytest.raises(DomainError) as info:
+        _ = beyond_float.first_child
+    assert info.value.offset == 14 and "line 1, column 15" in str(info.value)

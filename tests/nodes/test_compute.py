@@ -146,3 +146,60 @@ def test_missing_esql_is_reported() -> None:
     with pytest.raises(FlowCompileError) as info:
         FlowHarness(_doc(""))
     assert info.value.problems[0].node == "c" and info.value.problems[0].property == "esql"
+
+
+def _entries(entry) -> list:
+    """The chain of nested exception entries from ``entry`` inwards."""
+    chain = []
+    while entry is not None:
+        chain.append(entry)
+        entry = next((kid for kid in entry.children() if kid.name.endswith("Exception")), None)
+    return chain
+
+
+def _inserts(entry) -> list[tuple[int, str]]:
+    return [(i.child("Type").value, i.child("Text").value) for i in entry.children_named("Insert")]
+
+
+def test_a_malformed_body_read_in_esql_nests_a_positioned_parser_exception() -> None:
+    esql = """CREATE COMPUTE MODULE Reader
+      CREATE FUNCTION Main() RETURNS BOOLEAN
+      BEGIN
+        SET OutputRoot.XMLNSC.copy = InputRoot.XMLNSC.order.id;
+        RETURN TRUE;
+      END;
+    END MODULE;
+    """
+    h = FlowHarness(_doc(esql))
+    with pytest.raises(Unwinding) as info:
+        h.inject("in", b"<order>\n<id>7</id\n</order>", domain="XMLNSC")
+    node, parser = _entries(info.value.exception_list.first_child)
+    assert (node.name, node.child("Number").value, node.child("Label").value) == (
+        "RecoverableException",
+        2488,
+        "c",
+    )
+    assert parser.name == "ParserException" and parser.child("Number").value == 5285
+    assert _inserts(parser) == [(5, "XMLNSC"), (5, "Root.XMLNSC"), (2, "18")]
+    assert "line 3, column 1 (byte offset 18)" in parser.child("Text").value
+    assert str(info.value).endswith("; caused by ParserException in c: " + parser.child("Text").value)
+
+
+def test_throw_user_exception_records_its_number_and_values_as_inserts() -> None:
+    esql = """CREATE COMPUTE MODULE Refuse
+      CREATE FUNCTION Main() RETURNS BOOLEAN
+      BEGIN
+        THROW USER EXCEPTION MESSAGE 2999 VALUES('nope', 42);
+      END;
+    END MODULE;
+    """
+    h = FlowHarness(_doc(esql))
+    with pytest.raises(Unwinding) as info:
+        h.inject("in", b"<order/>", domain="XMLNSC")
+    (entry,) = _entries(info.value.exception_list.first_child)
+    assert (entry.name, entry.child("Number").value, entry.child("Catalog").value) == (
+        "UserException",
+        2999,
+        "BIPmsgs",
+    )
+    assert _inserts(entry) == [(5, "nope"), (2, "42")]

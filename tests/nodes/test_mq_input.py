@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 from flowbroker.qm.protocol import MessageDescriptor
 from flowbroker.runtime.harness import flow, get_all
@@ -43,7 +46,7 @@ def test_messages_flow_from_input_to_output_unchanged(qm, queues, group) -> None
     assert stats["messages_in"] == 20 and stats["errors"] == 0
 
 
-def test_poison_message_reaches_the_backout_queue_while_others_flow(qm, queues, group) -> None:
+def test_poison_message_reaches_the_backout_queue_while_others_flow(qm, queues, group, tmp_path) -> None:
     boq = queues("BO")
     src, dst = queues("IN", backout_threshold=3, backout_requeue_q=boq), queues("OUT")
     group.deploy(_xml_reader(src, dst))
@@ -57,6 +60,23 @@ def test_poison_message_reaches_the_backout_queue_while_others_flow(qm, queues, 
     poisoned = get_all(qm, boq, 1)
     assert [m.body for m in poisoned] == [b"<a>not closed"]
     assert poisoned[0].md.backout_count >= 3
+    # each backout is counted to the node where the exception began, and to the flow
+    flow_stats = group.statistics()[f"Xml{src.replace('.', '')}"]
+    assert flow_stats["nodes"]["read"]["backouts"] == 3
+    assert flow_stats["nodes"]["out"]["backouts"] == 0 and flow_stats["nodes"]["in"]["backouts"] == 0
+    assert flow_stats["backouts"] == 3
+    # as the statistics payload and Prometheus metrics serve them
+    from flowbroker.services import stats
+
+    record = {"broker": "b", "group": "g", "time": time.time(), "flows": group.statistics()}
+    (tmp_path / "stats" / "b").mkdir(parents=True)
+    (tmp_path / "stats" / "b" / "g.json").write_text(json.dumps(record))
+    (row,) = [r for r in stats.flows(tmp_path) if r["flow"] == f"Xml{src.replace('.', '')}"]
+    assert row["backouts"] == 3
+    metrics = stats.prometheus(tmp_path).splitlines()
+    flow_label = f'flowbroker_node_backouts_total{{broker="b",group="g",flow="{row["flow"]}"'
+    assert f'{flow_label},node="read"}} 3' in metrics
+    assert f'{flow_label},node="out"}} 0' in metrics
 
 
 def test_non_transactional_failure_goes_to_the_dead_letter_queue_with_a_reason(qm, queues, group) -> None:
@@ -66,7 +86,13 @@ def test_non_transactional_failure_goes_to_the_dead_letter_queue_with_a_reason(q
     qm.put(src, b"<a>broken")
     dead = get_all(qm, "SYSTEM.DEAD.LETTER.QUEUE", 1)
     assert [m.body for m in dead] == [b"<a>broken"]
-    assert "XMLNSC" in dead[0].properties["flowbroker.reason"] or dead[0].properties["flowbroker.reason"]
+    reason = dead[0].properties["flowbroker.reason"]
+    assert reason.startswith("RecoverableException in read: ")
+    assert reason.endswith(
+        "; caused by ParserException in read: XMLNSC: malformed XML at line 1, column 10 "
+        "(byte offset 9): Premature end of data in tag a line 1, line 1, column 10"
+    ), reason
+    assert dead[0].properties["flowbroker.flow"] == f"Xml{src.replace('.', '')}"
 
 
 def test_catch_terminal_receives_the_exception_list_and_commits(qm, queues, group) -> None:
@@ -74,16 +100,39 @@ def test_catch_terminal_receives_the_exception_list_and_commits(qm, queues, grou
     doc = flow(
         {
             "in": ("MQInput", {"queueName": src}),
-            "boom": ("Throw", {"messageText": "rejected"}),
+            "boom": ("Throw", {"messageText": "rejected", "messageNumber": 3105}),
+            "report": ("Compute", {"esql": CATCH_REPORT}),
             "err": ("MQOutput", {"queueName": errors}),
         },
-        ["in.out -> boom", "in.catch -> err"],
+        ["in.out -> boom", "in.catch -> report", "report.out -> err"],
         name="CatchFlow",
     )
     group.deploy(doc)
     qm.put(src, b"payload", MessageDescriptor(persistence=1))
-    assert [m.body for m in get_all(qm, errors, 1)] == [b"payload"]
+    (reported,) = get_all(qm, errors, 1)
+    assert reported.body == (
+        b"<caught><kind>UserException</kind><number>3105</number><text>rejected</text>"
+        b"<node>boom</node><type>Throw</type><insert>rejected</insert><original>payload</original></caught>"
+    )
     assert qm.get(src) is None
+
+
+CATCH_REPORT = """CREATE COMPUTE MODULE Report
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    DECLARE e REFERENCE TO InputExceptionList.*[1];
+    SET OutputRoot.MQMD = InputRoot.MQMD;
+    SET OutputRoot.XMLNSC.caught.kind = FIELDNAME(e);
+    SET OutputRoot.XMLNSC.caught.number = e.Number;
+    SET OutputRoot.XMLNSC.caught.text = e.Text;
+    SET OutputRoot.XMLNSC.caught.node = e.Label;
+    SET OutputRoot.XMLNSC.caught.type = e.Type;
+    SET OutputRoot.XMLNSC.caught.insert = e.Insert.Text;
+    SET OutputRoot.XMLNSC.caught.original = CAST(InputRoot.BLOB.BLOB AS CHARACTER CCSID 1208);
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
 
 
 def test_failure_terminal_takes_the_message_past_the_threshold(qm, queues, group) -> None:
@@ -164,3 +213,28 @@ def test_stopping_under_load_processes_the_batch_already_got(qm, queues, group) 
     assert all(m is not None and m.md.backout_count == 0 for m in left)
     bodies = sorted(m.body for m in left + done if m is not None)
     assert bodies == sorted(f"m{i}".encode() for i in range(total))
+
+
+def test_properties_transactional_says_whether_the_flow_runs_in_a_unit_of_work(qm, queues, group) -> None:
+    report = """CREATE COMPUTE MODULE Report
+      CREATE FUNCTION Main() RETURNS BOOLEAN
+      BEGIN
+        SET OutputRoot.XMLNSC.t = InputRoot.Properties.Transactional;
+        RETURN TRUE;
+      END;
+    END MODULE;"""
+    cases = [("yes", 0, b"<t>true</t>"), ("no", 1, b"<t>false</t>"), ("automatic", 1, b"<t>true</t>")]
+    for mode, persistence, expected in cases:
+        src, dst = queues("IN"), queues("OUT")
+        doc = flow(
+            {
+                "in": ("MQInput", {"queueName": src, "transactionMode": mode}),
+                "c": ("Compute", {"esql": report}),
+                "out": ("MQOutput", {"queueName": dst}),
+            },
+            ["in.out -> c", "c.out -> out"],
+            name=f"Tx{mode}",
+        )
+        group.deploy(doc)
+        qm.put(src, b"x", MessageDescriptor(persistence=persistence))
+        assert [m.body for m in get_all(qm, dst, 1)] == [expected], mode

@@ -50,3 +50,68 @@ def test_no_topic_anywhere_is_an_error(qm_process) -> None:
         h.inject("p", b"x")
     h.close()
     assert "no topic" in str(info.value)
+
+
+def _rfh2_message(body: bytes, **folders: dict[str, str]) -> tuple[bytes, object]:
+    """``body`` behind an MQRFH2 header holding ``folders`` (e.g. psc={"Topic": …}, usr={…})."""
+    from esql.tree import Element
+    from flowbroker.formats import rfh2
+    from flowbroker.qm.protocol import FORMAT_RFH2, MessageDescriptor
+
+    header = Element("MQRFH2")
+    header.add("Format", "MQSTR")
+    for name, fields in folders.items():
+        folder = header.add(name, type=rfh2.FOLDER)
+        for key, value in fields.items():
+            folder.add(key, value)
+    return rfh2.serialize(header, encoding=546, ccsid=1208) + body, MessageDescriptor(format=FORMAT_RFH2)
+
+
+def _publisher(src: str, topic: str) -> dict:
+    return flow(
+        {
+            "in": ("MQInput", {"queueName": src, "transactionMode": "no"}),
+            "p": ("Publication", {"topic": topic}),
+        },
+        ["in.out -> p"],
+        name=f"Pub{src.replace('.', '')}",
+    )
+
+
+def test_the_psc_topic_of_the_message_wins_over_the_node_property(qm, queues, group) -> None:
+    n = next(_topics)
+    psc_topic, node_topic = f"orders/psc/{n}", f"orders/node/{n}"
+    psc_sub, node_sub, eu_sub = queues("PSC"), queues("NODE"), queues("EU")
+    qm.subscribe(psc_topic, psc_sub, name=f"s{psc_sub}")
+    qm.subscribe(node_topic, node_sub, name=f"s{node_sub}")
+    qm.subscribe(psc_topic, eu_sub, name=f"s{eu_sub}", filter="Root.MQRFH2.usr.region = 'EU'")
+    src = queues("IN")
+    group.deploy(_publisher(src, node_topic))
+    data, md = _rfh2_message(b"<order/>", psc={"Topic": psc_topic}, usr={"region": "EU"})
+    qm.put(src, data, md)
+    qm.put(src, b"no header")
+    (by_psc,) = get_all(qm, psc_sub, 1)
+    assert by_psc.body.endswith(b"<order/>") and by_psc.properties["MQTopicString"] == psc_topic
+    assert f"<Topic>{psc_topic}</Topic>".encode() in by_psc.body
+    # the usr folder travels as the message's properties, which a content filter reads
+    (filtered,) = get_all(qm, eu_sub, 1)
+    assert filtered.properties["region"] == "EU"
+    assert [m.body for m in get_all(qm, node_sub, 1)] == [b"no header"]
+    assert qm.get(psc_sub) is None and qm.get(node_sub) is None
+
+
+def test_a_flow_publishes_to_subscribers_with_content_filters(qm, queues, group) -> None:
+    topic = f"stock/{next(_topics)}"
+    big, europe = queues("BIG"), queues("EUROPE")
+    qm.subscribe(topic, big, name=f"s{big}", filter="Root.XMLNSC.order.qty > 10")
+    qm.subscribe(topic, europe, name=f"s{europe}", filter="Root.MQRFH2.usr.region = 'EU'")
+    src = queues("IN")
+    group.deploy(_publisher(src, topic))
+    qm.put(src, b"<order><qty>12</qty></order>", properties={"region": "EU"})
+    qm.put(src, b"<order><qty>3</qty></order>", properties={"region": "US"})
+    qm.put(src, b"<order><qty>4</qty></order>", properties={"region": "EU"})
+    assert [m.body for m in get_all(qm, big, 1)] == [b"<order><qty>12</qty></order>"]
+    got = get_all(qm, europe, 2)
+    assert [m.body for m in got] == [b"<order><qty>12</qty></order>", b"<order><qty>4</qty></order>"]
+    assert all(m.properties["region"] == "EU" for m in got)
+    assert qm.get(big) is None and qm.get(europe) is None

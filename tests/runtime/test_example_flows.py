@@ -63,6 +63,27 @@ def test_appendix_c_computes_build_the_processing_path(qm_process: QueueManagerP
 def test_filter_passes_the_tagged_message(qm_process: QueueManagerProcess) -> None:
     (out,) = _run(qm_process, "filter")
     assert out.md.format.strip() == "MQHRF2"
+    body, _ = next(c for c in CASES if c.key == "filter").body(1024, 42)
+    assert out.body.endswith(body[-100:]) and b"<Route>yes</Route>" in out.body
+
+
+def test_filter_routes_by_the_rfh2_tag(qm_process: QueueManagerProcess) -> None:
+    from flowbroker.bench.flow import _rfh2
+
+    document = json.loads((EXAMPLES / "filter_rfh2.json").read_text())
+    harness = FlowHarness(document, connect=qm_process.client)
+    routes = {"true": harness.seen("filter", "true"), "false": harness.seen("filter", "false")}
+    routes["unknown"] = harness.seen("filter", "unknown")
+    for route in ("yes", "no", None):
+        folders = {"usr": {"Route": route}} if route else {"usr": {"Region": "south"}}
+        body = _rfh2(folders, f"route {route}".encode())
+        harness.inject("in", harness.root_for(body, "BLOB", {"format": "MQHRF2"}), transactional=True)
+    harness.close()
+    taken = {name: [assembly.to_message(a.root)[1][-8:] for a in seen] for name, seen in routes.items()}
+    assert taken == {"true": [b"oute yes"], "false": [b"route no"], "unknown": [b"ute None"]}
+    with qm_process.client() as client:
+        (out,) = get_all(client, "FILTER.OUT", 1, wait=5)
+        assert out.body.endswith(b"route yes") and client.get("FILTER.OUT") is None
 
 
 def test_publication_reaches_the_subscriber(qm_process: QueueManagerProcess) -> None:

@@ -1,10 +1,11 @@
-"""`flowbroker esql check|run`: compile ESQL files and report diagnostics, or run a Compute module on a message."""
+"""`flowbroker esql check|run`: compile ESQL files and report diagnostics, or run a module on a message."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from flowbroker.commands import CommandError
 
@@ -26,11 +27,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     check.set_defaults(func=_check)
 
-    run = esql_sub.add_parser("run", help="run a Compute module on a message and print the output message")
-    run.add_argument("file", metavar="FILE")
+    run = esql_sub.add_parser(
+        "run",
+        help="run a Compute or Filter module on a message and print the output message (or the filter's answer)",
+        description="The files form one project, as for check. The input is parsed and the output written by "
+        "the broker's own domain parsers; MRM needs --message-set, --type and --format.",
+    )
+    run.add_argument("files", nargs="+", metavar="FILE")
     run.add_argument("--input", required=True, metavar="MSG", help="the input message body (a file)")
-    run.add_argument("--domain", required=True, choices=("XMLNSC", "XML", "XMLNS", "JSON", "BLOB"))
-    run.add_argument("--module", default=None, help="the module to run (default: the only Compute module)")
+    run.add_argument("--domain", required=True, choices=("XMLNSC", "XML", "XMLNS", "JSON", "BLOB", "MRM"))
+    run.add_argument(
+        "--message-set",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a message set document (JSON) to parse the input or write an MRM output with (repeatable)",
+    )
+    run.add_argument("--type", default="", help="MRM: the message type of the input")
+    run.add_argument(
+        "--format", default="CWF", choices=("CWF", "XML"), help="MRM: the input's physical format"
+    )
+    run.add_argument(
+        "--module", default=None, help="the module to run (default: the only Compute or Filter module)"
+    )
     run.add_argument(
         "--external", action="append", default=[], metavar="NAME=VALUE", help="override an EXTERNAL variable"
     )
@@ -59,32 +78,26 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from esql import xmlio
     from esql.compiler import EsqlCompileError, compile_program
     from esql.runtime import EsqlRuntimeError, ExecutionContext
 
-    source = _read(args.file)
-    try:
-        # The real domain parsers, so CREATE … PARSE and ASBITSTREAM work as in a flow.
-        from flowbroker.formats import load_all
+    from flowbroker.formats import load_all
 
-        load_all()
-    except ImportError:
-        pass
+    load_all()
+    sources = {path: _read(path) for path in args.files}
     try:
         data = Path(args.input).read_bytes()
     except OSError as exc:
         raise CommandError(f"cannot read {args.input}: {exc.strerror}") from None
+    set_names = [_install_message_set(path) for path in args.message_set]
     try:
-        program = compile_program(source, args.file)
+        program = compile_program(sources, args.files[0])
     except EsqlCompileError as exc:
         for d in exc.diagnostics:
             print(d, file=sys.stderr)
         return 1
-    try:
-        root = xmlio.read_message(data, args.domain)
-    except xmlio.DocumentError as exc:
-        raise CommandError(f"{args.input}: {exc}") from None
+    routine = _routine(program, args.module)
+    root = _input_root(args, data, set_names)
     externals: dict[str, object] = {}
     for item in args.external:
         name, sep, value = item.partition("=")
@@ -95,26 +108,104 @@ def _run(args: argparse.Namespace) -> int:
         input_root=root, externals=externals, log=lambda text: print(text, file=sys.stderr)
     )
     try:
-        routine = program.main_module(args.module)
         result = routine.run(ctx)
     except EsqlRuntimeError as exc:
-        where = f"{args.file}:{exc.line}:{exc.column}: " if exc.line is not None else f"{args.file}: "
-        print(f"{where}runtime error: {exc.message}", file=sys.stderr)
+        where = getattr(exc, "filename", None) or args.files[0]
+        place = f"{where}:{exc.line}:{exc.column}: " if exc.line is not None else f"{where}: "
+        print(f"{place}runtime error: {exc.message}", file=sys.stderr)
         return 1
-    try:
-        for terminal, _is_label, out_root, _env, _exc in ctx.propagations:
-            print(f"-- propagated to {terminal}", file=sys.stderr)
-            _emit(xmlio.write_message(out_root))
-        if result is True:
-            _emit(xmlio.write_message(ctx.output_root))
-        else:
-            print(
-                f"-- Main returned {'FALSE' if result is False else 'UNKNOWN'}: nothing propagated to out",
-                file=sys.stderr,
-            )
-    except xmlio.DocumentError as exc:
-        raise CommandError(f"cannot write the output message: {exc}") from None
+    if routine.kind == "FILTER":
+        print("TRUE" if result is True else "FALSE" if result is False else "UNKNOWN")
+        return 0
+    for terminal, _is_label, out_root, _env, _exc in ctx.propagations:
+        print(f"-- propagated to {terminal}", file=sys.stderr)
+        _emit(_output_bytes(out_root))
+    if result is True:
+        _emit(_output_bytes(ctx.output_root))
+    else:
+        print(
+            f"-- Main returned {'FALSE' if result is False else 'UNKNOWN'}: nothing propagated to out",
+            file=sys.stderr,
+        )
     return 0
+
+
+def _routine(program: Any, module: str | None) -> Any:
+    """The Main of ``module``, or of the only Compute or Filter module (bare statements run as Compute)."""
+    from esql.compiler import ModuleNotFound
+
+    kinds = dict(program.modules)
+    if module is None and "" not in kinds:
+        runnable = sorted(name for name, (kind, _m) in kinds.items() if kind in ("COMPUTE", "FILTER"))
+        if len(runnable) != 1:
+            found = ", ".join(runnable) or "none"
+            raise CommandError(f"name the module to run with --module (Compute and Filter modules: {found})")
+        module = runnable[0]
+    kind = kinds.get(module or "", ("COMPUTE", None))[0]
+    try:
+        return program.main_module(module, kind="FILTER" if kind == "FILTER" else "COMPUTE")
+    except ModuleNotFound as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _install_message_set(path: str) -> str:
+    """Register the message set document in ``path``; its name (the document's, else the file's stem)."""
+    import json
+
+    from flowbroker.formats.mrm import CATALOG
+    from flowbroker.formats.mrm.model import MessageSetError
+
+    text = _read(path)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CommandError(
+            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON (byte offset {exc.pos}): {exc.msg}"
+        ) from None
+    name = str(document.get("name") or "") if isinstance(document, dict) else ""
+    name = name or Path(path).stem
+    try:
+        CATALOG.install(name, document)
+    except MessageSetError as exc:
+        raise CommandError(f"{path}: {exc}") from None
+    return name
+
+
+def _input_root(args: argparse.Namespace, data: bytes, set_names: list[str]) -> Any:
+    """Root for the input body, parsed now by the domain's parser so a bad byte is reported up front."""
+    from esql.domains import DomainError
+
+    from flowbroker.formats.assembly import Template, body_element, build_root
+    from flowbroker.qm.protocol import MessageDescriptor
+
+    template = Template(domain=args.domain)
+    if args.domain == "MRM":
+        if len(set_names) != 1 or not args.type:
+            raise CommandError(
+                "--domain MRM needs one --message-set FILE and --type T (and --format CWF|XML)"
+            )
+        template = Template(domain="MRM", set=set_names[0], type=args.type, format=args.format)
+    # comments and processing instructions are kept, so the output shows them as they came
+    options = {"retainComments": True, "retainPIs": True}
+    root = build_root(MessageDescriptor(), data, template, transactional=False, options=options)
+    try:
+        body = body_element(root)
+        if body is not None:
+            _ = body.first_child
+    except DomainError as exc:
+        raise CommandError(f"{args.input}: {exc}") from None
+    return root
+
+
+def _output_bytes(root: Any) -> bytes:
+    from esql.domains import DomainError
+
+    from flowbroker.formats.assembly import to_message
+
+    try:
+        return to_message(root)[1]
+    except DomainError as exc:
+        raise CommandError(f"cannot write the output message: {exc}") from None
 
 
 def _emit(data: bytes) -> None:

@@ -1,4 +1,4 @@
-"""`flowbroker msgset import`: turn a COBOL copybook or C header into a message set's message type."""
+"""`flowbroker msgset import`: turn a COBOL copybook or C header into a message set's message type (and store it)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     kind.add_argument("--c-header", action="store_true", help="FILE is a C header of struct declarations")
     imp.add_argument("--set", required=True, help="the message set the type belongs to")
     imp.add_argument("--type", help="the message type's name (default: the record or last struct)")
+    imp.add_argument(
+        "--save",
+        action="store_true",
+        help="also store the type in the message set through the API (a new version of the set; the set "
+        "is created when missing), with the token of `flowbroker login` or FLOWBROKER_TOKEN",
+    )
+    imp.add_argument("--api", default=None, help="API URL (default FLOWBROKER_API or http://127.0.0.1:8080)")
     imp.set_defaults(func=_import)
 
 
@@ -48,5 +55,26 @@ def _import(args: argparse.Namespace) -> int:
         raise CommandError(str(fault)) from None
     except DomainError as exc:
         raise CommandError(f"{source}: {exc}") from None
+    if args.save:
+        # the configuration manager imports the same text again, so what it stores is exactly
+        # what was checked here, merged into the set's current version
+        from flowbroker.commands.platform import api_request
+
+        saved = api_request(
+            "POST",
+            "/api/message-sets/import",
+            api=args.api,
+            json={
+                "set": args.set,
+                "kind": "copybook" if args.copybook else "c-header",
+                "source": text,
+                "type": args.type,
+                "filename": "" if source == "<stdin>" else source[-255:],
+            },
+        )
+        print(
+            f"saved message type {saved['type']!r} in message set {saved['set']!r} version {saved['version']}",
+            file=sys.stderr,
+        )
     print(json.dumps(result, indent=2))
     return 0

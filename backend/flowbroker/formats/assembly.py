@@ -47,8 +47,19 @@ def parser_options(template: Template) -> dict[str, Any]:
     return {"set": template.set, "type": template.type, "format": template.format}
 
 
-def build_root(descriptor: Any, body: bytes, default: Template | None = None) -> Element:
-    """Root for a message: headers parsed now, the body attached to parse on first read."""
+def build_root(
+    descriptor: Any,
+    body: bytes,
+    default: Template | None = None,
+    *,
+    transactional: bool = True,
+    options: dict[str, Any] | None = None,
+) -> Element:
+    """Root for a message: headers parsed now, the body attached to parse on first read.
+
+    ``transactional`` is whether the flow processes it inside a unit of work (Properties.Transactional);
+    ``options`` are further parser options for the body (e.g. XMLNSC's ``retainComments``).
+    """
     load_all()
     template = default or Template()
     encoding = int(getattr(descriptor, "encoding", 546))
@@ -80,7 +91,7 @@ def build_root(descriptor: Any, body: bytes, default: Template | None = None) ->
         "MessageFormat": template.format,
         "Encoding": body_encoding,
         "CodedCharSetId": body_ccsid,
-        "Transactional": True,
+        "Transactional": transactional,
         "Persistence": getattr(descriptor, "persistence", 0) == 1,
         "Priority": getattr(descriptor, "priority", 0),
         "ReplyIdentifier": getattr(descriptor, "correl_id", b""),
@@ -89,7 +100,11 @@ def build_root(descriptor: Any, body: bytes, default: Template | None = None) ->
     parser = esql.domains.get(domain)
     body_element = root.add(domain, type=FOLDER)
     parser.attach(
-        body_element, body, ccsid=body_ccsid, encoding=body_encoding, options=parser_options(template)
+        body_element,
+        body,
+        ccsid=body_ccsid,
+        encoding=body_encoding,
+        options={**(options or {}), **parser_options(template)},
     )
     return root
 

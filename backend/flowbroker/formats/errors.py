@@ -24,3 +24,8 @@ def parser_exception(exc: DomainError, *, node_label: str = "") -> Element:
         insert.add("Type", 2 if isinstance(value, int) else 5)
         insert.add("Text", str(value))
     return entry
+
+
+def cause_entry(exc: BaseException, node_label: str) -> Element | None:
+    """The ParserException for a parser error found while a node ran; None for any other cause."""
+    return parser_exception(exc, node_label=node_label) if isinstance(exc, DomainError) else None

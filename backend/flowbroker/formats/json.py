@@ -1,8 +1,15 @@
-"""The JSON domain: ``JSON.Data`` holds the document; objects and arrays carry ACE's JSON field types."""
+"""The JSON domain: ``JSON.Data`` holds the document; objects and arrays carry ACE's JSON field types.
+
+Numbers follow ACE's JSON parser: one without a fraction or exponent is an INTEGER, exactly (a
+DECIMAL when it is beyond ESQL's 64-bit INTEGER), one with either is a FLOAT. On output a DECIMAL
+is written digit for digit, never through a float.
+"""
 
 from __future__ import annotations
 
 import decimal
+import json
+import re
 from typing import Any
 
 import orjson
@@ -13,6 +20,19 @@ from flowbroker.formats import ccsid as ccsids
 
 OBJECT = 0x01000000
 ARRAY = 0x01001000
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+#: An integer this long may be beyond 64 bits, where orjson gives a float (or an unsigned int).
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def _integer(text: str) -> int | decimal.Decimal:
+    number = int(text)
+    return number if _INT_MIN <= number <= _INT_MAX else decimal.Decimal(text)
+
+
+def _exact(data: bytes) -> Any:
+    """The document parsed again with every integer kept exact (only for documents with long numbers)."""
+    return json.loads(data, parse_int=_integer)
 
 
 def _build(element: Element, value: Any) -> None:
@@ -43,7 +63,14 @@ def _data(element: Element) -> Any:
             else:
                 out[kid.name] = val
         return out
-    return element.value
+    value = element.value
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise DomainError(f"JSON: {value} is not a finite number", domain="JSON", path=element.path())
+        return orjson.Fragment(format(value, "f").encode())
+    if type(value) is int and not _INT_MIN <= value <= 2**64 - 1:
+        return orjson.Fragment(str(value).encode())
+    return value
 
 
 class _Many(list):  # type: ignore[type-arg]
@@ -51,8 +78,6 @@ class _Many(list):  # type: ignore[type-arg]
 
 
 def _default(value: Any) -> Any:
-    if isinstance(value, decimal.Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, bytes | bytearray):
         return bytes(value).hex().upper()
     if isinstance(value, Element):
@@ -88,6 +113,11 @@ class JsonParser:
                 path=element.path(),
                 offset=exc.pos,
             ) from None
+        if _LONG_DIGITS.search(data):
+            try:
+                value = _exact(data)
+            except ValueError as exc:  # an integer of thousands of digits
+                raise DomainError(f"JSON: {exc}", domain="JSON", path=element.path()) from None
         _build(element.append_new(Element("Data")), value)
 
     def serialize(self, element: Element, *, ccsid: int, encoding: int, options: dict[str, Any]) -> bytes:

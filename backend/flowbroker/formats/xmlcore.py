@@ -42,6 +42,18 @@ _PI_TYPES = frozenset({PI_VALUE, PI_FIELD})
 _LOCAL = threading.local()
 
 
+class _NothingExternal(etree.Resolver):
+    """Answers every request for an external resource (a DOCTYPE's SYSTEM DTD) with nothing.
+
+    ACE's XMLNSC ignores a document's DTD; libxml2 would otherwise try to open it (from the
+    file system, or refuse the whole document when it is on the network), so a message naming
+    its DTD could neither be read nor be kept from reading local files.
+    """
+
+    def resolve(self, system_url: str, public_id: str, context: Any) -> Any:
+        return self.resolve_string("", context)
+
+
 def _parser(encoding: str | None, keep_blank: bool) -> etree.XMLParser:
     """A parser that never resolves entities, loads a DTD or touches the network."""
     key = (encoding, keep_blank)
@@ -61,6 +73,7 @@ def _parser(encoding: str | None, keep_blank: bool) -> etree.XMLParser:
             strip_cdata=True,
             collect_ids=False,
         )
+        found.resolvers.add(_NothingExternal())
         parsers[key] = found
     return found
 

@@ -172,6 +172,10 @@ class Deployment(Base):
     overrides: Mapped[dict[str, Any]] = mapped_column(JsonDoc, default=dict, nullable=False)
     status: Mapped[str] = mapped_column(String(16), default="pending", nullable=False)
     diagnostics: Mapped[list[Any]] = mapped_column(JsonDoc, default=list, nullable=False)
+    #: What the flow needs beside itself, resolved when it was deployed so the execution group
+    #: needs no repository lookup: {"subflows": [{name, version, latest, document}],
+    #: "messageSets": [{name, version, document}]}.
+    dependencies: Mapped[dict[str, Any]] = mapped_column(JsonDoc, default=dict, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(
         UtcDateTime(), default=utcnow, onupdate=utcnow, nullable=False

@@ -11,11 +11,14 @@ from typing import Any
 
 from esql import domains
 from esql.tree import Element
+from flowbroker_nodes.base import describe_causes_with
 
 from flowbroker.formats import assembly as formats_assembly
-from flowbroker.formats import load_all
+from flowbroker.formats import errors, load_all
 
 body_element = formats_assembly.body_element
+# a parser error below a node is recorded as ACE's positioned ParserException
+describe_causes_with(errors.cause_entry)
 
 
 def ensure_domains() -> None:
@@ -32,9 +35,11 @@ def template_of(template: dict[str, str]) -> formats_assembly.Template:
     )
 
 
-def build_root(message: Any, template: dict[str, str]) -> Element:
+def build_root(message: Any, template: dict[str, str], *, transactional: bool = True) -> Element:
     """Root for a queue message: headers parsed now, the body attached to parse on first read."""
-    return formats_assembly.build_root(message.md, message.body, template_of(template))
+    return formats_assembly.build_root(
+        message.md, message.body, template_of(template), transactional=transactional
+    )
 
 
 def to_message(root: Element) -> tuple[dict[str, Any], bytes]:

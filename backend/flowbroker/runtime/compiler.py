@@ -294,7 +294,9 @@ def _subflow_document(
     if isinstance(ref, dict) and ref.get("name"):
         found = resolve(ref) if resolve is not None else None
         if found is None:
-            problems.append(Problem(f"subflow {ref.get('name')!r} was not found", node_id, "flow"))
+            version = ref.get("version")
+            which = f"subflow {ref.get('name')!r}" + (f" version {version}" if version else "")
+            problems.append(Problem(f"{which} was not found", node_id, "flow"))
         return found
     problems.append(Problem("the flow property must be a flow document or {name, version}", node_id, "flow"))
     return None

@@ -69,16 +69,17 @@ class QueueConnection:
         *,
         syncpoint: bool = False,
         pipeline: bool = False,
+        properties: dict[str, Any] | None = None,
     ) -> int:
         """Publish; with ``pipeline`` (under syncpoint only) nobody learns the number of deliveries
         (-1 is returned) and a refusal is reported by the commit."""
         if syncpoint:
             self._in_unit_of_work = True
         if pipeline and syncpoint:
-            self._client.publish_deferred(topic, body, md)
+            self._client.publish_deferred(topic, body, md, properties=properties)
             self.pipelined += 1
             return -1
-        return self._client.publish(topic, body, md, syncpoint=syncpoint)
+        return self._client.publish(topic, body, md, syncpoint=syncpoint, properties=properties)
 
     def commit(self) -> None:
         self.pipelined = 0

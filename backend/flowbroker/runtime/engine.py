@@ -4,6 +4,18 @@ Each flow thread owns one queue-manager connection (a unit of work is per connec
 connection per data source it touched; it gets a message, builds the assembly and propagates it
 through the compiled graph on its own stack. :class:`ExecutionGroupRuntime` is the library API the
 worker's control tasks call: deploy, undeploy, start, stop, statistics, user trace.
+
+Coordinated transactions (a flow's ``coordinatedTransaction``) are single phase, not XA: at the
+end of a flow invocation the thread commits each data source it used, then the queue manager's
+unit of work. That order is the safer one for redelivery: a crash between the two leaves the
+database work committed while the message is still on its input queue (the queue manager backs
+out the unit of work of a lost connection), so the message is processed again and its database
+work is repeated (at least once, never lost). The other order would lose the database work of a
+message whose get and outputs were already committed. Within the first step, several data
+sources commit one after the other, with the same window between them. Outside a unit of work
+(transaction mode ``no``, or ``automatic`` with a non-persistent message) the get is final before
+the flow runs; the coordinated database work still commits when the invocation ends, or is
+rolled back when it fails. Uncoordinated database work commits when its node finishes.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from flowbroker.runtime import assembly as assemblies
 from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_flow
 from flowbroker.runtime.connection import QueueConnection
 from flowbroker.runtime.datasources import DataSources, ThreadDataSource
+from flowbroker.runtime.dependencies import install_message_sets, subflow_resolver
 from flowbroker.runtime.usertrace import UserTrace
 
 log = logging.getLogger("flowbroker.runtime")
@@ -31,6 +44,8 @@ NO_MSG_AVAILABLE = 2033
 
 #: Opens a queue-manager connection (``flowbroker.qm.client.Client``) for one flow thread.
 Connector = Callable[[], Any]
+#: Message properties the queue manager sets on a delivery, not the application's own.
+_DELIVERY_PROPERTIES = frozenset({"MQTopicString", "MQIsRetained"})
 
 
 def _descriptor(**fields: Any) -> Any:
@@ -55,6 +70,10 @@ class FlowThread(threading.Thread):
         self.client: Any = None
         self.transactional = False
         self.batching = False
+        #: Whether the queue manager holds work of this thread under syncpoint (a commit has work to do).
+        self.uncommitted = False
+        #: The application properties of the message being processed, carried to what it puts.
+        self.input_properties: dict[str, Any] = {}
         self._sources: dict[str, ThreadDataSource] = {}
 
     # -- the thread ----------------------------------------------------------------------------
@@ -97,12 +116,14 @@ class FlowThread(threading.Thread):
             except Exception:
                 pass
             self.client = None
+        self.uncommitted = False
 
     # -- FlowServices: queue manager work ------------------------------------------------------
 
     def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None:
         from flowbroker.qm.protocol import QMError
 
+        self.uncommitted = self.uncommitted or syncpoint
         try:
             return self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)  # type: ignore[no-any-return]
         except QMError as exc:
@@ -112,7 +133,9 @@ class FlowThread(threading.Thread):
 
     def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Up to ``limit`` waiting messages under syncpoint, waiting ``wait_ms`` for the first."""
-        return self.client.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)  # type: ignore[no-any-return]
+        got: list[QueueMessage] = self.client.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)
+        self.uncommitted = self.uncommitted or bool(got)
+        return got
 
     def _syncpoint(self, syncpoint: bool | None) -> bool:
         return self.transactional if syncpoint is None else syncpoint
@@ -141,6 +164,7 @@ class FlowThread(threading.Thread):
             md.persistence = 0
         md.backout_count = 0
         sync = self._syncpoint(syncpoint)
+        self.uncommitted = self.uncommitted or sync
         if sync and self.batching and isinstance(self.client, QueueConnection):
             # inside a batch the put's refusal surfaces at the commit, which backs the batch out
             # and retries its messages one at a time, where puts are checked node by node again
@@ -149,25 +173,40 @@ class FlowThread(threading.Thread):
             self.client.put(queue, body, md, syncpoint=sync, properties=properties)
 
     def message_parts(self, root: Element) -> tuple[Any, dict[str, Any], bytes]:
+        """Descriptor, message properties and body bytes of an output Root.
+
+        The properties are the input message's own, overlaid by the simple fields of the output's
+        ``MQRFH2.usr`` folder (ACE's view of message properties), so subscribers' content filters
+        on properties see what the flow sends.
+        """
         fields, body = assemblies.to_message(root)
-        return _descriptor(**fields), {}, body
+        properties = dict(self.input_properties)
+        usr = root.child("MQRFH2")
+        usr = usr.child("usr") if usr is not None else None
+        if usr is not None:
+            for kid in usr.children():
+                if kid.first_child is None and isinstance(kid.value, str | int | float | bool):
+                    properties[kid.name] = kid.value
+        return _descriptor(**fields), properties, body
 
     def put_raw(self, queue: str, message: QueueMessage, *, syncpoint: bool, reason: str = "") -> None:
         properties = dict(getattr(message, "properties", None) or {})
         if reason:
             properties["flowbroker.reason"] = reason
             properties["flowbroker.flow"] = self.flow_name
+        self.uncommitted = self.uncommitted or syncpoint
         self.client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
 
     def publish(
         self, topic: str, root: Element, *, syncpoint: bool | None, need_deliveries: bool = True
     ) -> int:
         """Publish; -1 when the number of deliveries was not waited for (nobody needed it)."""
-        md, _, body = self.message_parts(root)
+        md, properties, body = self.message_parts(root)
         sync = self._syncpoint(syncpoint)
+        self.uncommitted = self.uncommitted or sync
         if not need_deliveries and sync and self.batching and isinstance(self.client, QueueConnection):
-            return self.client.publish(topic, body, md, syncpoint=True, pipeline=True)
-        result = self.client.publish(topic, body, md, syncpoint=sync)
+            return self.client.publish(topic, body, md, syncpoint=True, pipeline=True, properties=properties)
+        result = self.client.publish(topic, body, md, syncpoint=sync, properties=properties)
         return int(result) if isinstance(result, int) and not isinstance(result, bool) else 1
 
     def backout_policy(self, queue: str) -> tuple[int, str]:
@@ -195,12 +234,12 @@ class FlowThread(threading.Thread):
         return self.transactional
 
     def commit(self) -> None:
-        # single phase: the database work commits first, so a crash in between redelivers the
-        # message (at least once) rather than losing the database update
+        """End the unit of work: data sources first, then the queue manager (see the module docstring)."""
         for source in self._sources.values():
             source.commit()
-        if self.client is not None:
+        if self.client is not None and self.uncommitted:
             self.client.commit()
+            self.uncommitted = False
 
     def commit_and_get(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Commit the unit of work, then get the next batch under syncpoint, in one round trip."""
@@ -211,19 +250,28 @@ class FlowThread(threading.Thread):
         combined = getattr(self.client, "commit_and_get", None)
         if combined is None:
             self.client.commit()
+            self.uncommitted = False
             return self.get_batch(queue, limit, wait_ms)
-        return combined(queue, limit, wait=wait_ms / 1000.0)  # type: ignore[no-any-return]
+        got: list[QueueMessage] = combined(queue, limit, wait=wait_ms / 1000.0)
+        self.uncommitted = bool(got)
+        return got
 
     def backout(self) -> None:
         for source in self._sources.values():
             source.rollback()
-        if self.client is not None:
+        if self.client is not None and self.uncommitted:
             self.client.backout()
+            self.uncommitted = False
 
     # -- FlowServices: assembly, databases, labels, trace --------------------------------------
 
     def build_assembly(self, message: QueueMessage, template: dict[str, str]) -> Assembly:
-        return Assembly(assemblies.build_root(message, template))
+        self.input_properties = {
+            key: value
+            for key, value in (getattr(message, "properties", None) or {}).items()
+            if key not in _DELIVERY_PROPERTIES and not key.startswith("flowbroker.")
+        }
+        return Assembly(assemblies.build_root(message, template, transactional=self.transactional))
 
     def reset_body(self, root: Element, template: dict[str, str]) -> None:
         assemblies.reset_body(root, template)
@@ -300,6 +348,7 @@ class DeployedFlow:
             thread.join(max(0.0, deadline - time.monotonic()))
         alive = [t.name for t in self.threads if t.is_alive()]
         self.state = "stopping" if alive else "stopped"
+        self.trace.flush()
         if alive:
             log.warning("flow %s: threads still busy after %.0fs: %s", self.name, timeout, ", ".join(alive))
         return not alive
@@ -347,19 +396,24 @@ class ExecutionGroupRuntime:
         externals: dict[str, Any] | None = None,
         additional_instances: int | None = None,
         start: bool = True,
+        dependencies: dict[str, Any] | None = None,
     ) -> DeployedFlow:
         """Compile ``document`` and replace the running version of the flow with it.
 
-        A flow that does not compile raises :class:`FlowCompileError` and the running version
-        keeps running. The old version's threads finish their current message (and its unit of
-        work) before the new version's threads start, so a redeploy loses and duplicates nothing.
+        ``dependencies`` are the subflow and message set documents shipped with the deployment
+        (see :mod:`flowbroker.runtime.dependencies`); the sets are registered before the flow's
+        threads start. A flow that does not compile raises :class:`FlowCompileError` and the
+        running version keeps running. The old version's threads finish their current message
+        (and its unit of work) before the new version's threads start, so a redeploy loses and
+        duplicates nothing.
         """
         compiled = compile_flow(
             document,
-            resolve_subflow=self.resolve_subflow,
+            resolve_subflow=subflow_resolver(dependencies, self.resolve_subflow),
             externals=externals,
             additional_instances=additional_instances,
         )
+        install_message_sets(dependencies)
         with self._lock:
             old = self.flows.get(compiled.name)
             trace = old.trace if old is not None else UserTrace(self.trace_dir / f"{compiled.name}.trace")
@@ -377,6 +431,7 @@ class ExecutionGroupRuntime:
         if deployed is None:
             return False
         deployed.stop()
+        deployed.trace.close()
         return True
 
     def start_flow(self, name: str) -> None:

@@ -88,7 +88,7 @@ class FlowHarness:
         transactional: bool = False,
     ) -> Assembly:
         """Propagate a message into ``node_id``; unwinding exceptions propagate to the caller."""
-        root = body if isinstance(body, Element) else self.root_for(body, domain, md)
+        root = body if isinstance(body, Element) else self.root_for(body, domain, md, transactional)
         assembly = Assembly(root, local_environment)
         thread = self.thread
         if thread.client is None and self.deployed.connect is not _no_queue_manager:
@@ -107,15 +107,18 @@ class FlowHarness:
             bind_thread(None)
         return assembly
 
-    def root_for(self, body: bytes, domain: str, md: dict[str, Any] | None = None) -> Element:
+    def root_for(
+        self, body: bytes, domain: str, md: dict[str, Any] | None = None, transactional: bool = False
+    ) -> Element:
         from flowbroker.qm.protocol import Message, MessageDescriptor
 
         message = Message(MessageDescriptor(**(md or {})), {}, body)
-        return assemblies.build_root(message, {"domain": domain})
+        return assemblies.build_root(message, {"domain": domain}, transactional=transactional)
 
     def close(self) -> None:
         self.thread._drop_connections()
         self.deployed.data_sources.dispose()
+        self.deployed.trace.close()
 
 
 def flow(

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from flowbroker.repository.models import Broker, Deployment, ExecutionGroup, Flow, FlowVersion
 from flowbroker.services import audit, brokers
+from flowbroker.services import dependencies as dependency_service
 from flowbroker.services import flows as flow_service
 from flowbroker.services.errors import Invalid, NotFound, problem
 
@@ -69,16 +70,28 @@ def apply_overrides(
     return doc, externals
 
 
-def check(document: dict[str, Any], overrides: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Every problem that would stop the flow from running (empty: it compiles)."""
+def check(
+    document: dict[str, Any],
+    overrides: dict[str, Any] | None = None,
+    dependencies: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Every problem that would stop the flow from running (empty: it compiles).
+
+    With ``dependencies`` (:func:`flowbroker.services.dependencies.resolve`), subflows named by
+    reference compile from them and the message sets the nodes name must be among them; without,
+    only inline subflows can be compiled and message sets are not checked.
+    """
     from flowbroker.runtime.compiler import FlowCompileError, compile_flow
+    from flowbroker.runtime.dependencies import subflow_resolver
 
     doc, externals = apply_overrides(document, overrides or {})
     try:
-        compile_flow(doc, externals=externals)
+        compiled = compile_flow(doc, externals=externals, resolve_subflow=subflow_resolver(dependencies))
     except FlowCompileError as exc:
         return [p.to_json() for p in exc.problems]
-    return []
+    if dependencies is None:
+        return []
+    return dependency_service.message_set_problems(compiled.nodes, dependencies)
 
 
 def _resolve_version(
@@ -131,10 +144,11 @@ def create(
         overrides=dict(overrides or {}),
         status="compiling",
         diagnostics=[],
+        dependencies=dependency_service.resolve(session, fv.document),
     )
     session.add(deployment)
     session.flush()
-    problems = check(fv.document, deployment.overrides)
+    problems = check(fv.document, deployment.overrides, deployment.dependencies)
     if problems:
         deployment.status = "failed"
         deployment.diagnostics = problems

@@ -30,6 +30,15 @@ def check(name: Any, document: Any) -> None:
     check_text(document, "/document", found)
     if found:
         raise Invalid(f"invalid message set: {found[0]['pointer']}: {found[0]['message']}", found)
+    from flowbroker.formats.mrm.model import MessageSetError, compile_set
+
+    try:
+        # a set that does not compile could never parse a message: refuse it when it is stored
+        compile_set(document, name)
+    except MessageSetError as exc:
+        pointer = "/document" + exc.pointer.rstrip("/")
+        reason = str(exc).removesuffix(f" (at {exc.pointer})")
+        raise Invalid(f"invalid message set: {pointer}: {reason}", [problem(pointer, reason)]) from None
 
 
 def list_all(session: Session) -> list[MessageSet]:

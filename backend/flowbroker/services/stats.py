@@ -142,6 +142,12 @@ def prometheus(data: Path) -> str:
         [(lb, n.get("errors")) for lb, n in node_rows],
     )
     metric(
+        "flowbroker_node_backouts_total",
+        "counter",
+        "Units of work backed out because of an exception that began unwinding at the node.",
+        [(lb, n.get("backouts")) for lb, n in node_rows],
+    )
+    metric(
         "flowbroker_node_cpu_microseconds_total",
         "counter",
         "CPU time in the node and below it.",

@@ -121,7 +121,7 @@ class GroupState:
         from flowbroker.repository import db
         from flowbroker.repository.models import Deployment
         from flowbroker.runtime.compiler import FlowCompileError
-        from flowbroker.services import deploy
+        from flowbroker.services import dependencies, deploy
 
         assert self.runtime is not None
         with db.session_scope(self.session_factory) as session:
@@ -131,6 +131,9 @@ class GroupState:
             document = dict(row.flow_version.document)
             overrides = dict(row.overrides or {})
             instances = row.additional_instances
+            # the subflows and message sets shipped with the deployment; a deployment recorded
+            # before they were has them looked up now
+            needs = dict(row.dependencies or {}) or dependencies.resolve(session, document)
             row.status = "compiling"
             # data sources defined since the group started are usable by this deployment
             self.runtime.data_sources.urls.update(self._data_source_urls(session, row.broker_id))
@@ -138,7 +141,11 @@ class GroupState:
             try:
                 doc, externals = deploy.apply_overrides(document, overrides)
                 flow = self.runtime.deploy(
-                    doc, externals=externals, additional_instances=instances, start=start
+                    doc,
+                    externals=externals,
+                    additional_instances=instances,
+                    start=start,
+                    dependencies=needs,
                 )
                 status, problems = ("running" if start else "stopped"), []
                 self.by_deployment[deployment_id] = flow.name

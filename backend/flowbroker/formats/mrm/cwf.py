@@ -57,7 +57,7 @@ class Reader:
             for f in ctype.fields:
                 if f.base != "filler":
                     parent.append_new(Element(f.name, value(f, pos, path), type=NAME_VALUE))
-                pos += f.length
+                pos += f.length * f.occurs
             return pos
         for f in ctype.fields:
             count = f.occurs

@@ -212,10 +212,11 @@ def compile_set(document: Any, name: str = "") -> MessageSet:
             and not f.depends_on
             and not f.xml_attribute
             for f in body
-        ):
+        ) and not any(f.depends_on for f in t.fields):
             t.flat = body
             t.flat_names = [f.name for f in body]
-            t.fixed_size = sum(f.length for f in t.fields)
+            # a filler may repeat: it is skipped as a whole, ``occurs`` times its length
+            t.fixed_size = sum(f.length * f.occurs for f in t.fields)
     return MessageSet(str(document.get("name") or name), types, document)
 
 
