@@ -73,6 +73,32 @@ def test_json_integers_are_exact_and_fractions_are_floats_as_in_ace() -> None:
     )
 
 
+def test_json_fills_one_level_at_a_time_and_writes_unread_objects_from_their_parsed_value() -> None:
+    data = (
+        b'{"id":1,"customer":{"name":"Ada","limits":{"credit":12345678901234567890}},'
+        b'"lines":[{"sku":"A","qty":2},{"sku":"B","qty":3}],"status":"new"}'
+    )
+    element = attach("JSON", data)
+    top = element.child("Data")
+    assert top is not None
+    customer, lines = top.child("customer"), top.child("lines")
+    assert customer is not None and lines is not None
+    assert customer.lazy is not None and lines.lazy is not None  # types known, children not built
+    assert customer.type == FIELD_TYPES["JSON.Object"] and lines.type == FIELD_TYPES["JSON.Array"]
+    top.child("status").value = "processed"  # type: ignore[union-attr]
+    # the unread levels, a 64-bit-overflowing DECIMAL among them, are written exactly
+    assert serialize(element) == data.replace(b'"new"', b'"processed"')
+    limits = customer.child("limits")
+    assert limits is not None and limits.child("credit").value == decimal.Decimal("12345678901234567890")  # type: ignore[union-attr]
+    copy = element.copy()  # copies share an unread level's parsed value without building it
+    assert copy.child("Data").child("lines").lazy is not None  # type: ignore[union-attr]
+    second = lines.child("Item", 2)
+    assert second is not None and second.child("qty").value == 3  # type: ignore[union-attr]
+    second.child("qty").value = 4  # type: ignore[union-attr]
+    assert b'{"sku":"B","qty":4}' in serialize(element)
+    assert b'{"sku":"B","qty":3}' in serialize(copy)  # the copy's level was never touched
+
+
 def test_json_decimals_are_written_without_float_rounding() -> None:
     element = Element("JSON")
     data = element.add("Data", type=FIELD_TYPES["JSON.Object"])
