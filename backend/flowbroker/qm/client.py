@@ -161,6 +161,7 @@ class Client:
         self._discard: set[int] = set()  # replies nobody waits for any more
         self._ids = IdFactory()
         self._outbox: list[bytes] = []
+        self._reply_templates: dict[str, MessageDescriptor] = {}
         self._inbuf = bytearray(_RECV_SIZE)
         self.user = user
         self._call(OP_HELLO, {"user": user, "password": password})
@@ -327,17 +328,22 @@ class Client:
         Both frames leave in one write: the msgId is chosen here, so the get need not wait for
         the put's reply before it can name the correlId it matches.
         """
-        md = _fill_md(md, self._ids)
-        md = dataclasses.replace(md, reply_to_q=reply_to_q)
-        frames = encode_frame(
-            OP_PUT, put_rid := next(self._rids), {"q": queue}, encode_message(md, None, body)
+        if md is None:
+            # one template descriptor per reply queue: no copy per request
+            base = self._reply_templates.get(reply_to_q)
+            if base is None:
+                base = self._reply_templates[reply_to_q] = MessageDescriptor(reply_to_q=reply_to_q)
+            msg_id = self._ids.next()
+        else:
+            base = md if md.reply_to_q == reply_to_q else dataclasses.replace(md, reply_to_q=reply_to_q)
+            msg_id = pad_id(md.msg_id) if md.msg_id and md.msg_id != ZERO_ID else self._ids.next()
+        self._outbox.append(
+            encode_frame(
+                OP_PUT, put_rid := next(self._rids), {"q": queue}, encode_message(base, None, body, msg_id)
+            )
         )
-        get_args = {"q": reply_to_q, "wait": wait, "correl_id": md.msg_id.hex()}
-        frames += encode_frame(OP_GET, get_rid := next(self._rids), get_args)
-        try:
-            self._sock.sendall(frames)
-        except OSError as exc:
-            raise QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}") from None
+        get_args = {"q": reply_to_q, "wait": wait, "correl_id": msg_id.hex()}
+        get_rid = self._send(OP_GET, get_args)
         try:
             self._wait(put_rid)
         except QMError:
