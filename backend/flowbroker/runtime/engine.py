@@ -53,6 +53,8 @@ class FlowThread(threading.Thread):
         self.transactional = False
         self.batching = False
         self._sources: dict[str, ThreadDataSource] = {}
+        #: The queue this thread last got from: where a message it dead-letters came from.
+        self.input_queue = ""
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -100,6 +102,7 @@ class FlowThread(threading.Thread):
     def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None:
         from flowbroker.qm.protocol import QMError
 
+        self.input_queue = queue
         try:
             return self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)  # type: ignore[no-any-return]
         except QMError as exc:
@@ -109,6 +112,7 @@ class FlowThread(threading.Thread):
 
     def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Up to ``limit`` waiting messages under syncpoint, waiting ``wait_ms`` for the first."""
+        self.input_queue = queue
         return self.client.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)  # type: ignore[no-any-return]
 
     def _syncpoint(self, syncpoint: bool | None) -> bool:
@@ -154,6 +158,9 @@ class FlowThread(threading.Thread):
         if reason:
             properties["flowbroker.reason"] = reason
             properties["flowbroker.flow"] = self.flow_name
+            if self.input_queue:
+                # so the dead-letter queue's reader can send the message back where it came from
+                properties["flowbroker.queue"] = self.input_queue
         self.client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
 
     def publish(self, topic: str, root: Element, *, syncpoint: bool | None) -> int:
@@ -298,6 +305,7 @@ class DeployedFlow:
             "backouts": sum(getattr(n, "backouts", 0) for n in self.compiled.input_nodes()),
             "nodes": nodes,
             "last_errors": list(self.errors[-5:]),
+            "trace": {"level": self.trace.level, "mode": self.trace.mode},
         }
 
 
