@@ -62,7 +62,7 @@ def test_deploy_over_rest_runs_the_flow_in_the_worker(platform, worker) -> None:
             break
         time.sleep(0.5)
     assert mine and mine[0]["messages_in"] >= 10
-    metrics = platform.client.get("/metrics").text
+    metrics = platform.request("GET", "/metrics").text
     assert 'flowbroker_flow_messages_total{broker="default",group="default",flow="RestPass"}' in metrics
     # undeploy stops it: messages stay on the input queue
     platform.request("DELETE", f"/api/deployments/{created['id']}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import flowbroker.api.routes as routes_package
 from flowbroker.api import errors
 from flowbroker.api.deps import AuthCache
 from flowbroker.repository import db
+from flowbroker.services.stats_history import Sampler, StatsHistory
 from flowbroker.services.validation import SpecLookup
 from flowbroker.settings import Settings
 
@@ -74,13 +77,27 @@ def create_app(settings: Settings, *, node_lookup: SpecLookup | None = None, mig
     engine = db.engine_from_settings(settings)
     if migrate:
         db.upgrade_if_needed(engine)
+    history = StatsHistory()
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # The monitoring history fills while the API runs, whether or not a page is open.
+        sampler = Sampler(history, settings.data)
+        sampler.start()
+        try:
+            yield
+        finally:
+            sampler.stop()
+
     app = FastAPI(
         title="flowbroker configuration manager",
         version="0.1.0",
         openapi_url="/api/openapi.json",
         docs_url="/api/docs",
         redoc_url=None,
+        lifespan=lifespan,
     )
+    app.state.stats_history = history
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = db.session_factory(engine)

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
+from flowbroker_nodes.spec import PropertyType, TerminalKind
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
@@ -43,6 +44,9 @@ class TokenOut(Out):
     username: str
     role: str
     expires_at: datetime | None = None
+    permissions: list[str] = Field(
+        default_factory=list, description="what the role permits (see GET /api/auth/me)"
+    )
 
 
 class UserOut(Out):
@@ -51,6 +55,12 @@ class UserOut(Out):
     role: str
     active: bool
     created_at: datetime
+
+
+class MeOut(UserOut):
+    """The caller's account and what its role permits; the designer shows only the actions allowed."""
+
+    permissions: list[str] = Field(description="names from the permission table, e.g. deploy, flows.edit")
 
 
 class UserIn(Body):
@@ -70,6 +80,101 @@ class PasswordIn(Body):
     new_password: str = Field(min_length=1, max_length=1024)
 
 
+class Doc(BaseModel):
+    """Parts of a flow document: the fields the validator knows, nothing else."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class Position(Doc):
+    x: float | None = None
+    y: float | None = None
+
+
+class FlowNodeDoc(Doc):
+    """One node of a flow: its type names the spec its properties follow."""
+
+    id: str = Field(description="1-64 letters, digits, . _ -; unique in the flow")
+    type: str = Field(description="a node type of GET /api/node-types")
+    name: str | None = None
+    description: str | None = None
+    properties: dict[str, Any] | None = Field(default=None, description="values of the spec's properties")
+    position: Position | None = None
+    ui: dict[str, Any] | None = Field(default=None, description="designer-only state kept with the node")
+
+
+class TerminalRef(Doc):
+    node: str
+    terminal: str
+
+
+class ConnectionDoc(Doc):
+    from_: TerminalRef = Field(alias="from")
+    to: TerminalRef
+    id: str | None = None
+
+
+class FlowProperties(Doc):
+    coordinated_transaction: bool | None = None
+    additional_instances: int | None = Field(default=None, ge=0)
+    commit_count: int | None = Field(default=None, ge=0)
+
+
+class FlowDocument(Doc):
+    """A message flow: the one JSON shape of the designer, the API, the repository and deploy archives.
+
+    The API checks a saved document against the node specs and reports every problem with its
+    JSON pointer; this model describes the shape those checks accept.
+    """
+
+    name: str
+    version: int | None = Field(default=None, ge=0)
+    description: str | None = None
+    properties: FlowProperties | None = None
+    nodes: list[FlowNodeDoc]
+    connections: list[ConnectionDoc] | None = None
+    ui: dict[str, Any] | None = None
+
+
+class Terminal(Out):
+    """A connection point of a node type; ``name`` is the handle id in the designer."""
+
+    name: str
+    kind: TerminalKind
+    label: str
+
+
+class PropertySpec(Out):
+    """One configurable property of a node type."""
+
+    name: str
+    type: PropertyType
+    label: str
+    default: Any = None
+    required: bool
+    enum: list[str]
+    description: str
+    editor: str = Field(description="editor hint: esql, sql, queue, topic, multiline, or empty")
+    minimum: int | None = None
+    maximum: int | None = None
+
+
+class NodeSpec(Out):
+    """Everything the designer and the validator know about a node type before it runs."""
+
+    type: str
+    label: str
+    category: str
+    icon: str
+    description: str
+    version: int
+    inputs: list[Terminal]
+    outputs: list[Terminal]
+    properties: list[PropertySpec]
+    dynamic_terminals: bool = Field(description="terminals come from the node's flow (subflows)")
+    extra: dict[str, Any]
+
+
 class FlowSummary(Out):
     id: int
     name: str
@@ -80,7 +185,7 @@ class FlowSummary(Out):
 
 
 class FlowOut(FlowSummary):
-    document: dict[str, Any]
+    document: FlowDocument
 
 
 class FlowVersionOut(Out):
@@ -91,20 +196,41 @@ class FlowVersionOut(Out):
 
 
 class FlowVersionDocument(FlowVersionOut):
-    document: dict[str, Any]
+    document: FlowDocument
+
+
+class Problem(Out):
+    """One problem of a document: the JSON pointer of the field, and what is wrong with it."""
+
+    pointer: str
+    message: str
 
 
 class ValidationOut(Out):
     valid: bool
-    problems: list[dict[str, str]]
+    problems: list[Problem]
+
+
+GroupState = Literal["running", "starting", "stopping", "stopped", "failed", "unknown"]
 
 
 class GroupOut(Out):
+    """An execution group and what its process is doing right now."""
+
     id: int
     broker_id: int
     name: str
     description: str
     created_at: datetime
+    desired_state: Literal["running", "stopped"] = Field(description="what an operator asked for")
+    state: GroupState = Field(
+        description="running: the worker is up and taking work; starting; stopping; stopped; "
+        "failed: it keeps exiting and is restarted with a growing back-off; unknown: no worker reports"
+    )
+    pid: int | None = None
+    detail: str = ""
+    restarts: int = 0
+    since: float | None = Field(default=None, description="when the process started, seconds since 1970")
 
 
 class BrokerOut(Out):
@@ -114,6 +240,7 @@ class BrokerOut(Out):
     qm_url: str
     created_at: datetime
     updated_at: datetime
+    local: bool = Field(description="whether `flowbroker up` on this machine runs its execution groups")
     groups: list[GroupOut]
 
 
@@ -205,6 +332,7 @@ class AuditOut(Out):
 class ComponentOut(Out):
     name: str
     state: str
+    desired: str = "running"
     pid: int | None = None
     restarts: int = 0
     since: float | None = None
