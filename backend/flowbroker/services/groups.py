@@ -7,7 +7,9 @@ Deploying to, or starting a flow in, a stopped group is refused: nothing would r
 
 What an operator asked for (``desired_state``) is kept in the repository; the supervisor of
 `flowbroker up` makes the processes of its local broker's groups follow it (see
-:func:`supervised_groups`), and reports what they do in its state file, from which
+:func:`supervised_groups`), and a worker running elsewhere is told to stop or start its flows
+(the ``flowbroker.eg.follow_group`` control task). The supervisor reports what the processes
+do in its state file, from which
 :func:`process_state` tells the truth about each group: running, starting, stopping, stopped or
 failed, with its pid. A group no supervisor here runs (a worker on another host) is judged by
 its liveness file alone.
@@ -154,8 +156,15 @@ def describe_broker(
 # -- stop and start --------------------------------------------------------------------------
 
 
-def set_desired(session: Session, actor: str, group_id: int, desired: str) -> ExecutionGroup:
-    """Start (``running``) or stop (``stopped``) a group's process and with it every flow in it."""
+def set_desired(
+    session: Session, actor: str, group_id: int, desired: str, data: Path | None = None, *, send: bool = True
+) -> ExecutionGroup:
+    """Start (``running``) or stop (``stopped``) a group's work: every flow in it.
+
+    The supervisor of `flowbroker up` starts or ends the process of a local group; the worker
+    itself is also told (``flowbroker.eg.follow_group``), so a group whose worker runs
+    elsewhere stops and starts its flows too.
+    """
     group = session.get(ExecutionGroup, group_id)
     if group is None:
         from flowbroker.services.errors import NotFound
@@ -166,6 +175,12 @@ def set_desired(session: Session, actor: str, group_id: int, desired: str) -> Ex
         action = "group.start" if desired == "running" else "group.stop"
         audit.record(session, actor, action, f"group:{group.broker.name}/{group.name}", {"id": group.id})
     session.commit()
+    if send:
+        from flowbroker.worker.app import celery_app
+
+        celery_app(data).send_task(
+            "flowbroker.eg.follow_group", queue=deploy.control_queue(group.broker.name, group.name)
+        )
     return group
 
 

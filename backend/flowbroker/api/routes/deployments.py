@@ -162,10 +162,10 @@ def _group(group: Any, settings: Any) -> dict[str, Any]:
 @router.post("/api/groups/{group_id}/start", response_model=GroupOut, status_code=status.HTTP_202_ACCEPTED)
 def start_group(group_id: Id, user: TopologyManager, session: DbSession, settings: SettingsDep) -> Any:
     """Start the group's process; each flow resumes in its own started or stopped state."""
-    return _group(groups.set_desired(session, user.username, group_id, "running"), settings)
+    return _group(groups.set_desired(session, user.username, group_id, "running", settings.data), settings)
 
 
 @router.post("/api/groups/{group_id}/stop", response_model=GroupOut, status_code=status.HTTP_202_ACCEPTED)
 def stop_group(group_id: Id, user: TopologyManager, session: DbSession, settings: SettingsDep) -> Any:
     """Stop the group's process, and so every flow in it, after the messages in progress."""
-    return _group(groups.set_desired(session, user.username, group_id, "stopped"), settings)
+    return _group(groups.set_desired(session, user.username, group_id, "stopped", settings.data), settings)
