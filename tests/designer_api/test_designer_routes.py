@@ -351,3 +351,18 @@ def test_a_message_that_records_no_origin_is_not_moved(operator: TestClient) -> 
     refused = operator.post(f"/api/queues/NO.ORIGIN/messages/{msg_id}/move-to-origin")
     assert refused.status_code == 409 and refused.json()["code"] == "no_origin"
     assert [m["body"] for m in operator.get("/api/queues/NO.ORIGIN/messages").json()] == ["stay"]
+
+
+def test_a_blank_padded_mqhrf2_format_is_read_as_one(operator: TestClient, data_dir: Path) -> None:
+    """Flows write the MQMD format blank-padded to 8 characters, as MQ does: its folders still show."""
+    from flowbroker.qm.client import Client
+    from flowbroker.qm.protocol import MessageDescriptor
+    from flowbroker.services import queues
+
+    operator.post("/api/queues", json={"name": "PADDED"})
+    header = queues._rfh2_bytes(queues.Rfh2(domain="XMLNSC", usr={"Region": "EU"}), "MQSTR")
+    with Client.connect(data_dir=str(data_dir)) as qm:
+        qm.put("PADDED", header + b"<a/>", MessageDescriptor(format="MQHRF2  "))
+    [message] = operator.get("/api/queues/PADDED/messages").json()
+    assert message["body"] == "<a/>"
+    assert message["rfh2"] == {"mcd": {"domain": "xmlnsc"}, "usr": {"Region": "EU"}}

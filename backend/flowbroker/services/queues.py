@@ -273,7 +273,7 @@ def describe_message(msg: Any) -> dict[str, Any]:
     md = msg.md
     body: bytes = msg.body
     rfh2: dict[str, Any] | None = None
-    if md.format == "MQHRF2":
+    if md.format.strip() == "MQHRF2":  # a format is blank-padded to 8 characters, as in MQ
         from flowbroker.formats import rfh2 as rfh2_format
 
         try:
