@@ -98,13 +98,24 @@ def test_node_types_are_typed_specs(api: Any) -> None:
         "outputs",
         "properties",
         "dynamicTerminals",
+        "subflowRole",
+        "terminalProperty",
         "extra",
     }
     assert compute["inputs"] == [{"name": "in", "kind": "in", "label": "In"}]
     esql = next(p for p in compute["properties"] if p["name"] == "esql")
     assert esql["type"] == "esql" and esql["required"] is True
-    subflow = next(s for s in specs if s["type"] == "Subflow")
-    assert subflow["dynamicTerminals"] is True
+    assert compute["subflowRole"] is None and compute["terminalProperty"] is None
+    roles = {s["type"]: (s["subflowRole"], s["terminalProperty"]) for s in specs if s["subflowRole"]}
+    assert roles == {
+        "Subflow": ("node", None),
+        "Input": ("input", "terminalName"),
+        "Output": ("output", "terminalName"),
+    }
+    for spec in specs:
+        if spec["terminalProperty"]:
+            assert spec["terminalProperty"] in [p["name"] for p in spec["properties"]]
+    assert next(s for s in specs if s["type"] == "Subflow")["dynamicTerminals"] is True
 
 
 def _publish(data: Path, t: float, messages: int, elapsed_us: int, group: str = "hist") -> None:

@@ -9,6 +9,7 @@ from fastapi import Path
 from flowbroker_nodes.spec import PropertyType, TerminalKind
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 
 Role = Literal["viewer", "developer", "operator", "admin"]
 #: Database ids are 32-bit on every backend; a larger number cannot name anything.
@@ -24,7 +25,14 @@ class Body(BaseModel):
 
 
 class Out(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, from_attributes=True)
+    """Answers: a field with a default is still always sent, so the schema lists it as required."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        from_attributes=True,
+        json_schema_serialization_defaults_required=True,
+    )
 
 
 class ErrorBody(BaseModel):
@@ -81,14 +89,18 @@ class PasswordIn(Body):
 
 
 class Doc(BaseModel):
-    """Parts of a flow document: the fields the validator knows, nothing else."""
+    """Parts of a flow document: the fields the validator knows, nothing else.
+
+    An optional field may be left out but not sent as null (the validator refuses null), so the
+    schema says "optional string", not "string or null": the None default is kept out of it.
+    """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
 class Position(Doc):
-    x: float | None = None
-    y: float | None = None
+    x: float | SkipJsonSchema[None] = Field(default=None)
+    y: float | SkipJsonSchema[None] = Field(default=None)
 
 
 class FlowNodeDoc(Doc):
@@ -96,11 +108,15 @@ class FlowNodeDoc(Doc):
 
     id: str = Field(description="1-64 letters, digits, . _ -; unique in the flow")
     type: str = Field(description="a node type of GET /api/node-types")
-    name: str | None = None
-    description: str | None = None
-    properties: dict[str, Any] | None = Field(default=None, description="values of the spec's properties")
+    name: str | SkipJsonSchema[None] = Field(default=None)
+    description: str | SkipJsonSchema[None] = Field(default=None)
+    properties: dict[str, Any] | SkipJsonSchema[None] = Field(
+        default=None, description="values of the spec's properties"
+    )
     position: Position | None = None
-    ui: dict[str, Any] | None = Field(default=None, description="designer-only state kept with the node")
+    ui: dict[str, Any] | SkipJsonSchema[None] = Field(
+        default=None, description="designer-only state kept with the node"
+    )
 
 
 class TerminalRef(Doc):
@@ -111,13 +127,13 @@ class TerminalRef(Doc):
 class ConnectionDoc(Doc):
     from_: TerminalRef = Field(alias="from")
     to: TerminalRef
-    id: str | None = None
+    id: str | SkipJsonSchema[None] = Field(default=None)
 
 
 class FlowProperties(Doc):
-    coordinated_transaction: bool | None = None
-    additional_instances: int | None = Field(default=None, ge=0)
-    commit_count: int | None = Field(default=None, ge=0)
+    coordinated_transaction: bool | SkipJsonSchema[None] = Field(default=None)
+    additional_instances: int | SkipJsonSchema[None] = Field(default=None, ge=0)
+    commit_count: int | SkipJsonSchema[None] = Field(default=None, ge=0)
 
 
 class FlowDocument(Doc):
@@ -128,12 +144,12 @@ class FlowDocument(Doc):
     """
 
     name: str
-    version: int | None = Field(default=None, ge=0)
-    description: str | None = None
-    properties: FlowProperties | None = None
+    version: int | SkipJsonSchema[None] = Field(default=None, ge=0)
+    description: str | SkipJsonSchema[None] = Field(default=None)
+    properties: FlowProperties | SkipJsonSchema[None] = Field(default=None)
     nodes: list[FlowNodeDoc]
-    connections: list[ConnectionDoc] | None = None
-    ui: dict[str, Any] | None = None
+    connections: list[ConnectionDoc] | SkipJsonSchema[None] = Field(default=None)
+    ui: dict[str, Any] | SkipJsonSchema[None] = Field(default=None)
 
 
 class Terminal(Out):
@@ -172,6 +188,12 @@ class NodeSpec(Out):
     outputs: list[Terminal]
     properties: list[PropertySpec]
     dynamic_terminals: bool = Field(description="terminals come from the node's flow (subflows)")
+    subflow_role: Literal["node", "input", "output"] | None = Field(
+        description="node: a flow used as a node; input/output: one of a subflow's entry or exit terminals"
+    )
+    terminal_property: str | None = Field(
+        description="for a subflow's input or output: the property naming its terminal"
+    )
     extra: dict[str, Any]
 
 

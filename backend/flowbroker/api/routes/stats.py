@@ -29,7 +29,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 class Published(BaseModel):
     """Fields as the groups publish them; a newer group may add more, which pass through."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
 
 class NodeStatistics(Published):
