@@ -52,40 +52,6 @@ export async function unwrap<T>(
   return data as T;
 }
 
-/**
- * A call to a route that the generated schema does not describe yet (areas still landing);
- * a 404 from the router becomes a problem with code `not_available` so pages can say so.
- */
-export async function rawCall<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = {};
-  const token = useAuth.getState().token;
-  if (token) headers.Authorization = `Bearer ${token}`;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const response = await fetch(path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  let parsed: unknown = text;
-  if ((response.headers.get('content-type') ?? '').includes('json')) {
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      // A body that claims JSON but is not stays text; the caller sees it as such.
-    }
-  }
-  if (!response.ok) {
-    if (response.status === 401) useAuth.getState().logout();
-    const problem = toProblem(response.status, parsed);
-    if ((response.status === 404 && problem.message.startsWith('no route')) || response.status === 405 || response.status === 501) {
-      throw new ApiProblem(404, 'not_available', `${method} ${path} is not served by this backend yet`, null);
-    }
-    throw problem;
-  }
-  return parsed as T;
-}
-
 export function problemText(error: unknown): string {
   if (error instanceof ApiProblem) {
     const detail = error.detail;
