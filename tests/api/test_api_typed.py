@@ -40,6 +40,15 @@ def test_every_operation_has_a_typed_success_response(api: Any) -> None:
     assert untyped == []
 
 
+def test_the_schema_describes_the_one_error_body(api: Any) -> None:
+    schema = api.app.openapi()
+    assert "HTTPValidationError" not in schema["components"]["schemas"]
+    assert set(schema["components"]["schemas"]["ErrorBody"]["properties"]) == {"code", "message", "detail"}
+    invalid = schema["paths"]["/api/flows/{flow_id}"]["get"]["responses"]["422"]
+    assert invalid["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorBody"}
+    assert "HTTPValidationError" not in json.dumps(schema)
+
+
 def test_flow_routes_take_and_give_the_flow_document_schema(api: Any) -> None:
     schema = api.app.openapi()
     ref = {"$ref": "#/components/schemas/FlowDocument"}

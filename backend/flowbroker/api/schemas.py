@@ -36,6 +36,8 @@ class Out(BaseModel):
 
 
 class ErrorBody(BaseModel):
+    """Every refusal's body: a stable code, a sentence, and detail (e.g. one {pointer, message} per field)."""
+
     code: str
     message: str
     detail: Any = None

@@ -110,7 +110,9 @@ class GroupState:
                     self.deploy(deployment_id, start=status != "stopped")
                 else:
                     # a stopped group loads its flows but runs none; each keeps its own state
-                    self.deploy(deployment_id, start=False, recorded="running" if status == "pending" else status)
+                    self.deploy(
+                        deployment_id, start=False, recorded="running" if status == "pending" else status
+                    )
         finally:
             self.ready.set()
 

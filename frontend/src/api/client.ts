@@ -34,10 +34,10 @@ const bearer: Middleware = {
 export const api = createClient<paths>({ baseUrl: '' });
 api.use(bearer);
 
-/** The error body as an ApiProblem, whatever shape the server answered with. */
+/** The error body (ErrorBody of the schema) as an ApiProblem; a body of another shape is kept as detail. */
 export function toProblem(status: number, body: unknown): ApiProblem {
   if (body && typeof body === 'object' && 'message' in body) {
-    const b = body as { code?: string; message: string; detail?: unknown };
+    const b = body as Schemas['ErrorBody'];
     return new ApiProblem(status, b.code ?? 'error', b.message, b.detail);
   }
   return new ApiProblem(status, 'error', `HTTP ${status}`, body);

@@ -1449,6 +1449,21 @@ export interface components {
             /** Keywords */
             keywords: string[];
         };
+        /**
+         * ErrorBody
+         * @description Every refusal's body: a stable code, a sentence, and detail (e.g. one {pointer, message} per field).
+         */
+        ErrorBody: {
+            /** Code */
+            code: string;
+            /**
+             * Detail
+             * @default null
+             */
+            detail?: unknown;
+            /** Message */
+            message: string;
+        };
         /** EsqlDiagnostic */
         EsqlDiagnostic: {
             /** Column */
@@ -1852,11 +1867,6 @@ export interface components {
             uptime_s: number | null;
         } & {
             [key: string]: unknown;
-        };
-        /** HTTPValidationError */
-        HTTPValidationError: {
-            /** Detail */
-            detail?: components["schemas"]["ValidationError"][];
         };
         /** HealthOut */
         HealthOut: {
@@ -2544,19 +2554,6 @@ export interface components {
             /** Role */
             role?: ("viewer" | "developer" | "operator" | "admin") | null;
         };
-        /** ValidationError */
-        ValidationError: {
-            /** Context */
-            ctx?: Record<string, never>;
-            /** Input */
-            input?: unknown;
-            /** Location */
-            loc: (string | number)[];
-            /** Message */
-            msg: string;
-            /** Error Type */
-            type: string;
-        };
         /** ValidationOut */
         ValidationOut: {
             /** Problems */
@@ -2596,13 +2593,13 @@ export interface operations {
                     "application/zip": unknown;
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2658,13 +2655,13 @@ export interface operations {
                     "application/json": components["schemas"]["AuditOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2691,13 +2688,13 @@ export interface operations {
                     "application/json": components["schemas"]["TokenOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2760,13 +2757,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2813,13 +2810,13 @@ export interface operations {
                     "application/json": components["schemas"]["BrokerOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2844,13 +2841,13 @@ export interface operations {
                     "application/json": components["schemas"]["BrokerOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2873,13 +2870,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2908,13 +2905,13 @@ export interface operations {
                     "application/json": components["schemas"]["BrokerOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2939,13 +2936,13 @@ export interface operations {
                     "application/json": components["schemas"]["GroupOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2974,13 +2971,13 @@ export interface operations {
                     "application/json": components["schemas"]["GroupOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3006,13 +3003,13 @@ export interface operations {
                     "application/json": components["schemas"]["GroupOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3036,13 +3033,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3072,13 +3069,13 @@ export interface operations {
                     "application/json": components["schemas"]["GroupOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3125,13 +3122,13 @@ export interface operations {
                     "application/json": components["schemas"]["DataSourceOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3156,13 +3153,13 @@ export interface operations {
                     "application/json": components["schemas"]["DataSourceOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3185,13 +3182,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3220,13 +3217,13 @@ export interface operations {
                     "application/json": components["schemas"]["DataSourceOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3253,13 +3250,13 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3284,13 +3281,13 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3315,13 +3312,13 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3346,13 +3343,13 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3377,13 +3374,13 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3410,13 +3407,13 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3445,13 +3442,13 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3478,13 +3475,13 @@ export interface operations {
                     "application/json": components["schemas"]["CheckOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3530,13 +3527,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowSummary"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3566,13 +3563,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3599,13 +3596,13 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3630,13 +3627,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3668,13 +3665,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3697,13 +3694,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3728,13 +3725,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowVersionOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3760,13 +3757,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowVersionDocument"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3791,13 +3788,13 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3822,13 +3819,13 @@ export interface operations {
                     "application/json": components["schemas"]["GroupOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3853,13 +3850,13 @@ export interface operations {
                     "application/json": components["schemas"]["GroupOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3926,13 +3923,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3959,13 +3956,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetImportOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3990,13 +3987,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4025,13 +4022,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4054,13 +4051,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4085,13 +4082,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetVersionOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4117,13 +4114,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4190,13 +4187,13 @@ export interface operations {
                     "application/json": components["schemas"]["QueueOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4243,13 +4240,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4279,13 +4276,13 @@ export interface operations {
                     "application/json": components["schemas"]["QueueOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4313,13 +4310,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageOut"] | null;
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4347,13 +4344,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4383,13 +4380,13 @@ export interface operations {
                     "application/json": components["schemas"]["PutOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4421,13 +4418,13 @@ export interface operations {
                     "application/json": components["schemas"]["PutOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4455,13 +4452,13 @@ export interface operations {
                     "application/json": components["schemas"]["PutOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4487,13 +4484,13 @@ export interface operations {
                     "application/json": components["schemas"]["PurgeOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4559,13 +4556,13 @@ export interface operations {
                     "application/json": components["schemas"]["GroupStatistics"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4590,13 +4587,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowHistory"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4621,13 +4618,13 @@ export interface operations {
                     "text/event-stream": unknown;
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4656,13 +4653,13 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4709,13 +4706,13 @@ export interface operations {
                     "application/json": components["schemas"]["UserOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4740,13 +4737,13 @@ export interface operations {
                     "application/json": components["schemas"]["UserOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4769,13 +4766,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -4804,13 +4801,13 @@ export interface operations {
                     "application/json": components["schemas"]["UserOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
