@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP_VERSION := 26.3
-FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/package.json frontend/vite.config.ts -type f 2>/dev/null)
+FRONTEND_SRC := $(shell find frontend/src frontend/scripts frontend/index.html frontend/package.json frontend/tsconfig.json frontend/vite.config.ts -type f 2>/dev/null)
 
 .PHONY: up test setup frontend lint typecheck pytest frontend-check clean
 
@@ -34,8 +34,10 @@ frontend/node_modules/.package-lock.json: frontend/package.json frontend/package
 frontend/dist/index.html: frontend/node_modules/.package-lock.json $(FRONTEND_SRC)
 	cd frontend && npm run build
 
-frontend-check: frontend/node_modules/.package-lock.json
-	cd frontend && npm run typecheck && npm run lint && npm run test:unit
+# check:api fails when src/api/schema.d.ts (or the node specs the unit tests use) no longer
+# matches the backend: regenerate with `cd frontend && npm run gen:api` and commit the result.
+frontend-check: setup frontend/node_modules/.package-lock.json
+	cd frontend && npm run check:api && npm run typecheck && npm run lint && npm run test:unit
 else
 frontend:
 	@echo "frontend: no frontend/package.json yet, nothing to build"

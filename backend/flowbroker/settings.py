@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     frontend_dist: str = ""
     #: Set by `flowbroker up` so /api/health can report the supervised components.
     supervisor_state: str = ""
+    #: The broker whose execution groups `flowbroker up` runs on this machine.
+    local_broker: str = "default"
 
     @field_validator("cors_origins", mode="before")
     @classmethod

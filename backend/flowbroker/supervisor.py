@@ -3,6 +3,10 @@
 Each component runs in its own process group so that stopping it also stops whatever it
 spawned; each child also asks the kernel for SIGTERM when the supervisor dies (PR_SET_PDEATHSIG),
 so not even a SIGKILL of the supervisor leaves orphans behind.
+
+The component table is not fixed: :meth:`Supervisor.reconcile` brings a family of components
+(the execution groups) in line with a wanted table, starting, stopping and removing without
+ever blocking the watch loop.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ class Component:
     log_path: Path | None = None
     # Run-time state, reported in the state file and /api/health.
     state: str = "stopped"
+    #: "running" while the component should run; "stopped" when it is kept stopped on purpose.
+    desired: str = "running"
     pid: int | None = None
     restarts: int = 0
     since: float | None = None
@@ -40,11 +46,16 @@ class Component:
     process: subprocess.Popen[bytes] | None = None
     backoff: float = 0.0
     restart_at: float | None = None
+    #: Set while a requested stop is under way: SIGKILL after this moment.
+    kill_at: float | None = None
+    #: Drop the component from the table once it has stopped.
+    removing: bool = False
 
     def report(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "state": self.state,
+            "desired": self.desired,
             "pid": self.pid,
             "restarts": self.restarts,
             "since": self.since,
@@ -75,6 +86,9 @@ class Supervisor:
         stable_after: float = 30.0,
         stop_timeout: float = 10.0,
         log: Callable[[str], None] | None = None,
+        reconciler: Callable[[Supervisor], None] | None = None,
+        reconcile_interval: float = 1.0,
+        on_removed: Callable[[Component], None] | None = None,
     ) -> None:
         self.components = list(components)
         self.state_file = state_file
@@ -84,12 +98,17 @@ class Supervisor:
         self.stop_timeout = stop_timeout
         self.stopping = False
         self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.reconciler = reconciler
+        self.reconcile_interval = reconcile_interval
+        self.on_removed = on_removed
+        self._next_reconcile = 0.0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
         for component in self.components:
-            self._spawn(component)
+            if component.desired == "running":
+                self._spawn(component)
         self.write_state()
 
     def request_stop(self, *_: Any) -> None:
@@ -105,22 +124,117 @@ class Supervisor:
         try:
             while not self.stopping:
                 self.tick()
+                self._reconcile_when_due()
                 time.sleep(poll_interval)
         finally:
             self.stop_all()
+
+    def _reconcile_when_due(self) -> None:
+        if self.reconciler is None or self.stopping or time.monotonic() < self._next_reconcile:
+            return
+        self._next_reconcile = time.monotonic() + self.reconcile_interval
+        try:
+            self.reconciler(self)
+        except Exception as exc:  # a busy or unreachable repository: keep what runs, try again
+            self.log(f"flowbroker up: cannot read the execution groups: {type(exc).__name__}: {exc}")
+
+    # -- a changing table --------------------------------------------------------------------
+
+    def component(self, name: str) -> Component | None:
+        for component in self.components:
+            if component.name == name:
+                return component
+        return None
+
+    def reconcile(self, prefix: str, wanted: dict[str, Component]) -> None:
+        """Make the components named ``prefix…`` those of ``wanted``, each in its desired state.
+
+        A new name is added (and started when it is desired running), a name no longer wanted is
+        stopped and then removed, a changed desire starts or stops the component. A component's
+        command is taken from ``wanted`` the next time it starts.
+        """
+        changed = False
+        for name, target in wanted.items():
+            current = self.component(name)
+            if current is None:
+                self.components.append(target)
+                current = target
+                current.state = "stopped"
+                changed = True
+            else:
+                current.argv, current.env, current.log_path = target.argv, target.env, target.log_path
+                current.removing = False
+                if current.desired != target.desired:
+                    current.desired = target.desired
+                    changed = True
+            changed |= self._converge(current)
+        for current in [c for c in self.components if c.name.startswith(prefix) and c.name not in wanted]:
+            if not current.removing:
+                current.removing = True
+                current.desired = "stopped"
+                changed = True
+            changed |= self._converge(current)
+        if changed:
+            self.write_state()
+
+    def _converge(self, component: Component) -> bool:
+        """One step towards the component's desired state; whether anything changed."""
+        running = component.process is not None
+        if component.desired == "running":
+            if not running and component.restart_at is None and component.state in ("stopped", "stopping"):
+                component.backoff = 0.0
+                self._spawn(component)
+                return True
+            return False
+        if running and component.kill_at is None:
+            self._begin_stop(component)
+            return True
+        if not running:
+            component.restart_at = None
+            if component.removing:
+                self.components.remove(component)
+                if self.on_removed is not None:
+                    self.on_removed(component)
+                return True
+            if component.state != "stopped":
+                component.state = "stopped"
+                component.detail = ""
+                return True
+        return False
+
+    def _begin_stop(self, component: Component) -> None:
+        """SIGTERM now, SIGKILL after ``stop_timeout``: :meth:`tick` watches the rest."""
+        component.state = "stopping"
+        component.restart_at = None
+        component.kill_at = time.monotonic() + self.stop_timeout
+        self._signal_group(component, signal.SIGTERM)
 
     def tick(self) -> None:
         """Notice exits and perform due restarts."""
         now = time.monotonic()
         changed = False
-        for component in self.components:
+        for component in list(self.components):  # a stopped component may leave the table
             process = component.process
             if process is not None:
                 code = process.poll()
                 if code is None:
+                    if component.kill_at is not None and now >= component.kill_at:
+                        self.log(f"flowbroker up: {component.name} did not stop in time; killing it")
+                        self._signal_group(component, signal.SIGKILL)
+                        component.kill_at = now + self.stop_timeout
                     continue
                 changed = True
                 self._reap_group(component)
+                if component.kill_at is not None:
+                    # a stop that was asked for: no restart
+                    component.kill_at = None
+                    component.process = None
+                    component.pid = None
+                    component.last_exit = code
+                    component.state = "stopped"
+                    component.detail = ""
+                    self._converge(component)
+                    continue
                 ran_for = time.time() - (component.since or time.time())
                 component.process = None
                 component.pid = None

@@ -11,6 +11,7 @@ SPEC = NodeSpec(
     label="Input",
     category="subflow",
     icon="subflow-in",
+    extra={"subflow": "input", "terminalProperty": "terminalName"},
     description="In a flow used as a subflow, each Input node becomes an input terminal (named by its "
     "terminal name) of the Subflow node that uses it.",
     outputs=(Terminal("out", "out", "Out"),),

@@ -11,6 +11,7 @@ SPEC = NodeSpec(
     label="Output",
     category="subflow",
     icon="subflow-out",
+    extra={"subflow": "output", "terminalProperty": "terminalName"},
     description="In a flow used as a subflow, each Output node becomes an output terminal (named by its "
     "terminal name) of the Subflow node that uses it.",
     inputs=(Terminal("in", "in", "In"),),

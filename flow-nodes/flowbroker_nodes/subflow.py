@@ -16,6 +16,8 @@ SPEC = NodeSpec(
     inputs=(Terminal("in", "in", "In"),),
     outputs=(Terminal("out", "out", "Out"),),
     dynamic_terminals=True,
+    # the designer finds the subflow node, and the Input and Output nodes, by these roles
+    extra={"subflow": "node"},
     properties=(
         Property(
             "flow",

@@ -1,7 +1,10 @@
-// End-to-end through the browser against a running `flowbroker up`:
-// log in, draw MQInput → Compute → MQOutput, set the queues, type ESQL with an error and fix it,
-// save, deploy, put a message, get the transformed one, and see monitoring count it.
-// Prints one JSON line of step results; exits 1 when a step that the backend supports fails.
+// End-to-end through the browser against a running `flowbroker up`: every step is required.
+// Log in, draw MQInput → Compute → MQOutput (by mouse and from the keyboard), see the specs refuse
+// a connection, type ESQL with an error and fix it, save with a comment, deploy, stop and start the
+// flow and a new execution group, put a message with MQRFH2 folders and get the transformed one,
+// send a failing one to the dead-letter queue and back, watch monitoring count it, chart it and
+// trace it, and check what a developer and a viewer are offered.
+// Prints one JSON line of step results; exits 1 when any step fails.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { launch, login } from './browser.mjs';
@@ -16,16 +19,21 @@ const steps = [];
 let failed = false;
 const record = (name, status, detail = '') => steps.push({ name, status, detail });
 
+let page = null;
+
 async function step(name, run) {
+  if (failed) {
+    // a later step builds on the earlier ones: after a failure it cannot tell anything
+    record(name, 'failed', 'not run: an earlier step failed');
+    return;
+  }
   try {
-    const result = await run();
-    if (result && result.waiting) record(name, 'waiting', result.waiting);
-    else record(name, 'passed');
-    return true;
+    await run();
+    record(name, 'passed');
   } catch (err) {
     failed = true;
     record(name, 'failed', String(err && err.stack ? err.stack.split('\n').slice(0, 3).join(' | ') : err));
-    return false;
+    await shot(page, `failed-step-${steps.length}`).catch(() => undefined);
   }
 }
 
@@ -47,7 +55,7 @@ async function wire(page, fromNode, fromTerminal, toNode, toTerminal) {
   const b = await target.boundingBox();
   await page.mouse.move(a.x + a.width / 2, a.y + a.height / 2);
   await page.mouse.down();
-  await page.mouse.move((a.x + b.x) / 2, (a.y + b.y) / 2, { steps: 5 });
+  await page.mouse.move((a.x + b.x) / 2, (a.y + b.y) / 2 + 40, { steps: 5 });
   await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2, { steps: 5 });
   await page.mouse.up();
 }
@@ -56,13 +64,44 @@ async function edgeCount(page) {
   return page.evaluate(() => window.__designer.getState().edges.length);
 }
 
+/** A REST call with the page's own session, as a user's tools would make it. */
+async function rest(page, method, path, body) {
+  return page.evaluate(
+    async ([m, p, b]) => {
+      const token = JSON.parse(sessionStorage.getItem('flowbroker.session')).token;
+      const headers = { Authorization: `Bearer ${token}` };
+      if (b !== null) headers['Content-Type'] = 'application/json';
+      const r = await fetch(p, { method: m, headers, body: b === null ? undefined : JSON.stringify(b) });
+      const text = await r.text();
+      return { status: r.status, body: text ? JSON.parse(text) : null };
+    },
+    [method, path, body ?? null],
+  );
+}
+
+async function page_(page, name) {
+  await page.getByRole('link', { name }).click();
+  await page.getByRole('heading', { name, exact: true }).waitFor();
+}
+
+/** On the topology page: wait until the flow's status reads `status`. */
+async function flowStatus(page, flow, status, timeout = 30000) {
+  await page.getByTestId(`flow-status-${flow}`).filter({ hasText: new RegExp(`^${status}$`) }).waitFor({ timeout });
+}
+
+async function createUser(page, role) {
+  const name = `${role}${Date.now()}`;
+  const created = await rest(page, 'POST', '/api/users', { username: name, password: `${role}-Pass-1234`, role });
+  if (created.status !== 201) throw new Error(`creating the ${role} answered ${created.status}`);
+  return [name, `${role}-Pass-1234`];
+}
+
 const { context, close } = await launch();
-const page = context.pages()[0] ?? (await context.newPage());
+page = context.pages()[0] ?? (await context.newPage());
 const flowName = `E2E_${Date.now()}`;
 const inQueue = 'E2E.IN';
 const outQueue = 'E2E.OUT';
-let deployed = false;
-let queuesServed = false;
+const dlq = 'SYSTEM.DEAD.LETTER.QUEUE';
 let flowId = null;
 
 try {
@@ -72,15 +111,16 @@ try {
     await login(page, base, username, password);
   });
 
-  await step('define the flow\'s queues on the Queues page', async () => {
-    await page.getByRole('link', { name: 'Queues' }).click();
-    await page.getByRole('heading', { name: 'Queues' }).waitFor();
-    await page.waitForTimeout(500);
-    if (await page.getByText('The queue service is not available on this server yet.').isVisible())
-      return { waiting: 'queue REST routes are not served' };
-    queuesServed = true;
-    for (const name of [inQueue, outQueue]) {
+  await step("define the flow's queues on the Queues page", async () => {
+    await page_(page, 'Queues');
+    // The input queue backs out nothing by itself: the MQInput node's own threshold decides, so a
+    // failing message goes to the dead-letter queue through the flow, which records its origin.
+    for (const [name, threshold] of [
+      [inQueue, '0'],
+      [outQueue, '2'],
+    ]) {
       await page.getByLabel('New queue').fill(name);
+      await page.getByLabel('Backout threshold').fill(threshold);
       await page.getByRole('button', { name: 'Define' }).click();
       await page.getByTestId(`depth-${name}`).waitFor();
     }
@@ -102,12 +142,32 @@ try {
     if (n !== 2) throw new Error(`expected 2 connections, found ${n}`);
   });
 
+  await step('connect a terminal from the keyboard', async () => {
+    await page.locator('[data-id="compute1"]').click();
+    await page.keyboard.press('c');
+    const dialog = page.getByRole('dialog', { name: 'Connect terminals' });
+    await dialog.getByLabel('From terminal').selectOption('out1');
+    await dialog.getByLabel('To node').selectOption('mqoutput1');
+    await dialog.getByLabel('To terminal').selectOption('in');
+    await shot(page, '02a-keyboard-connect');
+    await dialog.getByRole('button', { name: 'Connect' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    const edges = await page.evaluate(() => window.__designer.getState().edges.map((e) => e.id));
+    if (!edges.includes('compute1.out1->mqoutput1.in')) throw new Error(`connections: ${edges.join(', ')}`);
+  });
+
   await step('a connection the spec does not allow is refused', async () => {
-    // An output terminal cannot feed an input node (MQInput has no input terminal).
+    // Both are drags React Flow itself would accept (an output onto an input handle): the
+    // designer's spec check refuses them and says why.
     const before = await edgeCount(page);
-    await wire(page, 'mqoutput1', 'out', 'mqinput1', 'out');
+    await wire(page, 'compute1', 'out', 'compute1', 'in');
+    await page.locator('.refusal', { hasText: 'a node cannot be wired to itself' }).waitFor();
+    await wire(page, 'mqinput1', 'out', 'compute1', 'in');
+    await page.locator('.refusal', { hasText: 'these terminals are already connected' }).waitFor();
+    await shot(page, '02b-connection-refused');
     const after = await edgeCount(page);
-    if (after !== before) throw new Error('a connection into an output terminal was accepted');
+    if (after !== before) throw new Error(`a refused connection was added: ${before} → ${after}`);
+    await page.locator('.refusal').getByRole('button', { name: 'Dismiss' }).click();
   });
 
   await step('set the flow name and the queue names', async () => {
@@ -116,6 +176,7 @@ try {
     await page.locator('[data-id="mqinput1"]').click();
     await page.locator('#prop-mqinput1-queueName').fill(inQueue);
     await page.locator('#prop-mqinput1-messageDomain').selectOption('XMLNSC');
+    await page.locator('#prop-mqinput1-backoutThreshold').fill('1');
     await page.locator('[data-id="mqoutput1"]').click();
     await page.locator('#prop-mqoutput1-queueName').fill(outQueue);
     await shot(page, '02-designer-wired');
@@ -145,10 +206,12 @@ try {
     await page.locator('.problems li', { hasText: 'line 2' }).first().waitFor({ state: 'detached', timeout: 10000 });
   });
 
-  await step('save', async () => {
+  await step('save with a version comment', async () => {
+    await page.getByLabel('Version comment').fill('first cut of the order flow');
     await page.getByRole('button', { name: 'Save', exact: true }).click();
     await page.getByTestId('notice').filter({ hasText: 'Saved' }).waitFor();
     flowId = await page.evaluate(() => window.__designer.getState().meta.flowId);
+    if ((await page.getByLabel('Version comment').inputValue()) !== '') throw new Error('the comment was kept');
     await shot(page, '04-saved');
   });
 
@@ -159,6 +222,7 @@ try {
     await page.getByTestId('notice').filter({ hasText: 'version 2' }).waitFor();
     await page.getByRole('button', { name: 'Versions' }).click();
     const dialog = page.getByRole('dialog', { name: 'Version history' });
+    await dialog.getByRole('cell', { name: 'first cut of the order flow' }).waitFor();
     await dialog.locator('tr.changed', { hasText: 'queueName' }).filter({ hasText: 'E2E.OTHER' }).waitFor();
     await shot(page, '04b-version-diff');
     await dialog.getByRole('button', { name: 'Close' }).click();
@@ -173,80 +237,139 @@ try {
     await page.getByRole('button', { name: 'Deploy', exact: true }).click();
     const dialog = page.getByRole('dialog', { name: 'Deploy' });
     await dialog.getByRole('button', { name: 'Deploy', exact: true }).click();
-    const outcome = await Promise.race([
-      dialog.getByTestId('deploy-status').filter({ hasText: /: (running|failed|stopped)$/ }).waitFor({ timeout: 60000 }).then(() => 'status'),
-      dialog.getByRole('alert').waitFor({ timeout: 30000 }).then(() => 'alert'),
-    ]);
+    const status = dialog.getByTestId('deploy-status');
+    await status.filter({ hasText: /: (running|failed|stopped)$/ }).waitFor({ timeout: 60000 });
     await shot(page, '05-deploy');
-    const text =
-      outcome === 'alert' ? await dialog.getByRole('alert').innerText() : await dialog.getByTestId('deploy-status').innerText();
+    const text = await status.innerText();
     await dialog.getByRole('button', { name: 'Close' }).click();
-    if (outcome === 'status' && /running$/.test(text)) {
-      deployed = true;
-      return;
-    }
-    if (outcome === 'status') {
+    if (!/running$/.test(text)) {
       const problems = await page.locator('.problems li').allInnerTexts();
       throw new Error(`deployment ended ${text}; problems: ${problems.join(' / ')}`);
     }
-    if (/not served by this backend yet/.test(text)) return { waiting: `deployment service: ${text}` };
-    throw new Error(`deploy refused: ${text}`);
   });
 
-  await step('topology page', async () => {
-    await page.getByRole('link', { name: 'Topology' }).click();
-    await page.getByRole('heading', { name: 'Topology' }).waitFor();
+  await step('topology: stop and start the flow, run and remove a new execution group', async () => {
+    await page_(page, 'Topology');
     await page.getByText('Broker default').waitFor();
-    await page.getByTestId(`deployed-${flowName}`).waitFor({ timeout: deployed ? 15000 : 1 }).catch((err) => {
-      if (deployed) throw err;
-    });
+    await page.getByTestId('group-state-default').filter({ hasText: /^running$/ }).waitFor({ timeout: 30000 });
+    const flow = page.getByTestId(`deployed-${flowName}`);
+    await flowStatus(page, flowName, 'running');
+    await flow.getByRole('button', { name: 'Stop flow' }).click();
+    await flowStatus(page, flowName, 'stopped');
+    await flow.getByRole('button', { name: 'Start flow' }).click();
+    await flowStatus(page, flowName, 'running');
     await shot(page, '06-topology');
+
     const group = `g${Date.now() % 100000}`;
     await page.getByLabel('New execution group').fill(group);
     await page.getByRole('button', { name: 'Create' }).click();
-    const row = page.getByRole('row', { name: new RegExp(`^${group}`) });
+    const row = page.getByTestId(`group-${group}`);
     await row.waitFor();
+    // a real worker process is started for it
+    await page.getByTestId(`group-state-${group}`).filter({ hasText: /^running$/ }).waitFor({ timeout: 60000 });
+    await row.getByText(/pid \d+/).waitFor();
+    await shot(page, '06b-topology-new-group');
+    await row.getByRole('button', { name: 'Stop group' }).click();
+    await page.getByTestId(`group-state-${group}`).filter({ hasText: /^stopped$/ }).waitFor({ timeout: 30000 });
     page.once('dialog', (d) => void d.accept());
     await row.getByRole('button', { name: 'Delete' }).click();
     await row.waitFor({ state: 'detached' });
   });
 
-  await step('put a message on the Queues page', async () => {
-    await page.getByRole('link', { name: 'Queues' }).click();
-    await page.getByRole('heading', { name: 'Queues' }).waitFor();
-    if (!queuesServed) {
-      await shot(page, '07-queues');
-      return { waiting: 'queue REST routes (GET/POST /api/queues…) are not served yet' };
-    }
+  await step('put a message with MQRFH2 folders on the Queues page', async () => {
+    await page_(page, 'Queues');
     await page.getByLabel('Queue', { exact: true }).fill(inQueue);
     await page.getByLabel('Message body').fill('<Order><Item>Widget</Item></Order>');
+    await page.getByLabel('mcd domain (empty: no RFH2)').selectOption('XMLNSC');
+    await page.getByLabel('usr folder (name=value per line)').fill('Region=EU');
+    await page.getByLabel('psc topics (one per line)').fill('orders/eu');
+    await page.getByText('jms folder').click();
+    await page.getByLabel('jms Dst: destination').fill(`queue:///${inQueue}`);
+    await page.getByLabel('jms Pri: priority 0-9').fill('7');
     await page.getByRole('button', { name: 'Put' }).click();
     await page.getByRole('status').filter({ hasText: 'Put one message' }).waitFor();
     await shot(page, '07-queues');
   });
 
-  await step('get the transformed message', async () => {
-    if (!queuesServed || !deployed) return { waiting: 'needs the queue routes and a deployed flow' };
+  await step('get the transformed message with its folders', async () => {
     await page.getByLabel('Queue', { exact: true }).fill(outQueue);
     await page.getByRole('button', { name: 'Get' }).click();
-    await page.getByTestId('message').filter({ hasText: 'DONE' }).waitFor({ timeout: 20000 });
+    const message = page.getByTestId('message').filter({ hasText: 'DONE' });
+    await message.waitFor({ timeout: 20000 });
+    const folders = JSON.parse(await message.getByTestId('rfh2').textContent());
+    if (folders.usr?.Region !== 'EU' || folders.psc?.Topic !== 'orders/eu' || folders.jms?.Pri !== '7')
+      throw new Error(`folders lost on the way: ${JSON.stringify(folders)}`);
     await shot(page, '08-got-message');
   });
 
-  await step('monitoring page', async () => {
-    await page.getByRole('link', { name: 'Monitoring' }).click();
-    await page.getByRole('heading', { name: 'Monitoring' }).waitFor();
+  await step('a failing message reaches the dead-letter queue with its origin', async () => {
+    await page.getByLabel('Queue', { exact: true }).fill(inQueue);
+    await page.getByLabel('Body', { exact: true }).selectOption('text');
+    await page.getByLabel('mcd domain (empty: no RFH2)').selectOption('');
+    await page.getByLabel('Message body').fill('<Order><Item>never closed');
+    await page.getByRole('button', { name: 'Put' }).click();
+    await page.getByRole('status').filter({ hasText: 'Put one message' }).waitFor();
+    await page.getByLabel('Queue', { exact: true }).fill(dlq);
+    const dead = page.getByTestId('message').filter({ hasText: 'never closed' });
+    for (let i = 0; i < 40 && !(await dead.count()); i += 1) {
+      await page.getByRole('button', { name: 'Browse' }).click();
+      await page.waitForTimeout(500);
+    }
+    await dead.getByTestId('dead-letter-reason').filter({ hasText: `Failed on ${inQueue}` }).waitFor();
+    await dead.getByRole('button', { name: `Move back to ${inQueue}` }).waitFor();
+    await shot(page, '08b-dead-letter');
+  });
+
+  await step('monitoring: counts, history charts on load, failed messages, user trace', async () => {
+    await page_(page, 'Monitoring');
     await page.getByText('configuration-manager').waitFor();
+    await page.getByTestId(`flow-messages-${flowName}`).filter({ hasText: /^[1-9]/ }).waitFor({ timeout: 20000 });
+    await page.getByTestId('dead-letter-depth').filter({ hasText: /^[1-9]/ }).waitFor({ timeout: 20000 });
+    await page.getByTestId('charts').waitFor({ timeout: 30000 });
     await shot(page, '09-monitoring');
-    if (!deployed || !queuesServed) return { waiting: 'counting a message needs a deployed flow and a message put through the queue routes' };
+    // Opened again, the page shows the server's history at once, not only what it sees from now on.
+    await page.reload();
+    await page.getByRole('heading', { name: 'Monitoring', exact: true }).waitFor();
+    const charts = page.getByTestId('charts');
+    await charts.waitFor({ timeout: 5000 });
+    if (Number(await charts.getAttribute('data-points')) < 1) throw new Error('the charts opened empty');
     await page.getByTestId(`flow-messages-${flowName}`).filter({ hasText: /^[1-9]/ }).waitFor({ timeout: 20000 });
     await page.getByRole('button', { name: flowName }).click();
     await page.getByRole('table', { name: 'Node statistics' }).waitFor();
+    const traceForm = page.getByRole('form', { name: 'User trace setting' });
+    await traceForm.getByText('Now: none, fast').waitFor({ timeout: 20000 });
+    await traceForm.getByLabel('Trace level').selectOption('normal');
+    await traceForm.getByLabel('Mode').selectOption('safe');
+    await traceForm.getByRole('button', { name: 'Set trace' }).click();
+    await traceForm.getByText('Now: normal, safe').waitFor({ timeout: 20000 });
+    const put = await rest(page, 'POST', `/api/queues/${inQueue}/messages`, { body: '<Order><Item>Traced</Item></Order>' });
+    if (put.status !== 201) throw new Error(`put answered ${put.status}`);
+    await page.getByLabel('User trace').filter({ hasText: /\S/ }).filter({ hasNotText: 'No user trace' }).waitFor({ timeout: 30000 });
     await shot(page, '10-monitoring-counted');
   });
 
+  await step('move the dead letter back to the queue it came from', async () => {
+    // The flow is stopped first, so the message waits on its queue instead of failing again.
+    await page_(page, 'Topology');
+    await page.getByTestId(`deployed-${flowName}`).getByRole('button', { name: 'Stop flow' }).click();
+    await flowStatus(page, flowName, 'stopped');
+    await page_(page, 'Queues');
+    await page.getByLabel('Queue', { exact: true }).fill(dlq);
+    await page.getByRole('button', { name: 'Browse' }).click();
+    const dead = page.getByTestId('message').filter({ hasText: 'never closed' });
+    await dead.getByRole('button', { name: `Move back to ${inQueue}` }).click();
+    await page.getByRole('status').filter({ hasText: `Moved back to ${inQueue}` }).waitFor();
+    await page.getByTestId(`depth-${inQueue}`).filter({ hasText: /^1$/ }).waitFor({ timeout: 10000 });
+    await shot(page, '11-moved-back');
+    const audit = await rest(page, 'GET', `/api/audit?target=queue:${dlq}&limit=1`);
+    if (audit.body[0]?.action !== 'queue.move' || audit.body[0]?.detail?.to !== inQueue)
+      throw new Error(`audit: ${JSON.stringify(audit.body)}`);
+    await page_(page, 'Topology');
+    await page.getByTestId(`deployed-${flowName}`).getByRole('button', { name: 'Start flow' }).click();
+    await flowStatus(page, flowName, 'running');
+  });
+
   await step('the designer shows live per-node counts of the deployed flow', async () => {
-    if (!deployed || !queuesServed) return { waiting: 'needs a deployed flow that processed a message' };
     await page.goto(`${base}/#/designer/${flowId}`);
     await page.getByTestId('count-compute1').filter({ hasText: /^[1-9]/ }).waitFor({ timeout: 20000 });
     await shot(page, '12-designer-live-counts');
@@ -326,29 +449,39 @@ try {
     await shot(page, '13-subflow-made');
   });
 
-  await step('a viewer sees no edit or deploy actions', async () => {
-    const viewer = `viewer${Date.now()}`;
-    const created = await page.evaluate(async ([name, pass]) => {
-      const token = JSON.parse(sessionStorage.getItem('flowbroker.session')).token;
-      const r = await fetch('/api/users', {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ username: name, password: pass, role: 'viewer' }),
-      });
-      return r.status;
-    }, [viewer, 'Viewer-pass-12']);
-    if (created !== 201) throw new Error(`creating the viewer answered ${created}`);
+  await step('a developer edits and saves but is not offered Deploy', async () => {
+    const [name, pass] = await createUser(page, 'developer');
     await page.getByRole('button', { name: 'Log out' }).click();
-    await login(page, base, viewer, 'Viewer-pass-12');
+    await login(page, base, name, pass);
+    await page.goto(`${base}/#/designer/${flowId}`);
+    await page.getByTestId('flow-title').filter({ hasText: flowName }).waitFor();
+    await page.getByRole('button', { name: 'Save', exact: true }).waitFor();
+    if (await page.getByRole('button', { name: 'Deploy', exact: true }).count()) throw new Error('a developer sees Deploy');
+    if (await page.locator('.palette-item').first().isDisabled()) throw new Error('a developer cannot add nodes');
+    await page_(page, 'Topology');
+    await page.getByTestId(`deployed-${flowName}`).waitFor();
+    for (const name of ['Stop flow', 'Undeploy', 'Stop group'])
+      if (await page.getByRole('button', { name }).count()) throw new Error(`a developer sees ${name}`);
+    await shot(page, '14-developer');
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await login(page, base, username, password);
+  });
+
+  await step('a viewer sees no edit or deploy actions', async () => {
+    const [viewer, pass] = await createUser(page, 'viewer');
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await login(page, base, viewer, pass);
     await page.getByRole('link', { name: 'Designer' }).click();
     await page.locator('.palette-item').first().waitFor();
-    for (const name of ['Save', 'Deploy', 'Undo', 'Import', 'Make subflow'])
+    for (const name of ['Save', 'Deploy', 'Undo', 'Import', 'Make subflow', 'Connect…'])
       if (await page.getByRole('button', { name, exact: true }).count()) throw new Error(`a viewer sees ${name}`);
     if (!(await page.locator('.palette-item').first().isDisabled())) throw new Error('a viewer can add nodes');
-    await shot(page, '11-viewer-designer');
-    await page.getByRole('link', { name: 'Topology' }).click();
+    await shot(page, '15-viewer-designer');
+    await page_(page, 'Topology');
     await page.getByText('Broker default').waitFor();
     if (await page.getByRole('button', { name: 'Delete' }).count()) throw new Error('a viewer sees Delete');
+    await page_(page, 'Queues');
+    if (await page.getByRole('button', { name: 'Put' }).count()) throw new Error('a viewer sees Put');
   });
 } finally {
   await close();

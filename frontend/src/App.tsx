@@ -2,7 +2,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { lazy, Suspense, useEffect, useState } from 'react';
 import { api, problemText, unwrap } from './api/client';
-import { useAuth } from './auth';
+import { useAuth, type Role } from './auth';
 import Designer from './designer/Designer';
 import { indexSpecs } from './designer/spec';
 import { SpecsContext } from './designer/specs-context';
@@ -44,6 +44,17 @@ export function App() {
   const role = useAuth((s) => s.role);
   const logout = useAuth((s) => s.logout);
   const route = useRoute();
+  const refresh = useAuth((s) => s.refresh);
+  // The role may have changed since the login: the server's current permissions decide the pages.
+  const me = useQuery({
+    queryKey: ['me', token],
+    enabled: !!token,
+    staleTime: 60_000,
+    queryFn: () => unwrap(api.GET('/api/auth/me')),
+  });
+  useEffect(() => {
+    if (me.data) refresh(me.data.username, me.data.role as Role, me.data.permissions);
+  }, [me.data, refresh]);
   const nodeTypes = useQuery({
     queryKey: ['node-types'],
     enabled: !!token,

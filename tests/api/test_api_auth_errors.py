@@ -2,33 +2,115 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from fastapi.routing import APIRoute, iter_route_contexts
+from flowbroker.repository.models import ROLE_RANKS
+from flowbroker.services import users
 
-PUBLIC = {("GET", "/api/health"), ("POST", "/api/auth/login")}
+#: What answers without a token: health, login, the API description, and the designer's files.
+PUBLIC = {
+    ("GET", "/api/health"),
+    ("POST", "/api/auth/login"),
+    ("GET", "/api/openapi.json"),
+    ("HEAD", "/api/openapi.json"),
+    ("GET", "/api/docs"),
+    ("HEAD", "/api/docs"),
+    ("GET", "/docs/oauth2-redirect"),
+    ("HEAD", "/docs/oauth2-redirect"),
+    ("GET", "/{path:path}"),
+    ("HEAD", "/{path:path}"),
+    ("GET", "/"),
+    ("HEAD", "/"),
+}
+USER_PASSWORD = "correct-horse-battery"  # the one tests/api/conftest.py gives every user
+PATH_PARAM = re.compile(r"\{([^}:]+)(:[^}]+)?\}")
 
 
-def _api_routes(app: Any) -> list[tuple[str, str]]:
+def _mounted_routes(app: Any) -> list[tuple[str, str]]:
+    """Every method and path the application answers, whether or not the OpenAPI schema lists it."""
     found = []
-    for path, operations in app.openapi()["paths"].items():
-        for method in operations:
-            found.append((method.upper(), path.replace("{", "").replace("}", "")))
+    for context in iter_route_contexts(app.routes):
+        assert context.path and context.methods, f"a route the test does not know how to call: {context!r}"
+        for method in sorted(context.methods):
+            found.append((method, context.path))
     return found
 
 
+def _concrete(path: str) -> str:
+    return PATH_PARAM.sub(lambda m: "QUEUE.NAME" if m.group(1) == "queue" else "1", path)
+
+
 def test_every_route_but_health_and_login_needs_a_token(api: Any) -> None:
-    routes = _api_routes(api.app)
-    assert len(routes) > 20
+    routes = _mounted_routes(api.app)
+    assert len(routes) > 40
+    assert ("GET", "/metrics") in routes
+    openapi = {(m.upper(), p) for p, ops in api.app.openapi()["paths"].items() for m in ops}
+    assert openapi <= set(routes)
     for method, path in routes:
-        concrete = path
-        for name in ("flow_id", "broker_id", "group_id", "source_id", "set_id", "user_id", "number"):
-            concrete = concrete.replace(name, "1")
         if (method, path) in PUBLIC:
             continue
-        response = api.client.request(method, concrete)
+        response = api.client.request(method, _concrete(path))
         assert response.status_code == 401, (method, path, response.status_code)
         assert set(response.json()) == {"code", "message", "detail"}
+
+
+def _permission_of(route: Any) -> str | None:
+    """The permission a route checks, read from its dependencies (``require_<permission>``)."""
+    names = [d.call.__name__ for d in route.dependant.dependencies if d.call is not None]
+    found = [n.removeprefix("require_").replace("_", ".") for n in names if n.startswith("require_")]
+    assert len(found) <= 1, (route.path, found)
+    return found[0] if found else None
+
+
+def test_each_route_checks_one_permission_of_the_table(api: Any) -> None:
+    """The roles the routes admit come from users.PERMISSIONS, the table /api/auth/me reports."""
+    checked = 0
+    ranks = list(ROLE_RANKS)
+    for route in iter_route_contexts(api.app.routes):
+        if not isinstance(route.original_route, APIRoute) or any(
+            (m, route.path) in PUBLIC for m in route.methods
+        ):
+            continue
+        permission = _permission_of(route)
+        if permission is None:
+            # only the caller's own account needs no permission beyond a valid token
+            assert route.path.startswith("/api/auth/"), route.path
+            continue
+        assert permission in users.PERMISSIONS, (route.path, permission)
+        needed = users.PERMISSIONS[permission]
+        method = sorted(route.methods)[0]
+        if needed != "viewer":
+            below = ranks[ranks.index(needed) - 1]
+            response = api.as_(below, method, _concrete(route.path))
+            assert response.status_code == 403, (method, route.path, below, response.status_code)
+            assert permission not in api.as_(below, "GET", "/api/auth/me").json()["permissions"]
+        assert permission in api.as_(needed, "GET", "/api/auth/me").json()["permissions"]
+        checked += 1
+    assert checked > 40
+
+
+def test_me_and_login_report_the_permissions_of_the_role(api: Any) -> None:
+    expected = {
+        "viewer": ["read"],
+        "developer": ["read", "flows.edit"],
+        "operator": ["read", "flows.edit", "deploy", "topology.manage", "queues.write"],
+        "admin": ["read", "flows.edit", "deploy", "topology.manage", "queues.write", "users.manage"],
+    }
+    for role, permissions in expected.items():
+        me = api.as_(role, "GET", "/api/auth/me").json()
+        assert me["role"] == role and me["permissions"] == permissions
+        login = api.client.post("/api/auth/login", json={"username": role, "password": USER_PASSWORD}).json()
+        assert login["permissions"] == permissions
+
+
+def test_metrics_need_a_viewer_token(api: Any) -> None:
+    assert api.client.get("/metrics").status_code == 401
+    response = api.as_("viewer", "GET", "/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
 
 
 def test_health_needs_no_token(api: Any) -> None:

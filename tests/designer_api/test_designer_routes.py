@@ -11,6 +11,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +188,181 @@ def test_bad_queue_requests_are_named(operator: TestClient, viewer: TestClient) 
     assert bad_usr.status_code == 422
     assert viewer.post("/api/queues/DQ.IN/messages", json={"body": "x"}).status_code == 403
     assert viewer.get("/api/queues").status_code == 200
+
+
+def _audit(client: TestClient, target: str) -> list[dict[str, Any]]:
+    entries = client.get("/api/audit", params={"target": target, "limit": 50}).json()
+    return list(reversed(entries))  # oldest first
+
+
+def test_every_queue_change_is_audited_with_who_and_when(operator: TestClient) -> None:
+    before = datetime.now(UTC) - timedelta(seconds=1)
+    defined = operator.post(
+        "/api/queues", json={"name": "AUD.Q", "backoutThreshold": 2, "description": "audited"}
+    )
+    assert defined.status_code == 201, defined.text
+    assert defined.json()["backoutThreshold"] == 2
+    altered = operator.patch("/api/queues/AUD.Q", json={"maxDepth": 50, "backoutRequeueQ": "AUD.BO"})
+    assert altered.status_code == 200, altered.text
+    assert altered.json()["attributes"]["max_depth"] == 50 and altered.json()["backoutQueue"] == "AUD.BO"
+    put = operator.post("/api/queues/AUD.Q/messages", json={"body": "one"}).json()
+    operator.post("/api/queues/AUD.Q/messages", json={"body": "two"})
+    operator.post("/api/queues", json={"name": "AUD.OTHER"})
+    moved = operator.post(f"/api/queues/AUD.Q/messages/{put['msgId']}/move", json={"to": "AUD.OTHER"}).json()
+    got = operator.post("/api/queues/AUD.Q/get").json()
+    assert got["body"] == "two"
+    operator.post("/api/queues/AUD.Q/messages", json={"body": "three"})
+    purged = operator.post("/api/queues/AUD.Q/purge")
+    assert purged.json() == {"queue": "AUD.Q", "purged": 1}
+    assert operator.delete("/api/queues/AUD.Q").status_code == 204
+
+    entries = _audit(operator, "queue:AUD.Q")
+    assert [e["action"] for e in entries] == [
+        "queue.define",
+        "queue.alter",
+        "queue.put",
+        "queue.put",
+        "queue.move",
+        "queue.get",
+        "queue.put",
+        "queue.purge",
+        "queue.delete",
+    ]
+    assert {e["actor"] for e in entries} == {"operator1"}
+    assert all(datetime.fromisoformat(e["at"]) >= before for e in entries)
+    assert entries[0]["detail"]["attributes"]["backout_threshold"] == 2
+    assert entries[1]["detail"]["attributes"] == {"max_depth": 50, "backout_requeue_q": "AUD.BO"}
+    assert entries[2]["detail"]["msgId"] == put["msgId"]
+    assert entries[4]["detail"] == {
+        "msgId": put["msgId"],
+        "to": "AUD.OTHER",
+        "newMsgId": moved["msgId"],
+        "toOrigin": False,
+    }
+    assert entries[7]["detail"] == {"purged": 1}
+
+
+def test_refused_queue_changes_are_not_audited(operator: TestClient, viewer: TestClient) -> None:
+    assert operator.post("/api/queues", json={"name": "AUD.TWICE"}).status_code == 201
+    assert operator.post("/api/queues", json={"name": "AUD.TWICE"}).status_code == 409
+    operator.post("/api/queues/AUD.TWICE/messages", json={"body": "x"})
+    not_empty = operator.delete("/api/queues/AUD.TWICE")
+    assert not_empty.status_code == 409 and not_empty.json()["code"] == "mq_2055"
+    assert operator.patch("/api/queues/AUD.TWICE", json={}).status_code == 422
+    assert operator.patch("/api/queues/AUD.TWICE", json={"maxDepth": 0}).status_code == 422
+    assert viewer.post("/api/queues/AUD.TWICE/purge").status_code == 403
+    assert operator.delete("/api/queues/NO.SUCH.Q").status_code == 404
+    actions = [e["action"] for e in _audit(operator, "queue:AUD.TWICE")]
+    assert actions == ["queue.define", "queue.put"]
+    assert operator.delete("/api/queues/AUD.TWICE", params={"purge": True}).status_code == 204
+    assert _audit(operator, "queue:AUD.TWICE")[-1]["detail"] == {"purged": 1}
+
+
+def test_every_rfh2_folder_of_a_test_message(operator: TestClient) -> None:
+    operator.post("/api/queues", json={"name": "RFH.ALL"})
+    put = operator.post(
+        "/api/queues/RFH.ALL/messages",
+        json={
+            "body": '{"order": 1}',
+            "format": "JSON",
+            "rfh2": {
+                "domain": "JSON",
+                "set": "Orders",
+                "type": "Order",
+                "format": "v2",
+                "usr": {"Region": "EU"},
+                "psc": {"topics": ["orders/eu", "orders/all"]},
+                "jms": {
+                    "dst": "queue:///RFH.ALL",
+                    "pri": "7",
+                    "dlv": "2",
+                    "cid": "corr-1",
+                    "tms": "1700000000000",
+                },
+            },
+        },
+    )
+    assert put.status_code == 201, put.text
+    [message] = operator.get("/api/queues/RFH.ALL/messages").json()
+    assert message["body"] == '{"order": 1}'
+    assert message["rfh2"] == {
+        "mcd": {"domain": "json", "set": "Orders", "type": "Order", "format": "v2"},
+        "psc": {"Command": "Publish", "Topic": ["orders/eu", "orders/all"]},
+        "jms": {"Dst": "queue:///RFH.ALL", "Tms": "1700000000000", "Pri": "7", "Dlv": "2", "Cid": "corr-1"},
+        "usr": {"Region": "EU"},
+    }
+    bad = operator.post(
+        "/api/queues/RFH.ALL/messages",
+        json={"body": "x", "rfh2": {"domain": "XMLNSC", "jms": {"pri": "high"}}},
+    )
+    assert bad.status_code == 422 and bad.json()["detail"][0]["pointer"] == "/rfh2/jms/pri"
+
+
+def test_a_dead_lettered_message_moves_back_to_the_queue_it_came_from(
+    operator: TestClient, data_dir: Path
+) -> None:
+    """The runtime records where a message came from; the Queues page sends it back there."""
+    from flowbroker.runtime.connection import QueueConnection
+    from flowbroker.runtime.engine import ExecutionGroupRuntime
+    from flowbroker.runtime.harness import flow
+
+    for name in ("ORIG.IN", "ORIG.OUT"):
+        operator.post("/api/queues", json={"name": name})
+    operator.post("/api/queues/SYSTEM.DEAD.LETTER.QUEUE/purge")
+    runtime = ExecutionGroupRuntime(lambda: QueueConnection.open(None, data_dir=str(data_dir)))
+    document = flow(
+        {
+            "in": ("MQInput", {"queueName": "ORIG.IN", "messageDomain": "XMLNSC", "transactionMode": "no"}),
+            "read": ("Trace", {"destination": "log", "pattern": "${Root.XMLNSC.a}"}),
+            "out": ("MQOutput", {"queueName": "ORIG.OUT"}),
+        },
+        ["in.out -> read", "read.out -> out"],
+        name="Origin",
+    )
+    try:
+        runtime.deploy(document)
+        operator.post("/api/queues/ORIG.IN/messages", json={"body": "<a>not closed"})
+        deadline = time.monotonic() + 20
+        dead: list[dict[str, Any]] = []
+        while not dead and time.monotonic() < deadline:
+            dead = operator.get("/api/queues/SYSTEM.DEAD.LETTER.QUEUE/messages").json()
+            time.sleep(0.1)
+        runtime.undeploy("Origin")
+    finally:
+        runtime.shutdown(timeout=10)
+    assert len(dead) == 1 and dead[0]["origin"] == "ORIG.IN" and dead[0]["reason"]
+    failed = operator.get("/api/queues/failed").json()
+    assert failed["deadLetterQueue"] == "SYSTEM.DEAD.LETTER.QUEUE" and failed["deadLetterDepth"] == 1
+
+    msg_id = dead[0]["descriptor"]["msgId"]
+    moved = operator.post(f"/api/queues/SYSTEM.DEAD.LETTER.QUEUE/messages/{msg_id}/move-to-origin")
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["queue"] == "ORIG.IN"
+    [back] = operator.get("/api/queues/ORIG.IN/messages").json()
+    assert back["body"] == "<a>not closed" and back["origin"] is None and back["reason"] is None
+    assert back["descriptor"]["backoutCount"] == 0
+    assert operator.get("/api/queues/SYSTEM.DEAD.LETTER.QUEUE/messages").json() == []
+    assert _audit(operator, "queue:SYSTEM.DEAD.LETTER.QUEUE")[-1]["detail"]["toOrigin"] is True
+
+
+def test_a_message_that_records_no_origin_is_not_moved(operator: TestClient) -> None:
+    operator.post("/api/queues", json={"name": "NO.ORIGIN"})
+    msg_id = operator.post("/api/queues/NO.ORIGIN/messages", json={"body": "stay"}).json()["msgId"]
+    refused = operator.post(f"/api/queues/NO.ORIGIN/messages/{msg_id}/move-to-origin")
+    assert refused.status_code == 409 and refused.json()["code"] == "no_origin"
+    assert [m["body"] for m in operator.get("/api/queues/NO.ORIGIN/messages").json()] == ["stay"]
+
+
+def test_a_blank_padded_mqhrf2_format_is_read_as_one(operator: TestClient, data_dir: Path) -> None:
+    """Flows write the MQMD format blank-padded to 8 characters, as MQ does: its folders still show."""
+    from flowbroker.qm.client import Client
+    from flowbroker.qm.protocol import MessageDescriptor
+    from flowbroker.services import queues
+
+    operator.post("/api/queues", json={"name": "PADDED"})
+    header = queues._rfh2_bytes(queues.Rfh2(domain="XMLNSC", usr={"Region": "EU"}), "MQSTR")
+    with Client.connect(data_dir=str(data_dir)) as qm:
+        qm.put("PADDED", header + b"<a/>", MessageDescriptor(format="MQHRF2  "))
+    [message] = operator.get("/api/queues/PADDED/messages").json()
+    assert message["body"] == "<a/>"
+    assert message["rfh2"] == {"mcd": {"domain": "xmlnsc"}, "usr": {"Region": "EU"}}

@@ -62,7 +62,7 @@ def test_deploy_over_rest_runs_the_flow_in_the_worker(platform, worker) -> None:
             break
         time.sleep(0.5)
     assert mine and mine[0]["messages_in"] >= 10
-    metrics = platform.client.get("/metrics").text
+    metrics = platform.request("GET", "/metrics").text
     assert 'flowbroker_flow_messages_total{broker="default",group="default",flow="RestPass"}' in metrics
     # undeploy stops it: messages stay on the input queue
     platform.request("DELETE", f"/api/deployments/{created['id']}")
@@ -480,19 +480,45 @@ def test_worker_command_bad_input_is_one_line(platform) -> None:
 
 
 def test_group_stop_and_start_over_rest(platform, worker) -> None:
+    """A stopped group runs none of its flows; started again, each flow resumes in its own state."""
     src, dst = _queues(platform, "IN", "OUT")
     created = platform.deploy(_passthrough("StopStart", src, dst))
     running = platform.wait_status(created["id"], {"running"})
     stopped = platform.request("POST", f"/api/groups/{running['groupId']}/stop")
     assert stopped.status_code == 202, stopped.text
-    platform.wait_status(created["id"], {"stopped"})
+    assert stopped.json()["desiredState"] == "stopped"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        flows = platform.request("GET", "/api/stats/flows").json()
+        if [f["state"] for f in flows if f["flow"] == "StopStart"] == ["stopped"]:
+            break
+        time.sleep(0.2)
     with platform.qm.client() as qm:
         qm.put(src, b"while stopped")
         time.sleep(1.0)
         assert qm.get(dst) is None
+        # the flow's own state is kept: it was running, and runs again with its group
+        assert platform.request("GET", f"/api/deployments/{created['id']}").json()["status"] == "running"
         platform.request("POST", f"/api/groups/{running['groupId']}/start")
-        platform.wait_status(created["id"], {"running"})
         assert [m.body for m in get_all(qm, dst, 1)] == [b"while stopped"]
+
+
+def test_a_worker_restarted_while_its_group_is_stopped_runs_nothing_until_started(platform) -> None:
+    src, dst = _queues(platform, "IN", "OUT")
+    _group(platform, "dormant")
+    with WorkerProcess(platform.data, group="dormant") as process:
+        created = platform.deploy(_passthrough("Dormant", src, dst), group="dormant")
+        running = platform.wait_status(created["id"], {"running"})
+        assert platform.request("POST", f"/api/groups/{running['groupId']}/stop").status_code == 202
+        process.kill()
+        process.start()  # comes back while the group is stopped: loads the flow, runs none
+        with platform.qm.client() as qm:
+            qm.put(src, b"waits for the group")
+            time.sleep(2.0)
+            assert qm.get(dst) is None
+            assert platform.request("GET", f"/api/deployments/{created['id']}").json()["status"] == "running"
+            platform.request("POST", f"/api/groups/{running['groupId']}/start")
+            assert [m.body for m in get_all(qm, dst, 1, wait=30)] == [b"waits for the group"]
 
 
 @pytest.mark.postgres

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import flowbroker.api.routes as routes_package
 from flowbroker.api import errors
 from flowbroker.api.deps import AuthCache
 from flowbroker.repository import db
+from flowbroker.services.stats_history import Sampler, StatsHistory
 from flowbroker.services.validation import SpecLookup
 from flowbroker.settings import Settings
 
@@ -74,13 +77,27 @@ def create_app(settings: Settings, *, node_lookup: SpecLookup | None = None, mig
     engine = db.engine_from_settings(settings)
     if migrate:
         db.upgrade_if_needed(engine)
+    history = StatsHistory()
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # The monitoring history fills while the API runs, whether or not a page is open.
+        sampler = Sampler(history, settings.data)
+        sampler.start()
+        try:
+            yield
+        finally:
+            sampler.stop()
+
     app = FastAPI(
         title="flowbroker configuration manager",
         version="0.1.0",
         openapi_url="/api/openapi.json",
         docs_url="/api/docs",
         redoc_url=None,
+        lifespan=lifespan,
     )
+    app.state.stats_history = history
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = db.session_factory(engine)
@@ -100,12 +117,44 @@ def create_app(settings: Settings, *, node_lookup: SpecLookup | None = None, mig
         router = getattr(module, "router", None)
         if router is not None:
             app.include_router(router)
+    _document_error_body(app)
     dist = settings.resolved_frontend_dist()
     if dist is not None:
         _serve_designer(app, dist)
     else:
         _api_only(app)
     return app
+
+
+def _document_error_body(app: FastAPI) -> None:
+    """State in the schema the error body clients really get: 422 answers {code, message, detail}.
+
+    FastAPI describes its own validation errors; errors.py answers every refusal with one body
+    instead, so the generated client's error types must name that one.
+    """
+    from flowbroker.api.schemas import ErrorBody
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = FastAPI.openapi(app)
+        ref = {"$ref": "#/components/schemas/ErrorBody"}
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                response = operation.get("responses", {}).get("422")
+                if response is not None:
+                    response["description"] = (
+                        "The request is invalid: the detail names each field by its JSON pointer"
+                    )
+                    response["content"] = {"application/json": {"schema": ref}}
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components.pop("HTTPValidationError", None)
+        components.pop("ValidationError", None)
+        components["ErrorBody"] = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _serve_designer(app: FastAPI, dist: Path) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -107,27 +107,28 @@ CurrentUser = Annotated[User, Depends(get_current_user)]
 CurrentToken = Annotated[ApiToken, Depends(get_token)]
 
 
-def require_role(role: str) -> Any:
-    """A dependency admitting users whose role is ``role`` or above (viewer < developer < operator < admin)."""
-    if role not in ("viewer", "developer", "operator", "admin"):
-        raise ValueError(f"unknown role {role!r}")
+def require_permission(permission: str) -> Any:
+    """A dependency admitting users whose role grants ``permission`` (see ``users.PERMISSIONS``)."""
+    if permission not in users.PERMISSIONS:
+        raise ValueError(f"unknown permission {permission!r}")
 
     async def check(user: CurrentUser) -> User:
-        users.require(user, role)
+        users.require_permission(user, permission)
         return user
 
-    check.__name__ = f"require_{role}"
+    check.__name__ = f"require_{permission.replace('.', '_')}"
     return Depends(check)
 
 
-def role_user(role: str) -> Any:
-    """``Annotated[User, require_role(role)]`` for a route parameter that also needs the user."""
-    return Annotated[User, require_role(role)]
+def permitted(permission: str) -> Any:
+    """``Annotated[User, require_permission(permission)]``: a route parameter that also needs the user."""
+    return Annotated[User, require_permission(permission)]
 
 
-Viewer = Annotated[User, require_role("viewer")]
-Developer = Annotated[User, require_role("developer")]
-Operator = Annotated[User, require_role("operator")]
-Admin = Annotated[User, require_role("admin")]
-
-RoleCheck = Callable[..., User]
+# One alias per permission: a route names what it does, and the role it needs follows from the table.
+Reader = Annotated[User, require_permission("read")]
+FlowEditor = Annotated[User, require_permission("flows.edit")]
+Deployer = Annotated[User, require_permission("deploy")]
+TopologyManager = Annotated[User, require_permission("topology.manage")]
+QueueWriter = Annotated[User, require_permission("queues.write")]
+UserManager = Annotated[User, require_permission("users.manage")]

@@ -6,8 +6,10 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
+from flowbroker_nodes.spec import PropertyType, TerminalKind
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 
 Role = Literal["viewer", "developer", "operator", "admin"]
 #: Database ids are 32-bit on every backend; a larger number cannot name anything.
@@ -23,10 +25,19 @@ class Body(BaseModel):
 
 
 class Out(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, from_attributes=True)
+    """Answers: a field with a default is still always sent, so the schema lists it as required."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        from_attributes=True,
+        json_schema_serialization_defaults_required=True,
+    )
 
 
 class ErrorBody(BaseModel):
+    """Every refusal's body: a stable code, a sentence, and detail (e.g. one {pointer, message} per field)."""
+
     code: str
     message: str
     detail: Any = None
@@ -43,6 +54,9 @@ class TokenOut(Out):
     username: str
     role: str
     expires_at: datetime | None = None
+    permissions: list[str] = Field(
+        default_factory=list, description="what the role permits (see GET /api/auth/me)"
+    )
 
 
 class UserOut(Out):
@@ -51,6 +65,12 @@ class UserOut(Out):
     role: str
     active: bool
     created_at: datetime
+
+
+class MeOut(UserOut):
+    """The caller's account and what its role permits; the designer shows only the actions allowed."""
+
+    permissions: list[str] = Field(description="names from the permission table, e.g. deploy, flows.edit")
 
 
 class UserIn(Body):
@@ -70,6 +90,115 @@ class PasswordIn(Body):
     new_password: str = Field(min_length=1, max_length=1024)
 
 
+class Doc(BaseModel):
+    """Parts of a flow document: the fields the validator knows, nothing else.
+
+    An optional field may be left out but not sent as null (the validator refuses null), so the
+    schema says "optional string", not "string or null": the None default is kept out of it.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class Position(Doc):
+    x: float | SkipJsonSchema[None] = Field(default=None)
+    y: float | SkipJsonSchema[None] = Field(default=None)
+
+
+class FlowNodeDoc(Doc):
+    """One node of a flow: its type names the spec its properties follow."""
+
+    id: str = Field(description="1-64 letters, digits, . _ -; unique in the flow")
+    type: str = Field(description="a node type of GET /api/node-types")
+    name: str | SkipJsonSchema[None] = Field(default=None)
+    description: str | SkipJsonSchema[None] = Field(default=None)
+    properties: dict[str, Any] | SkipJsonSchema[None] = Field(
+        default=None, description="values of the spec's properties"
+    )
+    position: Position | None = None
+    ui: dict[str, Any] | SkipJsonSchema[None] = Field(
+        default=None, description="designer-only state kept with the node"
+    )
+
+
+class TerminalRef(Doc):
+    node: str
+    terminal: str
+
+
+class ConnectionDoc(Doc):
+    from_: TerminalRef = Field(alias="from")
+    to: TerminalRef
+    id: str | SkipJsonSchema[None] = Field(default=None)
+
+
+class FlowProperties(Doc):
+    coordinated_transaction: bool | SkipJsonSchema[None] = Field(default=None)
+    additional_instances: int | SkipJsonSchema[None] = Field(default=None, ge=0)
+    commit_count: int | SkipJsonSchema[None] = Field(default=None, ge=0)
+
+
+class FlowDocument(Doc):
+    """A message flow: the one JSON shape of the designer, the API, the repository and deploy archives.
+
+    The API checks a saved document against the node specs and reports every problem with its
+    JSON pointer; this model describes the shape those checks accept.
+    """
+
+    name: str
+    version: int | SkipJsonSchema[None] = Field(default=None, ge=0)
+    description: str | SkipJsonSchema[None] = Field(default=None)
+    properties: FlowProperties | SkipJsonSchema[None] = Field(default=None)
+    nodes: list[FlowNodeDoc]
+    connections: list[ConnectionDoc] | SkipJsonSchema[None] = Field(default=None)
+    ui: dict[str, Any] | SkipJsonSchema[None] = Field(default=None)
+
+
+class Terminal(Out):
+    """A connection point of a node type; ``name`` is the handle id in the designer."""
+
+    name: str
+    kind: TerminalKind
+    label: str
+
+
+class PropertySpec(Out):
+    """One configurable property of a node type."""
+
+    name: str
+    type: PropertyType
+    label: str
+    default: Any = None
+    required: bool
+    enum: list[str]
+    description: str
+    editor: str = Field(description="editor hint: esql, sql, queue, topic, multiline, or empty")
+    minimum: int | None = None
+    maximum: int | None = None
+
+
+class NodeSpec(Out):
+    """Everything the designer and the validator know about a node type before it runs."""
+
+    type: str
+    label: str
+    category: str
+    icon: str
+    description: str
+    version: int
+    inputs: list[Terminal]
+    outputs: list[Terminal]
+    properties: list[PropertySpec]
+    dynamic_terminals: bool = Field(description="terminals come from the node's flow (subflows)")
+    subflow_role: Literal["node", "input", "output"] | None = Field(
+        description="node: a flow used as a node; input/output: one of a subflow's entry or exit terminals"
+    )
+    terminal_property: str | None = Field(
+        description="for a subflow's input or output: the property naming its terminal"
+    )
+    extra: dict[str, Any]
+
+
 class FlowSummary(Out):
     id: int
     name: str
@@ -80,7 +209,7 @@ class FlowSummary(Out):
 
 
 class FlowOut(FlowSummary):
-    document: dict[str, Any]
+    document: FlowDocument
 
 
 class FlowVersionOut(Out):
@@ -91,20 +220,41 @@ class FlowVersionOut(Out):
 
 
 class FlowVersionDocument(FlowVersionOut):
-    document: dict[str, Any]
+    document: FlowDocument
+
+
+class Problem(Out):
+    """One problem of a document: the JSON pointer of the field, and what is wrong with it."""
+
+    pointer: str
+    message: str
 
 
 class ValidationOut(Out):
     valid: bool
-    problems: list[dict[str, str]]
+    problems: list[Problem]
+
+
+GroupState = Literal["running", "starting", "stopping", "stopped", "failed", "unknown"]
 
 
 class GroupOut(Out):
+    """An execution group and what its process is doing right now."""
+
     id: int
     broker_id: int
     name: str
     description: str
     created_at: datetime
+    desired_state: Literal["running", "stopped"] = Field(description="what an operator asked for")
+    state: GroupState = Field(
+        description="running: the worker is up and taking work; starting; stopping; stopped; "
+        "failed: it keeps exiting and is restarted with a growing back-off; unknown: no worker reports"
+    )
+    pid: int | None = None
+    detail: str = ""
+    restarts: int = 0
+    since: float | None = Field(default=None, description="when the process started, seconds since 1970")
 
 
 class BrokerOut(Out):
@@ -114,6 +264,7 @@ class BrokerOut(Out):
     qm_url: str
     created_at: datetime
     updated_at: datetime
+    local: bool = Field(description="whether `flowbroker up` on this machine runs its execution groups")
     groups: list[GroupOut]
 
 
@@ -205,6 +356,7 @@ class AuditOut(Out):
 class ComponentOut(Out):
     name: str
     state: str
+    desired: str = "running"
     pid: int | None = None
     restarts: int = 0
     since: float | None = None

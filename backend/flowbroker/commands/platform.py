@@ -118,21 +118,31 @@ def _free(host: str, port: int) -> bool:
     return True
 
 
-def embedded_components(settings: Any) -> list[Any]:
-    """The component table of the embedded system; a component joins once its command exists."""
-    from flowbroker.supervisor import Component
-
-    data = str(settings.data)
-    logs = settings.data / "logs"
+def _component_env(settings: Any) -> dict[str, str]:
     env = {
-        "FLOWBROKER_DATA": data,
+        "FLOWBROKER_DATA": str(settings.data),
         "FLOWBROKER_API_PORT": str(settings.api_port),
         "FLOWBROKER_QM_PORT": str(settings.qm_port),
         "FLOWBROKER_SUPERVISOR_STATE": str(settings.data / "supervisor.json"),
+        "FLOWBROKER_LOCAL_BROKER": settings.local_broker,
         "PYTHONUNBUFFERED": "1",
     }
     if settings.database_url:
         env["FLOWBROKER_DATABASE_URL"] = settings.database_url
+    return env
+
+
+def embedded_components(settings: Any) -> list[Any]:
+    """The fixed components of the embedded system: the configuration manager and the queue manager.
+
+    The execution groups join once the repository is ready, one per group of the local broker
+    (see :class:`GroupReconciler`).
+    """
+    from flowbroker.supervisor import Component
+
+    data = str(settings.data)
+    logs = settings.data / "logs"
+    env = _component_env(settings)
     cli = [sys.executable, "-m", "flowbroker.cli"]
     table = [
         Component(
@@ -151,16 +161,69 @@ def embedded_components(settings: Any) -> list[Any]:
                 logs / "queue-manager.log",
             )
         )
-    if command_available("worker"):
-        table.append(
-            Component(
-                "execution-group:default/default",
-                [*cli, "worker", "--broker", "default", "--group", "default"],
-                env,
-                logs / "execution-group-default.log",
-            )
-        )
     return table
+
+
+def group_component(settings: Any, group: str, desired: str = "running") -> Any:
+    """The component of one execution group of the local broker: `flowbroker worker` for it."""
+    from flowbroker.services.groups import component_name
+    from flowbroker.supervisor import Component
+
+    broker = settings.local_broker
+    env = _component_env(settings)
+    return Component(
+        component_name(broker, group),
+        [sys.executable, "-m", "flowbroker.cli", "worker", "--broker", broker, "--group", group],
+        env,
+        settings.data / "logs" / f"execution-group-{broker}.{group}.log",
+        desired=desired,
+    )
+
+
+class GroupReconciler:
+    """Keeps one worker process per execution group of the local broker, as the repository says.
+
+    Called by the supervisor every second: a group created through the API gets its process, a
+    deleted one loses it, a stopped one is stopped and a started one started again.
+    """
+
+    def __init__(self, settings: Any) -> None:
+        from flowbroker.repository import db
+
+        self.settings = settings
+        self.engine = db.engine_from_settings(settings)
+        self.sessions = db.session_factory(self.engine)
+
+    def __call__(self, supervisor: Any) -> None:
+        from flowbroker.repository import db
+        from flowbroker.services.groups import COMPONENT_PREFIX, supervised_groups
+
+        with db.session_scope(self.sessions) as session:
+            wanted = supervised_groups(session, self.settings.local_broker)
+        supervisor.reconcile(
+            COMPONENT_PREFIX,
+            {
+                component.name: component
+                for component in (
+                    group_component(self.settings, name, desired) for name, desired in wanted.items()
+                )
+            },
+        )
+
+    def removed(self, component: Any) -> None:
+        """A deleted group's last statistics and liveness file go with it."""
+        from flowbroker.services.groups import COMPONENT_PREFIX, liveness_path
+        from flowbroker.worker.group import stats_path
+
+        broker, _, group = component.name[len(COMPONENT_PREFIX) :].partition("/")
+        for path in (
+            stats_path(self.settings.data, broker, group),
+            liveness_path(self.settings.data, broker, group),
+        ):
+            path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
 
 
 def prepare_repository(settings: Any) -> str | None:
@@ -240,6 +303,10 @@ def cmd_up(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
+    reconciler = GroupReconciler(settings) if command_available("worker") else None
+    if reconciler is not None:
+        supervisor.reconciler = reconciler
+        supervisor.on_removed = reconciler.removed
     if password:
         print(f"first start: user 'admin' created with password {password}", flush=True)
         print(
@@ -248,7 +315,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         )
     elif password == "":
         print("first start: user 'admin' created with the password in FLOWBROKER_ADMIN_PASSWORD", flush=True)
-    supervisor.run()
+    try:
+        supervisor.run()
+    finally:
+        if reconciler is not None:
+            reconciler.close()
     print("flowbroker: stopped", flush=True)
     return 0
 

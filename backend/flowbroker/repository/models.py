@@ -35,6 +35,8 @@ NAMING = {
 }
 
 DEPLOYMENT_STATUSES = ("pending", "compiling", "running", "failed", "stopped")
+#: What an operator asked of an execution group: its process runs, or is kept stopped.
+GROUP_DESIRED_STATES = ("running", "stopped")
 ROLE_RANKS = {"viewer": 1, "developer": 2, "operator": 3, "admin": 4}
 
 
@@ -123,6 +125,10 @@ class ExecutionGroup(Base):
     broker_id: Mapped[int] = mapped_column(ForeignKey("brokers.id", ondelete="CASCADE"), nullable=False)
     name: Mapped[str] = mapped_column(String(64), nullable=False)
     description: Mapped[str] = mapped_column(Text, default="", nullable=False)
+    #: "running" or "stopped": what the supervisor of the group's broker makes of its process.
+    desired_state: Mapped[str] = mapped_column(
+        String(16), default="running", server_default="running", nullable=False
+    )
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
     broker: Mapped[Broker] = relationship(back_populates="groups")
 

@@ -75,6 +75,8 @@ class FlowThread(threading.Thread):
         #: The application properties of the message being processed, carried to what it puts.
         self.input_properties: dict[str, Any] = {}
         self._sources: dict[str, ThreadDataSource] = {}
+        #: The queue this thread last got from: where a message it dead-letters came from.
+        self.input_queue = ""
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -124,6 +126,7 @@ class FlowThread(threading.Thread):
         from flowbroker.qm.protocol import QMError
 
         self.uncommitted = self.uncommitted or syncpoint
+        self.input_queue = queue
         try:
             return self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)  # type: ignore[no-any-return]
         except QMError as exc:
@@ -133,6 +136,7 @@ class FlowThread(threading.Thread):
 
     def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Up to ``limit`` waiting messages under syncpoint, waiting ``wait_ms`` for the first."""
+        self.input_queue = queue
         got: list[QueueMessage] = self.client.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)
         self.uncommitted = self.uncommitted or bool(got)
         return got
@@ -194,6 +198,9 @@ class FlowThread(threading.Thread):
         if reason:
             properties["flowbroker.reason"] = reason
             properties["flowbroker.flow"] = self.flow_name
+            if self.input_queue:
+                # so the dead-letter queue's reader can send the message back where it came from
+                properties["flowbroker.queue"] = self.input_queue
         self.uncommitted = self.uncommitted or syncpoint
         self.client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
 
@@ -252,6 +259,7 @@ class FlowThread(threading.Thread):
             self.client.commit()
             self.uncommitted = False
             return self.get_batch(queue, limit, wait_ms)
+        self.input_queue = queue
         got: list[QueueMessage] = combined(queue, limit, wait=wait_ms / 1000.0)
         self.uncommitted = bool(got)
         return got
@@ -368,6 +376,7 @@ class DeployedFlow:
             "backouts": sum(getattr(n, "backouts", 0) for n in self.compiled.input_nodes()),
             "nodes": nodes,
             "last_errors": list(self.errors[-5:]),
+            "trace": {"level": self.trace.level, "mode": self.trace.mode},
         }
 
 

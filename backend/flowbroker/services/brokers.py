@@ -75,9 +75,13 @@ def update(session: Session, actor: str, broker_id: int, changes: dict[str, Any]
     return broker
 
 
+#: Deployment statuses of a flow that is (or is becoming) deployed; a stopped flow is still deployed.
+DEPLOYED = ("pending", "compiling", "running", "stopped", "undeploying")
+
+
 def _deployed_count(session: Session, *where: Any) -> int:
     return int(
-        session.scalar(select(func.count(Deployment.id)).where(Deployment.status != "stopped", *where)) or 0
+        session.scalar(select(func.count(Deployment.id)).where(Deployment.status.in_(DEPLOYED), *where)) or 0
     )
 
 

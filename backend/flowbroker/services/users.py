@@ -219,9 +219,29 @@ def revoke(session: Session, actor: str, token_row: ApiToken) -> None:
     _credentials_changed()
 
 
+#: What each kind of action needs, the one table the API's checks and the designer's buttons share.
+PERMISSIONS: dict[str, str] = {
+    "read": "viewer",  # see flows, topology, queues, statistics, the audit log
+    "flows.edit": "developer",  # flows, message sets, data sources, archive import
+    "deploy": "operator",  # deploy and undeploy, start and stop flows, user trace
+    "topology.manage": "operator",  # brokers and execution groups, start and stop groups
+    "queues.write": "operator",  # define, alter, delete and purge queues; put, get and move messages
+    "users.manage": "admin",
+}
+
+
+def permissions(role: str) -> list[str]:
+    """The permissions a role grants, in the order of :data:`PERMISSIONS`."""
+    return [name for name, needed in PERMISSIONS.items() if role_at_least(role, needed)]
+
+
 def require(user: User, role: str) -> None:
     if not role_at_least(user.role, role):
         raise Forbidden(f"this needs the {role} role; {user.username} is {user.role}", code="forbidden")
+
+
+def require_permission(user: User, permission: str) -> None:
+    require(user, PERMISSIONS[permission])
 
 
 def ensure_admin(session: Session, password: str | None) -> tuple[bool, str | None]:

@@ -103,11 +103,52 @@ class GroupState:
 
         with db.session_scope(self.session_factory) as session:
             ids = [(d.id, d.status) for d in deploy.to_resume(session, self.broker, self.group)]
+        running = self.group_running()
         try:
             for deployment_id, status in reversed(ids):
-                self.deploy(deployment_id, start=status != "stopped")
+                if running:
+                    self.deploy(deployment_id, start=status != "stopped")
+                else:
+                    # a stopped group loads its flows but runs none; each keeps its own state
+                    self.deploy(
+                        deployment_id, start=False, recorded="running" if status == "pending" else status
+                    )
         finally:
             self.ready.set()
+
+    def group_running(self) -> bool:
+        """Whether the repository wants this group's flows to run (an operator may have stopped it)."""
+        from flowbroker.repository import db
+        from flowbroker.services import brokers
+
+        with db.session_scope(self.session_factory) as session:
+            return brokers.group_by_name(session, self.broker, self.group).desired_state == "running"
+
+    def follow_group(self) -> str:
+        """Stop every flow, or start those whose own state is running, as the group's desired state says.
+
+        The flows' recorded states are left alone, so a group started again resumes each flow as
+        it was. Read at the time the task runs, the desired state makes a late task harmless.
+        """
+        from flowbroker.repository import db
+        from flowbroker.repository.models import Deployment
+
+        assert self.runtime is not None
+        running = self.group_running()
+        with db.session_scope(self.session_factory) as session:
+            own = {}
+            for deployment_id in list(self.by_deployment):
+                row = session.get(Deployment, deployment_id)
+                own[deployment_id] = row.status if row is not None else "undeployed"
+        with self.lock:
+            for deployment_id, name in list(self.by_deployment.items()):
+                if name not in self.runtime.flows:
+                    continue
+                if running and own.get(deployment_id) == "running":
+                    self.runtime.start_flow(name)
+                elif not running:
+                    self.runtime.stop_flow(name)
+        return "running" if running else "stopped"
 
     def close(self) -> None:
         if self.runtime is not None:
@@ -117,7 +158,8 @@ class GroupState:
 
     # -- control tasks --------------------------------------------------------------------------
 
-    def deploy(self, deployment_id: int, *, start: bool = True) -> str:
+    def deploy(self, deployment_id: int, *, start: bool = True, recorded: str | None = None) -> str:
+        """Compile and load a deployment's flow, started or not; ``recorded`` keeps its reported status."""
         from flowbroker.repository import db
         from flowbroker.repository.models import Deployment
         from flowbroker.runtime.compiler import FlowCompileError
@@ -147,7 +189,7 @@ class GroupState:
                     start=start,
                     dependencies=needs,
                 )
-                status, problems = ("running" if start else "stopped"), []
+                status, problems = (recorded or ("running" if start else "stopped")), []
                 self.by_deployment[deployment_id] = flow.name
             except FlowCompileError as exc:
                 status, problems = "failed", [p.to_json() for p in exc.problems]

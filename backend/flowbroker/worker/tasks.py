@@ -36,3 +36,9 @@ def stop(deployment_id: int) -> str:
 def trace(deployment_id: int, level: str, mode: str) -> str:
     """Switch the flow's user trace level (none, normal, debug) and mode (safe, fast)."""
     return state(wait=120).trace(int(deployment_id), str(level), str(mode))
+
+
+@app.task(name="flowbroker.eg.follow_group")
+def follow_group() -> str:
+    """Stop or start the group's flows as its desired state in the repository says (group stop/start)."""
+    return state(wait=120).follow_group()

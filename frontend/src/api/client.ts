@@ -34,10 +34,10 @@ const bearer: Middleware = {
 export const api = createClient<paths>({ baseUrl: '' });
 api.use(bearer);
 
-/** The error body as an ApiProblem, whatever shape the server answered with. */
+/** The error body (ErrorBody of the schema) as an ApiProblem; a body of another shape is kept as detail. */
 export function toProblem(status: number, body: unknown): ApiProblem {
   if (body && typeof body === 'object' && 'message' in body) {
-    const b = body as { code?: string; message: string; detail?: unknown };
+    const b = body as Schemas['ErrorBody'];
     return new ApiProblem(status, b.code ?? 'error', b.message, b.detail);
   }
   return new ApiProblem(status, 'error', `HTTP ${status}`, body);
@@ -50,40 +50,6 @@ export async function unwrap<T>(
   const { data, error, response } = await pending;
   if (!response.ok) throw toProblem(response.status, error);
   return data as T;
-}
-
-/**
- * A call to a route that the generated schema does not describe yet (areas still landing);
- * a 404 from the router becomes a problem with code `not_available` so pages can say so.
- */
-export async function rawCall<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = {};
-  const token = useAuth.getState().token;
-  if (token) headers.Authorization = `Bearer ${token}`;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const response = await fetch(path, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  let parsed: unknown = text;
-  if ((response.headers.get('content-type') ?? '').includes('json')) {
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      // A body that claims JSON but is not stays text; the caller sees it as such.
-    }
-  }
-  if (!response.ok) {
-    if (response.status === 401) useAuth.getState().logout();
-    const problem = toProblem(response.status, parsed);
-    if ((response.status === 404 && problem.message.startsWith('no route')) || response.status === 405 || response.status === 501) {
-      throw new ApiProblem(404, 'not_available', `${method} ${path} is not served by this backend yet`, null);
-    }
-    throw problem;
-  }
-  return parsed as T;
 }
 
 export function problemText(error: unknown): string {

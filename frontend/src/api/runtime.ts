@@ -1,147 +1,83 @@
 /**
- * Calls to the runtime's routes (deployments, group control, statistics, queues). Those routes are
- * still landing, so they go through `rawCall`, which reports an absent route as `not_available`.
+ * Calls to the runtime's routes (deployments, execution groups, statistics, queues) through the
+ * typed client: every path, body and answer comes from the generated OpenAPI schema.
  */
 import { useAuth } from '../auth';
-import { rawCall } from './client';
+import { api, toProblem, unwrap, type Schemas } from './client';
 
-export interface DeploymentDiagnostic {
-  node?: string;
-  property?: string;
-  line?: number;
-  column?: number;
-  pointer?: string;
-  message: string;
-}
-/** A deployment as GET /api/deployments/{id} describes it. */
-export interface Deployment {
-  id: number;
-  flow: string;
-  flowId: number;
-  version: number;
-  broker: string;
-  group: string;
-  groupId: number;
-  additionalInstances: number;
-  status: string;
-  diagnostics: DeploymentDiagnostic[];
-}
+export type Deployment = Schemas['DeploymentOut'];
+export type GroupStatistics = Schemas['GroupStatistics'];
+export type FlowHistory = Schemas['FlowHistory'];
+export type QueueMessage = Schemas['MessageOut'];
+export type PutMessage = Schemas['PutIn'];
 
 /** Statuses after which a deployment changes only when someone acts on it again. */
 export const FINAL_STATES = new Set(['running', 'stopped', 'failed', 'undeployed', 'replaced']);
 
-export function startDeployment(body: {
-  flowId: number;
-  version: number | undefined;
-  broker: string;
-  group: string;
-  additionalInstances: number;
-}): Promise<Deployment> {
-  return rawCall<Deployment>('POST', '/api/deployments', body);
-}
+const deployment = (id: number) => ({ params: { path: { deployment_id: id } } });
+const group = (id: number) => ({ params: { path: { group_id: id } } });
+const queue = (name: string) => ({ params: { path: { queue: name } } });
 
-export function getDeployment(id: number): Promise<Deployment> {
-  return rawCall<Deployment>('GET', `/api/deployments/${id}`);
-}
-
-export function groupFlows(groupId: number): Promise<Deployment[]> {
-  return rawCall<Deployment[]>('GET', `/api/groups/${groupId}/flows`);
-}
-
-export function undeploy(id: number): Promise<Deployment> {
-  return rawCall<Deployment>('DELETE', `/api/deployments/${id}`);
-}
-
-export function groupAction(groupId: number, action: 'start' | 'stop'): Promise<Deployment[]> {
-  return rawCall<Deployment[]>('POST', `/api/groups/${groupId}/${action}`);
-}
-
-/** A queue as GET /api/queues lists it. */
-export interface QueueInfo {
-  name: string;
-  depth: number;
-  backoutQueue: string;
-  backoutThreshold: number;
-  attributes: Record<string, unknown>;
-}
-export interface QueueMessage {
-  body: string;
-  bodyBase64?: string | null;
-  descriptor: Record<string, unknown> & { msgId?: string };
-  properties: Record<string, unknown>;
-  rfh2?: Record<string, unknown> | null;
-}
-export interface PutMessage {
-  body: string;
-  format: 'MQSTR' | 'XML' | 'JSON' | 'NONE';
-  persistent: boolean;
-  priority: number;
-  correlId?: string;
-  replyToQ?: string;
-  rfh2?: { domain: string; usr?: Record<string, string> };
-}
-
-const q = (name: string) => encodeURIComponent(name);
-
-export const queues = {
-  list: () => rawCall<QueueInfo[]>('GET', '/api/queues'),
-  define: (name: string, backoutThreshold = 0, backoutRequeueQ = '') =>
-    rawCall<QueueInfo>('POST', '/api/queues', { name, backoutThreshold, backoutRequeueQ }),
-  put: (name: string, message: PutMessage) =>
-    rawCall<{ queue: string; msgId: string }>('POST', `/api/queues/${q(name)}/messages`, message),
-  browse: (name: string, limit = 50) => rawCall<QueueMessage[]>('GET', `/api/queues/${q(name)}/messages?limit=${limit}`),
-  get: (name: string, wait = 0) => rawCall<QueueMessage | null>('POST', `/api/queues/${q(name)}/get?wait=${wait}`),
-  move: (from: string, msgId: string, to: string) =>
-    rawCall<{ queue: string; msgId: string }>('POST', `/api/queues/${q(from)}/messages/${msgId}/move`, { to }),
+export const deployments = {
+  create: (body: Schemas['DeploymentIn']) => unwrap(api.POST('/api/deployments', { body })),
+  get: (id: number) => unwrap(api.GET('/api/deployments/{deployment_id}', deployment(id))),
+  undeploy: (id: number) => unwrap(api.DELETE('/api/deployments/{deployment_id}', deployment(id))),
+  start: (id: number) => unwrap(api.POST('/api/deployments/{deployment_id}/start', deployment(id))),
+  stop: (id: number) => unwrap(api.POST('/api/deployments/{deployment_id}/stop', deployment(id))),
+  setTrace: (id: number, body: Schemas['TraceIn']) =>
+    unwrap(api.PUT('/api/deployments/{deployment_id}/trace', { ...deployment(id), body })),
 };
 
-/** Per-node statistics as an execution group publishes them. */
-export interface NodeStatistics {
-  messages_in?: number;
-  messages_out?: number;
-  errors?: number;
-  cpu_us?: number;
-  elapsed_us?: number;
-}
-export interface FlowStatistics {
-  flow: string;
-  version?: number;
-  state?: string;
-  threads?: number;
-  messages_in?: number;
-  cpu_us?: number;
-  elapsed_us?: number;
-  errors?: number;
-  backouts?: number;
-  nodes?: Record<string, NodeStatistics>;
-}
-/** One execution group's last published statistics (GET /api/stats/groups). */
-export interface GroupStatistics {
-  broker: string;
-  group: string;
-  pid?: number;
-  host?: string;
-  time?: number;
-  uptime_s?: number;
-  rss_bytes?: number;
-  cpu_percent?: number;
-  threads?: number;
-  flows?: Record<string, FlowStatistics>;
-}
+export const groups = {
+  flows: (id: number) => unwrap(api.GET('/api/groups/{group_id}/flows', group(id))),
+  start: (id: number) => unwrap(api.POST('/api/groups/{group_id}/start', group(id))),
+  stop: (id: number) => unwrap(api.POST('/api/groups/{group_id}/stop', group(id))),
+};
+
+export const queues = {
+  list: () => unwrap(api.GET('/api/queues')),
+  failed: () => unwrap(api.GET('/api/queues/failed')),
+  define: (body: Schemas['DefineIn']) => unwrap(api.POST('/api/queues', { body })),
+  alter: (name: string, body: Schemas['QueueAttributesIn']) => unwrap(api.PATCH('/api/queues/{queue}', { ...queue(name), body })),
+  remove: (name: string, purge = false) =>
+    unwrap(api.DELETE('/api/queues/{queue}', { params: { path: { queue: name }, query: { purge } } })),
+  purge: (name: string) => unwrap(api.POST('/api/queues/{queue}/purge', queue(name))),
+  put: (name: string, body: PutMessage) => unwrap(api.POST('/api/queues/{queue}/messages', { ...queue(name), body })),
+  browse: (name: string, limit = 50) =>
+    unwrap(api.GET('/api/queues/{queue}/messages', { params: { path: { queue: name }, query: { limit } } })),
+  get: (name: string, wait = 0) =>
+    unwrap(api.POST('/api/queues/{queue}/get', { params: { path: { queue: name }, query: { wait } } })),
+  move: (from: string, msgId: string, to: string) =>
+    unwrap(
+      api.POST('/api/queues/{queue}/messages/{msg_id}/move', {
+        params: { path: { queue: from, msg_id: msgId } },
+        body: { to },
+      }),
+    ),
+  moveToOrigin: (from: string, msgId: string) =>
+    unwrap(
+      api.POST('/api/queues/{queue}/messages/{msg_id}/move-to-origin', {
+        params: { path: { queue: from, msg_id: msgId } },
+      }),
+    ),
+};
 
 export const stats = {
-  groups: () => rawCall<GroupStatistics[]>('GET', '/api/stats/groups'),
+  groups: () => unwrap(api.GET('/api/stats/groups')),
+  history: (seconds?: number) => unwrap(api.GET('/api/stats/history', { params: { query: { seconds } } })),
   trace: (broker: string, group: string, flow: string) =>
-    rawCall<string>(
-      'GET',
-      `/api/stats/trace/${encodeURIComponent(broker)}/${encodeURIComponent(group)}/${encodeURIComponent(flow)}?limit=65536`,
+    unwrap(
+      api.GET('/api/stats/trace/{broker}/{group}/{flow}', {
+        params: { path: { broker, group, flow }, query: { limit: 65536 } },
+        parseAs: 'text',
+      }),
     ),
 };
 
 /**
- * Follow GET /api/stats/stream (server-sent events). EventSource cannot send the bearer token,
- * so the stream is read with fetch. Resolves when the stream ends or `signal` aborts; rejects
- * with the HTTP status when the route refuses.
+ * Follow GET /api/stats/stream (server-sent events, each the body of GET /api/stats/groups).
+ * EventSource cannot send the bearer token, so the stream is read with fetch. Resolves when the
+ * stream ends or `signal` aborts; rejects with the API's problem when the route refuses.
  */
 export async function followStats(
   onStats: (groups: GroupStatistics[]) => void,
@@ -153,7 +89,10 @@ export async function followStats(
     headers: token ? { Authorization: `Bearer ${token}` } : {},
     signal,
   });
-  if (!response.ok || !response.body) throw new Error(`statistics stream: HTTP ${response.status}`);
+  if (!response.ok || !response.body) {
+    if (response.status === 401) useAuth.getState().logout();
+    throw toProblem(response.status, await response.json().catch(() => null));
+  }
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   for (;;) {
@@ -175,6 +114,7 @@ export async function followStats(
   }
 }
 
+/** One event's data: the JSON of GET /api/stats/groups (anything else is no statistics). */
 export function parseStatsEvent(data: string): GroupStatistics[] {
   try {
     const parsed = JSON.parse(data) as unknown;

@@ -109,7 +109,7 @@ export interface paths {
         };
         /**
          * Me
-         * @description The user the token belongs to.
+         * @description The user the token belongs to, with the permissions of their role.
          */
         get: operations["me_api_auth_me_get"];
         put?: never;
@@ -207,7 +207,7 @@ export interface paths {
         put?: never;
         /**
          * Create Group
-         * @description Define an execution group on a broker.
+         * @description Define an execution group on a broker; on the local broker `flowbroker up` starts its process.
          */
         post: operations["create_group_api_brokers__broker_id__groups_post"];
         delete?: never;
@@ -232,7 +232,7 @@ export interface paths {
         post?: never;
         /**
          * Delete Group
-         * @description Delete an execution group (refused while flows are deployed to it).
+         * @description Delete an execution group (refused while flows are deployed to it); its process is stopped.
          */
         delete: operations["delete_group_api_brokers__broker_id__groups__group_id__delete"];
         options?: never;
@@ -335,6 +335,46 @@ export interface paths {
          * @description Undeploy: the group stops the flow after the messages in progress.
          */
         delete: operations["delete_deployment_api_deployments__deployment_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployments/{deployment_id}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start Flow
+         * @description Start a stopped flow; its status turns running when the group has started its threads.
+         */
+        post: operations["start_flow_api_deployments__deployment_id__start_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployments/{deployment_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop Flow
+         * @description Stop a flow after the messages in progress; it stays deployed, and stopped across group restarts.
+         */
+        post: operations["stop_flow_api_deployments__deployment_id__stop_post"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -547,7 +587,7 @@ export interface paths {
         put?: never;
         /**
          * Start Group
-         * @description Start every flow of the group.
+         * @description Start the group's process; each flow resumes in its own started or stopped state.
          */
         post: operations["start_group_api_groups__group_id__start_post"];
         delete?: never;
@@ -567,7 +607,7 @@ export interface paths {
         put?: never;
         /**
          * Stop Group
-         * @description Stop every flow of the group after the messages in progress.
+         * @description Stop the group's process, and so every flow in it, after the messages in progress.
          */
         post: operations["stop_group_api_groups__group_id__stop_post"];
         delete?: never;
@@ -752,6 +792,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/queues/failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Failed Messages
+         * @description Depths of the dead-letter queue and of every backout queue a queue names.
+         */
+        get: operations["failed_messages_api_queues_failed_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/queues/{queue}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete Queue
+         * @description Delete a queue.
+         */
+        delete: operations["delete_queue_api_queues__queue__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Alter Queue
+         * @description Change attributes of a queue; those not named keep their values.
+         */
+        patch: operations["alter_queue_api_queues__queue__patch"];
+        trace?: never;
+    };
     "/api/queues/{queue}/get": {
         parameters: {
             query?: never;
@@ -787,7 +871,7 @@ export interface paths {
         put?: never;
         /**
          * Put Message
-         * @description Put one test message; an ``rfh2`` object prefixes the body with an MQRFH2 naming its domain.
+         * @description Put one test message; an ``rfh2`` object prefixes the body with an MQRFH2 of those folders.
          */
         post: operations["put_message_api_queues__queue__messages_post"];
         delete?: never;
@@ -807,9 +891,49 @@ export interface paths {
         put?: never;
         /**
          * Move Message
-         * @description Move one message (a dead-letter one back to its queue) in a unit of work: it is never lost.
+         * @description Move one message to another queue in a unit of work: it is never lost.
          */
         post: operations["move_message_api_queues__queue__messages__msg_id__move_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/queues/{queue}/messages/{msg_id}/move-to-origin": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move To Origin
+         * @description Put a dead-lettered message back on the queue it came from (409 when it records none).
+         */
+        post: operations["move_to_origin_api_queues__queue__messages__msg_id__move_to_origin_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/queues/{queue}/purge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Purge Queue
+         * @description Remove every message of a queue.
+         */
+        post: operations["purge_queue_api_queues__queue__purge_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -876,6 +1000,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/stats/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Flow History
+         * @description Each flow's messages per second and mean latency over the last ``seconds`` (at most 15 minutes).
+         */
+        get: operations["flow_history_api_stats_history_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/stats/stream": {
         parameters: {
             query?: never;
@@ -886,6 +1030,8 @@ export interface paths {
         /**
          * Stream
          * @description Server-sent events: a ``stats`` event with every group's statistics each ``interval`` seconds.
+         *
+         *     Each event's data is the JSON of GET /api/stats/groups.
          */
         get: operations["stream_api_stats_stream_get"];
         put?: never;
@@ -992,20 +1138,34 @@ export interface components {
             /** Target */
             target: string;
         };
+        /** BackoutQueueOut */
+        BackoutQueueOut: {
+            /**
+             * Defined
+             * @description false when a queue names a backout queue that does not exist
+             */
+            defined: boolean;
+            /** Depth */
+            depth: number;
+            /** Name */
+            name: string;
+            /** Usedby */
+            usedBy: string[];
+        };
         /** BrokerIn */
         BrokerIn: {
             /**
              * Description
              * @default
              */
-            description: string;
+            description?: string;
             /** Name */
             name: string;
             /**
              * Qmurl
              * @default
              */
-            qmUrl: string;
+            qmUrl?: string;
         };
         /** BrokerOut */
         BrokerOut: {
@@ -1020,6 +1180,11 @@ export interface components {
             groups: components["schemas"]["GroupOut"][];
             /** Id */
             id: number;
+            /**
+             * Local
+             * @description whether `flowbroker up` on this machine runs its execution groups
+             */
+            local: boolean;
             /** Name */
             name: string;
             /** Qmurl */
@@ -1045,7 +1210,7 @@ export interface components {
              * Filename
              * @default main.esql
              */
-            filename: string;
+            filename?: string;
             /**
              * Source
              * @description the ESQL module text
@@ -1062,25 +1227,37 @@ export interface components {
         /** ComponentOut */
         ComponentOut: {
             /**
+             * Desired
+             * @default running
+             */
+            desired: string;
+            /**
              * Detail
              * @default
              */
             detail: string;
             /** Lastexit */
-            lastExit?: number | null;
+            lastExit: number | null;
             /** Name */
             name: string;
             /** Pid */
-            pid?: number | null;
+            pid: number | null;
             /**
              * Restarts
              * @default 0
              */
             restarts: number;
             /** Since */
-            since?: number | null;
+            since: number | null;
             /** State */
             state: string;
+        };
+        /** ConnectionDoc */
+        ConnectionDoc: {
+            from: components["schemas"]["TerminalRef"];
+            /** Id */
+            id?: string;
+            to: components["schemas"]["TerminalRef"];
         };
         /** DataSourceIn */
         DataSourceIn: {
@@ -1090,7 +1267,7 @@ export interface components {
              * Description
              * @default
              */
-            description: string;
+            description?: string;
             /** Name */
             name: string;
             /** Url */
@@ -1132,23 +1309,26 @@ export interface components {
         };
         /** DefineIn */
         DefineIn: {
-            /**
-             * Backoutrequeueq
-             * @default
-             */
-            backoutRequeueQ: string;
-            /**
-             * Backoutthreshold
-             * @default 0
-             */
-            backoutThreshold: number;
-            /**
-             * Description
-             * @default
-             */
-            description: string;
+            /** Backoutrequeueq */
+            backoutRequeueQ?: string | null;
+            /** Backoutthreshold */
+            backoutThreshold?: number | null;
+            /** Defaultpersistence */
+            defaultPersistence?: (0 | 1) | null;
+            /** Defaultpriority */
+            defaultPriority?: number | null;
+            /** Description */
+            description?: string | null;
+            /** Getinhibited */
+            getInhibited?: boolean | null;
+            /** Maxdepth */
+            maxDepth?: number | null;
+            /** Maxmsglength */
+            maxMsgLength?: number | null;
             /** Name */
             name: string;
+            /** Putinhibited */
+            putInhibited?: boolean | null;
         };
         /**
          * DeploymentIn
@@ -1161,7 +1341,7 @@ export interface components {
              * Broker
              * @default default
              */
-            broker: string;
+            broker?: string;
             /**
              * Document
              * @description a flow document, saved as the flow's next version
@@ -1177,7 +1357,7 @@ export interface components {
              * Group
              * @default default
              */
-            group: string;
+            group?: string;
             /**
              * Overrides
              * @description {"nodeId.property": value} node property overrides; "externals": {VAR: value} EXTERNAL values
@@ -1269,6 +1449,21 @@ export interface components {
             /** Keywords */
             keywords: string[];
         };
+        /**
+         * ErrorBody
+         * @description Every refusal's body: a stable code, a sentence, and detail (e.g. one {pointer, message} per field).
+         */
+        ErrorBody: {
+            /** Code */
+            code: string;
+            /**
+             * Detail
+             * @default null
+             */
+            detail?: unknown;
+            /** Message */
+            message: string;
+        };
         /** EsqlDiagnostic */
         EsqlDiagnostic: {
             /** Column */
@@ -1279,6 +1474,89 @@ export interface components {
             message: string;
             /** Severity */
             severity: string;
+        };
+        /**
+         * FailedMessagesOut
+         * @description Where messages that failed wait: the dead-letter queue and every backout queue named.
+         */
+        FailedMessagesOut: {
+            /** Backoutqueues */
+            backoutQueues: components["schemas"]["BackoutQueueOut"][];
+            /** Deadletterdepth */
+            deadLetterDepth: number;
+            /** Deadletterqueue */
+            deadLetterQueue: string;
+        };
+        /**
+         * FlowDocument
+         * @description A message flow: the one JSON shape of the designer, the API, the repository and deploy archives.
+         *
+         *     The API checks a saved document against the node specs and reports every problem with its
+         *     JSON pointer; this model describes the shape those checks accept.
+         */
+        FlowDocument: {
+            /** Connections */
+            connections?: components["schemas"]["ConnectionDoc"][];
+            /** Description */
+            description?: string;
+            /** Name */
+            name: string;
+            /** Nodes */
+            nodes: components["schemas"]["FlowNodeDoc"][];
+            /** Properties */
+            properties?: components["schemas"]["FlowProperties"];
+            /** Ui */
+            ui?: {
+                [key: string]: unknown;
+            };
+            /** Version */
+            version?: number;
+        };
+        /** FlowHistory */
+        FlowHistory: {
+            /** Broker */
+            broker: string;
+            /** Flow */
+            flow: string;
+            /** Group */
+            group: string;
+            /** Points */
+            points: components["schemas"]["HistoryPoint"][];
+        };
+        /**
+         * FlowNodeDoc
+         * @description One node of a flow: its type names the spec its properties follow.
+         */
+        FlowNodeDoc: {
+            /** Description */
+            description?: string;
+            /**
+             * Id
+             * @description 1-64 letters, digits, . _ -; unique in the flow
+             */
+            id: string;
+            /** Name */
+            name?: string;
+            position?: components["schemas"]["Position"] | null;
+            /**
+             * Properties
+             * @description values of the spec's properties
+             */
+            properties?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Type
+             * @description a node type of GET /api/node-types
+             */
+            type: string;
+            /**
+             * Ui
+             * @description designer-only state kept with the node
+             */
+            ui?: {
+                [key: string]: unknown;
+            };
         };
         /** FlowOut */
         FlowOut: {
@@ -1291,10 +1569,7 @@ export interface components {
             currentVersion: number;
             /** Description */
             description: string;
-            /** Document */
-            document: {
-                [key: string]: unknown;
-            };
+            document: components["schemas"]["FlowDocument"];
             /** Id */
             id: number;
             /** Name */
@@ -1304,6 +1579,117 @@ export interface components {
              * Format: date-time
              */
             updatedAt: string;
+        };
+        /** FlowProperties */
+        FlowProperties: {
+            /** Additionalinstances */
+            additionalInstances?: number;
+            /** Commitcount */
+            commitCount?: number;
+            /** Coordinatedtransaction */
+            coordinatedTransaction?: boolean;
+        };
+        /** FlowRow */
+        FlowRow: {
+            /**
+             * Backouts
+             * @default 0
+             */
+            backouts: number;
+            /** Broker */
+            broker: string;
+            /**
+             * Cpu Us
+             * @default 0
+             */
+            cpu_us: number;
+            /**
+             * Elapsed Us
+             * @default 0
+             */
+            elapsed_us: number;
+            /**
+             * Errors
+             * @default 0
+             */
+            errors: number;
+            /** Flow */
+            flow: string;
+            /** Group */
+            group: string;
+            /** Last Errors */
+            last_errors: string[];
+            /**
+             * Messages In
+             * @default 0
+             */
+            messages_in: number;
+            /**
+             * State
+             * @default
+             */
+            state: string;
+            /**
+             * Threads
+             * @default 0
+             */
+            threads: number;
+            trace: components["schemas"]["TraceSetting"] | null;
+            /** Version */
+            version: number | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** FlowStatistics */
+        FlowStatistics: {
+            /**
+             * Backouts
+             * @default 0
+             */
+            backouts: number;
+            /**
+             * Cpu Us
+             * @default 0
+             */
+            cpu_us: number;
+            /**
+             * Elapsed Us
+             * @default 0
+             */
+            elapsed_us: number;
+            /**
+             * Errors
+             * @default 0
+             */
+            errors: number;
+            /** Flow */
+            flow: string;
+            /** Last Errors */
+            last_errors: string[];
+            /**
+             * Messages In
+             * @default 0
+             */
+            messages_in: number;
+            /** Nodes */
+            nodes: {
+                [key: string]: components["schemas"]["NodeStatistics"];
+            };
+            /**
+             * State
+             * @default
+             */
+            state: string;
+            /**
+             * Threads
+             * @default 0
+             */
+            threads: number;
+            trace: components["schemas"]["TraceSetting"] | null;
+            /** Version */
+            version: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /** FlowSummary */
         FlowSummary: {
@@ -1337,10 +1723,7 @@ export interface components {
              * Format: date-time
              */
             createdAt: string;
-            /** Document */
-            document: {
-                [key: string]: unknown;
-            };
+            document: components["schemas"]["FlowDocument"];
             /** Version */
             version: number;
         };
@@ -1384,11 +1767,14 @@ export interface components {
              * Description
              * @default
              */
-            description: string;
+            description?: string;
             /** Name */
             name: string;
         };
-        /** GroupOut */
+        /**
+         * GroupOut
+         * @description An execution group and what its process is doing right now.
+         */
         GroupOut: {
             /** Brokerid */
             brokerId: number;
@@ -1399,10 +1785,39 @@ export interface components {
             createdAt: string;
             /** Description */
             description: string;
+            /**
+             * Desiredstate
+             * @description what an operator asked for
+             * @enum {string}
+             */
+            desiredState: "running" | "stopped";
+            /**
+             * Detail
+             * @default
+             */
+            detail: string;
             /** Id */
             id: number;
             /** Name */
             name: string;
+            /** Pid */
+            pid: number | null;
+            /**
+             * Restarts
+             * @default 0
+             */
+            restarts: number;
+            /**
+             * Since
+             * @description when the process started, seconds since 1970
+             */
+            since: number | null;
+            /**
+             * State
+             * @description running: the worker is up and taking work; starting; stopping; stopped; failed: it keeps exiting and is restarted with a growing back-off; unknown: no worker reports
+             * @enum {string}
+             */
+            state: "running" | "starting" | "stopping" | "stopped" | "failed" | "unknown";
         };
         /** GroupPatch */
         GroupPatch: {
@@ -1411,10 +1826,47 @@ export interface components {
             /** Name */
             name?: string | null;
         };
-        /** HTTPValidationError */
-        HTTPValidationError: {
-            /** Detail */
-            detail?: components["schemas"]["ValidationError"][];
+        /** GroupStatistics */
+        GroupStatistics: {
+            /**
+             * Age S
+             * @description seconds since the group published these
+             */
+            age_s: number;
+            /** Broker */
+            broker: string;
+            /** Cpu Percent */
+            cpu_percent: number | null;
+            /** Cpu Seconds */
+            cpu_seconds: number | null;
+            /** Flows */
+            flows: {
+                [key: string]: components["schemas"]["FlowStatistics"];
+            };
+            /** Group */
+            group: string;
+            /** Host */
+            host: string | null;
+            /** Pid */
+            pid: number | null;
+            /**
+             * Reporting
+             * @description false when the group has not published for a while
+             */
+            reporting: boolean;
+            /** Rss Bytes */
+            rss_bytes: number | null;
+            /** Threads */
+            threads: number | null;
+            /**
+             * Time
+             * @description when the group published these, seconds since 1970
+             */
+            time: number;
+            /** Uptime S */
+            uptime_s: number | null;
+        } & {
+            [key: string]: unknown;
         };
         /** HealthOut */
         HealthOut: {
@@ -1430,10 +1882,137 @@ export interface components {
             /** Version */
             version: string;
         };
+        /** HistoryPoint */
+        HistoryPoint: {
+            /** Backouts */
+            backouts: number;
+            /** Errors */
+            errors: number;
+            /**
+             * Latency Ms
+             * @description mean elapsed ms per message; null when none arrived
+             */
+            latency_ms: number | null;
+            /** Messages */
+            messages: number;
+            /** Msgs Per S */
+            msgs_per_s: number;
+            /**
+             * T
+             * @description end of the interval, seconds since 1970
+             */
+            t: number;
+        };
+        /**
+         * ImportOut
+         * @description What the import did with each flow and message set of the archive.
+         */
+        ImportOut: {
+            /** Flows */
+            flows: components["schemas"]["ImportedItem"][];
+            /** Messagesets */
+            messageSets: components["schemas"]["ImportedItem"][];
+        };
+        /** ImportedItem */
+        ImportedItem: {
+            /** Name */
+            name: string;
+            /**
+             * Outcome
+             * @enum {string}
+             */
+            outcome: "created" | "updated" | "unchanged" | "stored";
+            /** Version */
+            version: number;
+        };
+        /**
+         * JmsIn
+         * @description The <jms> folder: JMS header fields as MQ maps them.
+         */
+        JmsIn: {
+            /**
+             * Cid
+             * @description JMSCorrelationID
+             * @default
+             */
+            cid?: string;
+            /**
+             * Dlv
+             * @description JMSDeliveryMode: 1 non-persistent, 2 persistent
+             * @default
+             */
+            dlv?: string;
+            /**
+             * Dst
+             * @description JMSDestination, e.g. queue:///Q1
+             * @default
+             */
+            dst?: string;
+            /**
+             * Exp
+             * @description JMSExpiration, ms since 1970
+             * @default
+             */
+            exp?: string;
+            /**
+             * Gid
+             * @description JMSXGroupID
+             * @default
+             */
+            gid?: string;
+            /**
+             * Pri
+             * @description JMSPriority 0-9
+             * @default
+             */
+            pri?: string;
+            /**
+             * Rto
+             * @description JMSReplyTo
+             * @default
+             */
+            rto?: string;
+            /**
+             * Seq
+             * @description JMSXGroupSeq
+             * @default
+             */
+            seq?: string;
+            /**
+             * Tms
+             * @description JMSTimestamp, ms since 1970
+             * @default
+             */
+            tms?: string;
+        };
         /** LoginIn */
         LoginIn: {
             /** Password */
             password: string;
+            /** Username */
+            username: string;
+        };
+        /**
+         * MeOut
+         * @description The caller's account and what its role permits; the designer shows only the actions allowed.
+         */
+        MeOut: {
+            /** Active */
+            active: boolean;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /** Id */
+            id: number;
+            /**
+             * Permissions
+             * @description names from the permission table, e.g. deploy, flows.edit
+             */
+            permissions: string[];
+            /** Role */
+            role: string;
             /** Username */
             username: string;
         };
@@ -1442,17 +2021,27 @@ export interface components {
             /** Body */
             body: string;
             /** Bodybase64 */
-            bodyBase64?: string | null;
+            bodyBase64: string | null;
             /** Descriptor */
             descriptor: {
                 [key: string]: unknown;
             };
+            /**
+             * Origin
+             * @description the queue a dead-lettered message came from
+             */
+            origin: string | null;
             /** Properties */
             properties: {
                 [key: string]: unknown;
             };
+            /**
+             * Reason
+             * @description why the message was dead-lettered or backed out
+             */
+            reason: string | null;
             /** Rfh2 */
-            rfh2?: {
+            rfh2: {
                 [key: string]: unknown;
             } | null;
         };
@@ -1462,7 +2051,7 @@ export interface components {
              * Filename
              * @default
              */
-            filename: string;
+            filename?: string;
             /**
              * Kind
              * @enum {string}
@@ -1505,7 +2094,7 @@ export interface components {
              * Description
              * @default
              */
-            description: string;
+            description?: string;
             /** Document */
             document: {
                 [key: string]: unknown;
@@ -1585,12 +2174,157 @@ export interface components {
             /** To */
             to: string;
         };
+        /**
+         * NodeSpec
+         * @description Everything the designer and the validator know about a node type before it runs.
+         */
+        NodeSpec: {
+            /** Category */
+            category: string;
+            /** Description */
+            description: string;
+            /**
+             * Dynamicterminals
+             * @description terminals come from the node's flow (subflows)
+             */
+            dynamicTerminals: boolean;
+            /** Extra */
+            extra: {
+                [key: string]: unknown;
+            };
+            /** Icon */
+            icon: string;
+            /** Inputs */
+            inputs: components["schemas"]["Terminal"][];
+            /** Label */
+            label: string;
+            /** Outputs */
+            outputs: components["schemas"]["Terminal"][];
+            /** Properties */
+            properties: components["schemas"]["PropertySpec"][];
+            /**
+             * Subflowrole
+             * @description node: a flow used as a node; input/output: one of a subflow's entry or exit terminals
+             */
+            subflowRole: ("node" | "input" | "output") | null;
+            /**
+             * Terminalproperty
+             * @description for a subflow's input or output: the property naming its terminal
+             */
+            terminalProperty: string | null;
+            /** Type */
+            type: string;
+            /** Version */
+            version: number;
+        };
+        /** NodeStatistics */
+        NodeStatistics: {
+            /**
+             * Cpu Us
+             * @description CPU time in the node and below it, µs
+             * @default 0
+             */
+            cpu_us: number;
+            /**
+             * Elapsed Us
+             * @description elapsed time in the node and below it, µs
+             * @default 0
+             */
+            elapsed_us: number;
+            /**
+             * Errors
+             * @default 0
+             */
+            errors: number;
+            /**
+             * Messages In
+             * @default 0
+             */
+            messages_in: number;
+            /**
+             * Messages Out
+             * @default 0
+             */
+            messages_out: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** PasswordIn */
         PasswordIn: {
             /** Currentpassword */
             currentPassword: string;
             /** Newpassword */
             newPassword: string;
+        };
+        /** Position */
+        Position: {
+            /** X */
+            x?: number;
+            /** Y */
+            y?: number;
+        };
+        /**
+         * Problem
+         * @description One problem of a document: the JSON pointer of the field, and what is wrong with it.
+         */
+        Problem: {
+            /** Message */
+            message: string;
+            /** Pointer */
+            pointer: string;
+        };
+        /**
+         * PropertySpec
+         * @description One configurable property of a node type.
+         */
+        PropertySpec: {
+            /** Default */
+            default: unknown;
+            /** Description */
+            description: string;
+            /**
+             * Editor
+             * @description editor hint: esql, sql, queue, topic, multiline, or empty
+             */
+            editor: string;
+            /** Enum */
+            enum: string[];
+            /** Label */
+            label: string;
+            /** Maximum */
+            maximum: number | null;
+            /** Minimum */
+            minimum: number | null;
+            /** Name */
+            name: string;
+            /** Required */
+            required: boolean;
+            /**
+             * Type
+             * @enum {string}
+             */
+            type: "string" | "integer" | "boolean" | "enum" | "esql" | "sql" | "queue" | "topic" | "json" | "text";
+        };
+        /**
+         * PscIn
+         * @description The <psc> folder of a publication: the command and its topics.
+         */
+        PscIn: {
+            /**
+             * Command
+             * @default Publish
+             * @enum {string}
+             */
+            command?: "Publish" | "RegSub" | "DeregSub";
+            /** Topics */
+            topics?: string[];
+        };
+        /** PurgeOut */
+        PurgeOut: {
+            /** Purged */
+            purged: number;
+            /** Queue */
+            queue: string;
         };
         /** PutIn */
         PutIn: {
@@ -1606,17 +2340,17 @@ export interface components {
              * @default MQSTR
              * @enum {string}
              */
-            format: "MQSTR" | "XML" | "JSON" | "NONE";
+            format?: "MQSTR" | "XML" | "JSON" | "NONE";
             /**
              * Persistent
              * @default true
              */
-            persistent: boolean;
+            persistent?: boolean;
             /**
              * Priority
              * @default -1
              */
-            priority: number;
+            priority?: number;
             /** Replytoq */
             replyToQ?: string | null;
             rfh2?: components["schemas"]["Rfh2In"] | null;
@@ -1627,6 +2361,30 @@ export interface components {
             msgId: string;
             /** Queue */
             queue: string;
+        };
+        /**
+         * QueueAttributesIn
+         * @description Attributes of a local queue, named after MQ's (MAXDEPTH, DEFPSIST, BOTHRESH, BOQNAME, …).
+         */
+        QueueAttributesIn: {
+            /** Backoutrequeueq */
+            backoutRequeueQ?: string | null;
+            /** Backoutthreshold */
+            backoutThreshold?: number | null;
+            /** Defaultpersistence */
+            defaultPersistence?: (0 | 1) | null;
+            /** Defaultpriority */
+            defaultPriority?: number | null;
+            /** Description */
+            description?: string | null;
+            /** Getinhibited */
+            getInhibited?: boolean | null;
+            /** Maxdepth */
+            maxDepth?: number | null;
+            /** Maxmsglength */
+            maxMsgLength?: number | null;
+            /** Putinhibited */
+            putInhibited?: boolean | null;
         };
         /** QueueOut */
         QueueOut: {
@@ -1649,7 +2407,10 @@ export interface components {
             /** Name */
             name: string;
         };
-        /** Rfh2In */
+        /**
+         * Rfh2In
+         * @description The MQRFH2 to put in front of the body: <mcd>, and optionally <usr>, <psc> and <jms>.
+         */
         Rfh2In: {
             /**
              * Domain
@@ -1660,31 +2421,60 @@ export interface components {
              * Format
              * @default
              */
-            format: string;
+            format?: string;
+            jms?: components["schemas"]["JmsIn"] | null;
+            psc?: components["schemas"]["PscIn"] | null;
             /**
              * Set
              * @default
              */
-            set: string;
+            set?: string;
             /**
              * Type
              * @default
              */
-            type: string;
+            type?: string;
             /**
              * Usr
-             * @description name/value fields of the <usr> folder
+             * @description name/value fields of <usr>
              */
             usr?: {
                 [key: string]: string;
             };
+        };
+        /**
+         * Terminal
+         * @description A connection point of a node type; ``name`` is the handle id in the designer.
+         */
+        Terminal: {
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "in" | "out" | "failure" | "catch";
+            /** Label */
+            label: string;
+            /** Name */
+            name: string;
+        };
+        /** TerminalRef */
+        TerminalRef: {
+            /** Node */
+            node: string;
+            /** Terminal */
+            terminal: string;
         };
         /** TokenOut */
         TokenOut: {
             /** Accesstoken */
             accessToken: string;
             /** Expiresat */
-            expiresAt?: string | null;
+            expiresAt: string | null;
+            /**
+             * Permissions
+             * @description what the role permits (see GET /api/auth/me)
+             */
+            permissions: string[];
             /** Role */
             role: string;
             /**
@@ -1710,7 +2500,22 @@ export interface components {
              * @description safe: every record written through; fast: buffered
              * @default fast
              */
+            mode?: string;
+        };
+        /** TraceSetting */
+        TraceSetting: {
+            /**
+             * Level
+             * @description none, normal or debug
+             */
+            level: string;
+            /**
+             * Mode
+             * @description safe or fast
+             */
             mode: string;
+        } & {
+            [key: string]: unknown;
         };
         /** UserIn */
         UserIn: {
@@ -1749,25 +2554,10 @@ export interface components {
             /** Role */
             role?: ("viewer" | "developer" | "operator" | "admin") | null;
         };
-        /** ValidationError */
-        ValidationError: {
-            /** Context */
-            ctx?: Record<string, never>;
-            /** Input */
-            input?: unknown;
-            /** Location */
-            loc: (string | number)[];
-            /** Message */
-            msg: string;
-            /** Error Type */
-            type: string;
-        };
         /** ValidationOut */
         ValidationOut: {
             /** Problems */
-            problems: {
-                [key: string]: string;
-            }[];
+            problems: components["schemas"]["Problem"][];
             /** Valid */
             valid: boolean;
         };
@@ -1803,13 +2593,13 @@ export interface operations {
                     "application/zip": unknown;
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1833,9 +2623,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ImportOut"];
                 };
             };
         };
@@ -1867,13 +2655,13 @@ export interface operations {
                     "application/json": components["schemas"]["AuditOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1900,13 +2688,13 @@ export interface operations {
                     "application/json": components["schemas"]["TokenOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -1944,7 +2732,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["UserOut"];
+                    "application/json": components["schemas"]["MeOut"];
                 };
             };
         };
@@ -1969,13 +2757,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2022,13 +2810,13 @@ export interface operations {
                     "application/json": components["schemas"]["BrokerOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2053,13 +2841,13 @@ export interface operations {
                     "application/json": components["schemas"]["BrokerOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2082,13 +2870,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2117,13 +2905,13 @@ export interface operations {
                     "application/json": components["schemas"]["BrokerOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2148,13 +2936,13 @@ export interface operations {
                     "application/json": components["schemas"]["GroupOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2183,13 +2971,13 @@ export interface operations {
                     "application/json": components["schemas"]["GroupOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2215,13 +3003,13 @@ export interface operations {
                     "application/json": components["schemas"]["GroupOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2245,13 +3033,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2281,13 +3069,13 @@ export interface operations {
                     "application/json": components["schemas"]["GroupOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2334,13 +3122,13 @@ export interface operations {
                     "application/json": components["schemas"]["DataSourceOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2365,13 +3153,13 @@ export interface operations {
                     "application/json": components["schemas"]["DataSourceOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2394,13 +3182,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2429,13 +3217,13 @@ export interface operations {
                     "application/json": components["schemas"]["DataSourceOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2462,13 +3250,13 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2493,13 +3281,13 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2524,13 +3312,75 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_flow_api_deployments__deployment_id__start_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentOut"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    stop_flow_api_deployments__deployment_id__stop_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentOut"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2557,13 +3407,13 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2592,13 +3442,13 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2625,13 +3475,13 @@ export interface operations {
                     "application/json": components["schemas"]["CheckOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2677,13 +3527,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowSummary"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2700,7 +3550,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": unknown;
+                "application/json": components["schemas"]["FlowDocument"];
             };
         };
         responses: {
@@ -2713,13 +3563,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2733,7 +3583,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": unknown;
+                "application/json": components["schemas"]["FlowDocument"];
             };
         };
         responses: {
@@ -2746,13 +3596,13 @@ export interface operations {
                     "application/json": components["schemas"]["ValidationOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2777,13 +3627,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2802,7 +3652,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": unknown;
+                "application/json": components["schemas"]["FlowDocument"];
             };
         };
         responses: {
@@ -2815,13 +3665,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2844,13 +3694,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2875,13 +3725,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowVersionOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2907,13 +3757,13 @@ export interface operations {
                     "application/json": components["schemas"]["FlowVersionDocument"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2938,13 +3788,13 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2966,16 +3816,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DeploymentOut"][];
+                    "application/json": components["schemas"]["GroupOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -2997,16 +3847,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DeploymentOut"][];
+                    "application/json": components["schemas"]["GroupOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3073,13 +3923,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3106,13 +3956,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetImportOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3137,13 +3987,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3172,13 +4022,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3201,13 +4051,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3232,13 +4082,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetVersionOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3264,13 +4114,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageSetOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3290,9 +4140,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": components["schemas"]["NodeSpec"][];
                 };
             };
         };
@@ -3339,13 +4187,102 @@ export interface operations {
                     "application/json": components["schemas"]["QueueOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    failed_messages_api_queues_failed_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FailedMessagesOut"];
+                };
+            };
+        };
+    };
+    delete_queue_api_queues__queue__delete: {
+        parameters: {
+            query?: {
+                /** @description also remove its messages (else 409 when not empty) */
+                purge?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description an MQ queue name */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    alter_queue_api_queues__queue__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an MQ queue name */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueAttributesIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueOut"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3373,13 +4310,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageOut"] | null;
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3407,13 +4344,13 @@ export interface operations {
                     "application/json": components["schemas"]["MessageOut"][];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3443,13 +4380,13 @@ export interface operations {
                     "application/json": components["schemas"]["PutOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3461,6 +4398,7 @@ export interface operations {
             path: {
                 /** @description an MQ queue name */
                 queue: string;
+                /** @description the message id, 48 hex digits */
                 msg_id: string;
             };
             cookie?: never;
@@ -3480,13 +4418,79 @@ export interface operations {
                     "application/json": components["schemas"]["PutOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    move_to_origin_api_queues__queue__messages__msg_id__move_to_origin_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an MQ queue name */
+                queue: string;
+                /** @description the message id, 48 hex digits */
+                msg_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PutOut"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    purge_queue_api_queues__queue__purge_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an MQ queue name */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PurgeOut"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3506,7 +4510,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["FlowRow"][];
                 };
             };
         };
@@ -3526,7 +4530,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["GroupStatistics"][];
                 };
             };
         };
@@ -3549,16 +4553,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": components["schemas"]["GroupStatistics"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    flow_history_api_stats_history_get: {
+        parameters: {
+            query?: {
+                seconds?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowHistory"][];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3574,22 +4609,22 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Successful Response */
+            /** @description `stats` events */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "text/event-stream": unknown;
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3618,13 +4653,13 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3671,13 +4706,13 @@ export interface operations {
                     "application/json": components["schemas"]["UserOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3702,13 +4737,13 @@ export interface operations {
                     "application/json": components["schemas"]["UserOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3731,13 +4766,13 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };
@@ -3766,13 +4801,13 @@ export interface operations {
                     "application/json": components["schemas"]["UserOut"];
                 };
             };
-            /** @description Validation Error */
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

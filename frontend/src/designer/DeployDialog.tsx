@@ -2,7 +2,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { api, problemText, unwrap } from '../api/client';
-import { FINAL_STATES, getDeployment, startDeployment, type Deployment } from '../api/runtime';
+import { deployments, FINAL_STATES, type Deployment } from '../api/runtime';
 import type { Problem } from './document';
 
 /** Compile errors of a deployment, on their node, property and ESQL line. */
@@ -42,7 +42,8 @@ export function DeployDialog({
   useEffect(() => {
     if (!deployment || FINAL_STATES.has(deployment.status)) return;
     const timer = setTimeout(() => {
-      getDeployment(deployment.id)
+      deployments
+        .get(deployment.id)
         .then((d) => {
           setDeployment(d);
           if (d.diagnostics?.length) onProblems(deploymentProblems(d));
@@ -55,7 +56,8 @@ export function DeployDialog({
   const deploy = () => {
     if (!broker || !group) return;
     setError(null);
-    startDeployment({ flowId, version, broker: broker.name, group: group.name, additionalInstances: instances })
+    deployments
+      .create({ flowId, version, broker: broker.name, group: group.name, additionalInstances: instances })
       .then((d) => {
         setDeployment(d);
         if (d.diagnostics?.length) onProblems(deploymentProblems(d));

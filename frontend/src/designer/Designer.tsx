@@ -14,7 +14,8 @@ import { useShallow } from 'zustand/react/shallow';
 import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
 import { api, ApiProblem, problemText, unwrap } from '../api/client';
 import { stats } from '../api/runtime';
-import { atLeast, useAuth } from '../auth';
+import { useCan } from '../auth';
+import { ConnectDialog } from './ConnectDialog';
 import { DeployDialog } from './DeployDialog';
 import {
   connectionProblem,
@@ -29,7 +30,7 @@ import { layoutPositions } from './layout';
 import { DRAG_TYPE, Palette } from './Palette';
 import { PropertyPanel } from './PropertyPanel';
 import { ProblemsPanel } from './ProblemsPanel';
-import type { NodeSpec, SpecIndex } from './spec';
+import { subflowTypes, type NodeSpec, type SpecIndex } from './spec';
 import { useSpecs } from './specs-context';
 import { createDesignerStore, DesignerContext, useDesigner, useDesignerStore } from './store';
 import { extractSubflow } from './subflow';
@@ -39,6 +40,13 @@ import { VersionsDialog } from './VersionsDialog';
 const nodeTypes = { flowNode: FlowNode };
 const defaultEdgeOptions = { interactionWidth: 16 };
 const fitViewOptions = { maxZoom: 1, padding: 0.2 };
+
+/** The node a keyboard connection starts from: the focused one, else the only selected one. */
+function connectSource(focused: string | null, nodes: FlowCanvasNode[]): string | null {
+  if (focused && nodes.some((n) => n.id === focused)) return focused;
+  const selected = nodes.filter((n) => n.selected);
+  return selected.length === 1 ? selected[0].id : null;
+}
 
 function isTyping(target: EventTarget | null): boolean {
   const el = target as HTMLElement | null;
@@ -146,18 +154,25 @@ function Toolbar({
   canDeploy,
   onSave,
   saving,
+  comment,
+  onComment,
   onOpenVersions,
   onDeploy,
+  onConnect,
   onProblems,
 }: {
   canEdit: boolean;
   canDeploy: boolean;
   onSave: () => void;
   saving: boolean;
+  comment: string;
+  onComment: (text: string) => void;
   onOpenVersions: () => void;
   onDeploy: () => void;
+  onConnect: () => void;
   onProblems: (p: Problem[]) => void;
 }) {
+  const specs = useSpecs();
   const store = useDesignerStore();
   const meta = useDesigner((s) => s.meta);
   const dirty = useDesigner((s) => s.dirty);
@@ -218,12 +233,17 @@ function Toolbar({
       onProblems([{ node: null, property: null, message: 'select the nodes to make the subflow from' }]);
       return;
     }
+    const types = subflowTypes(specs);
+    if (!types) {
+      onProblems([{ node: null, property: null, message: 'the node types of this server offer no subflows' }]);
+      return;
+    }
     const name = window.prompt('Name of the new subflow', `${meta.name}_Sub`)?.trim();
     if (!name) return;
     try {
-      const draft = extractSubflow(nodes, edges, selected, name);
+      const draft = extractSubflow(types, nodes, edges, selected, name);
       const saved = await unwrap(api.POST('/api/flows', { body: draft.subflow, params: { query: { comment: `made from ${meta.name}` } } }));
-      const done = extractSubflow(nodes, edges, selected, saved.name, saved.currentVersion);
+      const done = extractSubflow(types, nodes, edges, selected, saved.name, saved.currentVersion);
       replaceGraph(done.nodes, done.edges);
       onProblems([]);
       void queryClient.invalidateQueries({ queryKey: ['flows'] });
@@ -261,9 +281,22 @@ function Toolbar({
         {dirty && ' •'}
       </span>
       {canEdit && (
-        <button type="button" className="primary" onClick={onSave} disabled={saving} title="Save (Ctrl+S)">
-          {saving ? 'Saving…' : 'Save'}
-        </button>
+        <>
+          <label htmlFor="version-comment" className="sr-only">
+            Version comment
+          </label>
+          <input
+            id="version-comment"
+            className="comment"
+            placeholder="why this version (optional)"
+            maxLength={2000}
+            value={comment}
+            onChange={(e) => onComment(e.target.value)}
+          />
+          <button type="button" className="primary" onClick={onSave} disabled={saving} title="Save (Ctrl+S)">
+            {saving ? 'Saving…' : 'Save'}
+          </button>
+        </>
       )}
       <button type="button" onClick={onOpenVersions} disabled={meta.flowId === null}>
         Versions
@@ -281,6 +314,9 @@ function Toolbar({
           </button>
           <button type="button" onClick={() => void makeSubflow()} title="Make a subflow from the selected nodes">
             Make subflow
+          </button>
+          <button type="button" onClick={onConnect} title="Connect a terminal of the selected node (C)">
+            Connect…
           </button>
         </>
       )}
@@ -367,9 +403,8 @@ function useLiveCounts(flow: string) {
 function DesignerBody({ flowId }: { flowId: number | null }) {
   const specs = useSpecs();
   const store = useDesignerStore();
-  const role = useAuth((s) => s.role);
-  const canEdit = atLeast(role, 'developer');
-  const canDeploy = atLeast(role, 'developer');
+  const canEdit = useCan('flows.edit');
+  const canDeploy = useCan('deploy');
   const focus = useDesigner((s) => s.focus);
   const queryClient = useQueryClient();
   const { fitView, setCenter, getNode, screenToFlowPosition } = useReactFlow();
@@ -377,6 +412,8 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
   const [esqlProblems, setEsqlProblems] = useState<Record<string, Problem[]>>({});
   const [showVersions, setShowVersions] = useState(false);
   const [showDeploy, setShowDeploy] = useState(false);
+  const [connectFrom, setConnectFrom] = useState<string | null>(null);
+  const [comment, setComment] = useState('');
   const [notice, setNotice] = useState<string | null>(null);
   const [deployed, setDeployed] = useState<{ broker: string; group: string; flow: string } | null>(null);
   const flowName = useDesigner((s) => s.meta.name);
@@ -423,14 +460,15 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
     mutationFn: async () => {
       const { meta, document } = store.getState();
       const doc = document();
+      const query = { comment: comment.trim() };
       if (meta.flowId === null) {
         const { version: _drop, ...fresh } = doc;
         void _drop;
-        return unwrap(api.POST('/api/flows', { body: fresh }));
+        return unwrap(api.POST('/api/flows', { body: fresh, params: { query } }));
       }
       return unwrap(
         api.PUT('/api/flows/{flow_id}', {
-          params: { path: { flow_id: meta.flowId } },
+          params: { path: { flow_id: meta.flowId }, query },
           body: { ...doc, version: meta.version },
         }),
       );
@@ -438,6 +476,7 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
     onSuccess: (flow) => {
       store.getState().markSaved(flow.id, flow.currentVersion);
       setServerProblems([]);
+      setComment('');
       setNotice(`Saved ${flow.name} version ${flow.currentVersion}`);
       void queryClient.invalidateQueries({ queryKey: ['flows'] });
       void queryClient.invalidateQueries({ queryKey: ['flow', flow.id] });
@@ -505,6 +544,12 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
     } else if (mod && (key === 'y' || (key === 'z' && event.shiftKey))) {
       event.preventDefault();
       s.redo();
+    } else if (!mod && key === 'c') {
+      const from = connectSource(s.focused, s.nodes);
+      if (from) {
+        event.preventDefault();
+        setConnectFrom(from);
+      }
     } else if (mod && key === 'c') s.copySelection();
     else if (mod && key === 'v') s.paste();
     else if (mod && key === 'x') {
@@ -536,8 +581,16 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
         canDeploy={canDeploy}
         onSave={() => save.mutate()}
         saving={save.isPending}
+        comment={comment}
+        onComment={setComment}
         onOpenVersions={() => setShowVersions(true)}
         onDeploy={() => setShowDeploy(true)}
+        onConnect={() => {
+          const { focused, nodes } = store.getState();
+          const from = connectSource(focused, nodes);
+          if (from) setConnectFrom(from);
+          else setServerProblems([{ node: null, property: null, message: 'select the node to connect from' }]);
+        }}
         onProblems={setServerProblems}
       />
       {notice && (
@@ -569,6 +622,16 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
               setServerProblems([{ node: null, property: null, message: problemText(err) }]);
             }
           }}
+        />
+      )}
+      {connectFrom !== null && (
+        <ConnectDialog
+          specs={specs}
+          nodes={store.getState().nodes}
+          edges={store.getState().edges}
+          sourceId={connectFrom}
+          onConnect={(c) => store.getState().connect(c)}
+          onClose={() => setConnectFrom(null)}
         />
       )}
       {showDeploy && store.getState().meta.flowId !== null && (

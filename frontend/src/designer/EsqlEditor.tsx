@@ -13,16 +13,10 @@ import { esqlCompletion, esqlLanguage, offsetOf, type EsqlEnvironment } from './
 let environment: Promise<EsqlEnvironment> | null = null;
 
 function loadEnvironment(): Promise<EsqlEnvironment> {
-  environment ??= unwrap(api.GET('/api/esql/environment'))
-    .then((env) => ({
-      keywords: env.keywords,
-      functions: env.functionDetails.map((f) => ({ name: f.name, signature: f.signature, doc: f.doc })),
-      correlationNames: env.correlationNames,
-    }))
-    .catch(() => {
-      environment = null;
-      return { keywords: [], functions: [], correlationNames: [] };
-    });
+  environment ??= unwrap(api.GET('/api/esql/environment')).catch(() => {
+    environment = null;
+    return { keywords: [], functions: [], functionDetails: [], correlationNames: [] };
+  });
   return environment;
 }
 

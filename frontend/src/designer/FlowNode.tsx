@@ -7,8 +7,9 @@ import { ICON_GLYPHS, useSpecs } from './specs-context';
 const ROW = 18;
 
 function FlowNodeView({ id, data, selected }: NodeProps<FlowCanvasNode>) {
-  const spec = useSpecs()[data.type];
-  const { inputs, outputs } = terminalsOf(spec, data);
+  const specs = useSpecs();
+  const spec = specs[data.type];
+  const { inputs, outputs } = terminalsOf(specs, data);
   const rows = Math.max(inputs.length, outputs.length, 1);
   return (
     <div

@@ -36,7 +36,7 @@ describe('property panel', () => {
     fireEvent.change(mode, { target: { value: 'automatic' } });
     expect(store.getState().nodes[0].data.properties.transactionMode).toBe('automatic');
 
-    const wait = screen.getByLabelText('Wait interval') as HTMLInputElement;
+    const wait = screen.getByLabelText(/^Wait interval/) as HTMLInputElement;
     expect(wait.type).toBe('number');
     fireEvent.change(wait, { target: { value: '250' } });
     expect(store.getState().nodes[0].data.properties.waitInterval).toBe(250);

@@ -94,7 +94,7 @@ export function PropertyField({
         onChange={(e) => onChange(e.target.checked)}
       />
     );
-  } else if (spec.type === 'integer' || spec.type === 'number') {
+  } else if (spec.type === 'integer') {
     control = (
       <input
         id={id}
@@ -102,7 +102,7 @@ export function PropertyField({
         value={value === undefined || value === null ? '' : String(value)}
         min={spec.minimum ?? undefined}
         max={spec.maximum ?? undefined}
-        step={spec.type === 'integer' ? 1 : 'any'}
+        step={1}
         readOnly={readOnly}
         onChange={(e) => onChange(e.target.value === '' ? undefined : Number(e.target.value))}
       />

@@ -16,6 +16,9 @@ describe('deployment diagnostics', () => {
       group: 'default',
       groupId: 1,
       additionalInstances: 0,
+      overrides: {},
+      createdAt: '2026-01-01T00:00:00Z',
+      updatedAt: '2026-01-01T00:00:00Z',
       status: 'failed',
       diagnostics: [
         { node: 'c1', property: 'esql', line: 2, column: 27, pointer: '', message: "routine 'X' is not defined" },

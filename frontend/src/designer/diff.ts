@@ -51,8 +51,8 @@ export function diffFlows(left: FlowDocument, right: FlowDocument): FlowDiff {
   for (const [id, n] of rightNodes) {
     if (!leftNodes.has(id)) nodes.push({ id, type: n.type, status: 'added', changes: propertyChanges({}, n.properties) });
   }
-  const leftEdges = new Set(left.connections.map(edgeId));
-  const rightEdges = new Set(right.connections.map(edgeId));
+  const leftEdges = new Set((left.connections ?? []).map(edgeId));
+  const rightEdges = new Set((right.connections ?? []).map(edgeId));
   return {
     nodes,
     connectionsAdded: [...rightEdges].filter((e) => !leftEdges.has(e)).sort(),

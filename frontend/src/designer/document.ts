@@ -1,29 +1,11 @@
 /** The flow document (the one JSON shape of the design) and its canvas form, both ways. */
 import type { Edge, Node } from '@xyflow/react';
-import { propertyProblem, type NodeSpec, type SpecIndex, type Terminal } from './spec';
+import type { Schemas } from '../api/client';
+import { propertyProblem, subflowTypes, type NodeSpec, type SpecIndex, type Terminal } from './spec';
 
-export interface FlowNodeDoc {
-  id: string;
-  type: string;
-  name?: string;
-  description?: string;
-  properties?: Record<string, unknown>;
-  position?: { x: number; y: number };
-  /** Designer-only state kept with the node (a subflow node's terminal names). */
-  ui?: Record<string, unknown>;
-}
-export interface ConnectionDoc {
-  from: { node: string; terminal: string };
-  to: { node: string; terminal: string };
-}
-export interface FlowDocument {
-  name: string;
-  version?: number;
-  description?: string;
-  properties?: Record<string, unknown>;
-  nodes: FlowNodeDoc[];
-  connections: ConnectionDoc[];
-}
+export type FlowDocument = Schemas['FlowDocument'];
+export type FlowNodeDoc = Schemas['FlowNodeDoc'];
+export type ConnectionDoc = Schemas['ConnectionDoc'];
 
 /** What a canvas node carries: the document node's own fields, never a bag of per-type options. */
 export interface FlowNodeData extends Record<string, unknown> {
@@ -84,7 +66,10 @@ export function toCanvas(doc: FlowDocument): { nodes: FlowCanvasNode[]; edges: F
   const nodes = doc.nodes.map((n, i) => ({
     id: n.id,
     type: 'flowNode' as const,
-    position: n.position ?? { x: 40 + (i % 8) * 200, y: 40 + Math.floor(i / 8) * 120 },
+    position: {
+      x: n.position?.x ?? 40 + (i % 8) * 200,
+      y: n.position?.y ?? 40 + Math.floor(i / 8) * 120,
+    },
     data: {
       type: n.type,
       name: n.name ?? n.id,
@@ -92,7 +77,7 @@ export function toCanvas(doc: FlowDocument): { nodes: FlowCanvasNode[]; edges: F
       ...(n.ui ? { ui: n.ui } : {}),
     },
   }));
-  const edges = doc.connections.map((c) => ({
+  const edges = (doc.connections ?? []).map((c) => ({
     id: edgeId(c),
     source: c.from.node,
     sourceHandle: c.from.terminal,
@@ -103,7 +88,7 @@ export function toCanvas(doc: FlowDocument): { nodes: FlowCanvasNode[]; edges: F
 }
 
 export function toDocument(
-  meta: { name: string; version?: number; description?: string; properties?: Record<string, unknown> },
+  meta: { name: string; version?: number; description?: string; properties?: FlowDocument['properties'] },
   nodes: FlowCanvasNode[],
   edges: FlowCanvasEdge[],
 ): FlowDocument {
@@ -129,31 +114,36 @@ export function toDocument(
 }
 
 /**
- * A node's terminals: the spec's, or for a subflow node those of its flow's Input and Output nodes
- * (from an embedded flow document, or remembered when the subflow was made).
+ * A node's terminals: its spec's, or for a subflow node those of its flow's input and output
+ * nodes (from an embedded flow document, or remembered when the subflow was made). Which types
+ * those are, and which property names the terminal, the specs say.
  */
-export function terminalsOf(spec: NodeSpec | undefined, data: FlowNodeData): { inputs: Terminal[]; outputs: Terminal[] } {
+export function terminalsOf(specs: SpecIndex, data: FlowNodeData): { inputs: Terminal[]; outputs: Terminal[] } {
+  const spec: NodeSpec | undefined = specs[data.type];
   if (!spec) return { inputs: [], outputs: [] };
   if (!spec.dynamicTerminals) return { inputs: spec.inputs, outputs: spec.outputs };
+  const roles = subflowTypes(specs);
   const flow = data.properties.flow as { nodes?: FlowNodeDoc[] } | undefined;
   let inputs: string[] | undefined;
   let outputs: string[] | undefined;
-  if (flow && Array.isArray(flow.nodes)) {
-    const named = (type: string, fallback: string) =>
-      flow.nodes!.filter((n) => n.type === type).map((n) => String(n.properties?.terminalName ?? fallback));
-    inputs = named('Input', 'in');
-    outputs = named('Output', 'out');
+  if (roles && flow && Array.isArray(flow.nodes)) {
+    const named = (role: NodeSpec & { terminalProperty: string }, fallback: string) =>
+      flow.nodes!.filter((n) => n.type === role.type).map((n) => String(n.properties?.[role.terminalProperty] ?? fallback));
+    inputs = named(roles.input, 'in');
+    outputs = named(roles.output, 'out');
   } else {
     const remembered = data.ui?.terminals as { inputs?: string[]; outputs?: string[] } | undefined;
     inputs = remembered?.inputs;
     outputs = remembered?.outputs;
   }
-  const make = (names: string[] | undefined, fallback: Terminal[], kind: string) =>
+  const make = (names: string[] | undefined, fallback: Terminal[], kind: 'in' | 'out'): Terminal[] =>
     names ? names.map((name) => ({ name, kind, label: name })) : fallback;
   return {
     inputs: make(inputs, spec.inputs, 'in'),
-    outputs: [...make(outputs, spec.outputs.filter((t) => t.kind !== 'failure'), 'out'),
-      ...spec.outputs.filter((t) => t.kind === 'failure')],
+    outputs: [
+      ...make(outputs, spec.outputs.filter((t) => t.kind !== 'failure'), 'out'),
+      ...spec.outputs.filter((t) => t.kind === 'failure'),
+    ],
   };
 }
 
@@ -169,9 +159,9 @@ export function connectionProblem(
   const target = byId ? byId.get(c.target ?? '') : nodes.find((n) => n.id === c.target);
   if (!source || !target) return 'both ends must be nodes';
   if (source.id === target.id) return 'a node cannot be wired to itself';
-  const out = terminalsOf(specs[source.data.type], source.data).outputs.find((t) => t.name === c.sourceHandle);
+  const out = terminalsOf(specs, source.data).outputs.find((t) => t.name === c.sourceHandle);
   if (!out) return `${source.data.type} has no output terminal ${c.sourceHandle ?? ''}`;
-  const input = terminalsOf(specs[target.data.type], target.data).inputs.find((t) => t.name === c.targetHandle);
+  const input = terminalsOf(specs, target.data).inputs.find((t) => t.name === c.targetHandle);
   if (!input) return `${target.data.type} has no input terminal ${c.targetHandle ?? ''}`;
   const duplicate = edges.some(
     (e) =>
@@ -222,7 +212,7 @@ export function problemsFromPointers(
       node = doc.nodes[Number(parts[1])]?.id ?? null;
       if (parts[2] === 'properties' && parts[3]) property = parts[3].replace(/~1/g, '/').replace(/~0/g, '~');
     } else if (parts[0] === 'connections' && parts[1] !== undefined) {
-      node = doc.connections[Number(parts[1])]?.from.node ?? null;
+      node = doc.connections?.[Number(parts[1])]?.from.node ?? null;
     }
     return { node, property, message: `${p.pointer || '/'}: ${p.message ?? ''}` };
   });

@@ -1,17 +1,10 @@
 /** ESQL for CodeMirror: a stream tokenizer (keywords, strings, comments, correlation names) and completion. */
 import type { CompletionContext, CompletionResult } from '@codemirror/autocomplete';
 import { StreamLanguage, type StreamParser } from '@codemirror/language';
+import type { Schemas } from '../api/client';
 
-export interface EsqlFunction {
-  name: string;
-  signature: string;
-  doc: string;
-}
-export interface EsqlEnvironment {
-  keywords: string[];
-  functions: EsqlFunction[];
-  correlationNames: string[];
-}
+/** GET /api/esql/environment: the compiler's keywords, built-in functions and correlation names. */
+export type EsqlEnvironment = Schemas['EnvironmentOut'];
 
 interface State {
   inBlock: boolean;
@@ -19,7 +12,7 @@ interface State {
 
 export function esqlParser(env: EsqlEnvironment): StreamParser<State> {
   const keywords = new Set(env.keywords.map((k) => k.toUpperCase()));
-  const functions = new Set(env.functions.map((f) => f.name.toUpperCase()));
+  const functions = new Set(env.functions.map((f) => f.toUpperCase()));
   const correlation = new Set(env.correlationNames.map((c) => c.toLowerCase()));
   return {
     name: 'esql',
@@ -68,7 +61,7 @@ export function esqlLanguage(env: EsqlEnvironment) {
 export function esqlCompletion(env: EsqlEnvironment) {
   const options = [
     ...env.correlationNames.map((label) => ({ label, type: 'variable', detail: 'correlation name', boost: 2 })),
-    ...env.functions.map((f) => ({
+    ...env.functionDetails.map((f) => ({
       label: f.name,
       type: 'function',
       detail: f.signature || 'built-in function',

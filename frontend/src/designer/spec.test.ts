@@ -1,25 +1,41 @@
 import { describe, expect, it } from 'vitest';
 import { offsetOf } from './esql-language';
 import { SPECS } from './fixtures';
-import { indexSpecs, propertyProblem } from './spec';
+import { defaultProperties, indexSpecs, propertyProblem, subflowTypes } from './spec';
+
+const prop = (type: string, name: string) => {
+  const found = SPECS[type].properties.find((p) => p.name === name);
+  if (!found) throw new Error(`${type} has no property ${name}`);
+  return found;
+};
 
 describe('node specs', () => {
-  it('drops entries without a type and fills the gaps of the rest', () => {
-    const index = indexSpecs([null, { label: 'x' }, { type: 'T', properties: [{ name: 'p' }, 'junk'] }]);
-    expect(Object.keys(index)).toEqual(['T']);
-    expect(index.T.properties).toEqual([
-      expect.objectContaining({ name: 'p', type: 'string', label: 'p', required: false, enum: [] }),
-    ]);
-    expect(index.T.inputs).toEqual([]);
+  it('finds the subflow node and its input and output types by the roles the specs declare', () => {
+    const roles = subflowTypes(SPECS);
+    expect(roles?.node.dynamicTerminals).toBe(true);
+    expect(roles?.input.outputs.map((t) => t.name)).toEqual(['out']);
+    expect(roles?.input.inputs).toEqual([]);
+    expect(roles?.output.inputs.map((t) => t.name)).toEqual(['in']);
+    expect(roles?.input.properties.map((p) => p.name)).toContain(roles?.input.terminalProperty);
+    const withoutSubflows = indexSpecs(Object.values(SPECS).filter((s) => !s.subflowRole));
+    expect(subflowTypes(withoutSubflows)).toBeNull();
+  });
+
+  it('gives a new node the defaults of its spec', () => {
+    const defaults = defaultProperties(SPECS.MQInput);
+    expect(defaults.transactionMode).toBe(prop('MQInput', 'transactionMode').default);
+    expect('queueName' in defaults).toBe(false);
   });
 
   it('checks property values against their spec', () => {
-    const [queue, mode, wait] = SPECS.MQInput.properties;
+    const queue = prop('MQInput', 'queueName');
+    const mode = prop('MQInput', 'transactionMode');
+    const wait = prop('MQInput', 'waitInterval');
     expect(propertyProblem(queue, '')).toBe('Queue name is required');
     expect(propertyProblem(queue, 'ORDERS.IN')).toBeNull();
     expect(propertyProblem(mode, 'sometimes')).toBe('Transaction mode must be one of yes, no, automatic');
-    expect(propertyProblem(wait, -1)).toBe('Wait interval must be at least 0');
-    expect(propertyProblem(wait, 1.5)).toBe('Wait interval must be a whole number');
+    expect(propertyProblem(wait, 0)).toBe(`${wait.label} must be at least ${wait.minimum}`);
+    expect(propertyProblem(wait, 1.5)).toBe(`${wait.label} must be a whole number`);
     expect(propertyProblem(wait, undefined)).toBeNull();
   });
 
@@ -38,7 +54,10 @@ describe('ESQL completion', () => {
     const { esqlCompletion } = await import('./esql-language');
     const complete = esqlCompletion({
       keywords: ['SET', 'DECLARE'],
-      functions: [{ name: 'SUBSTRING', signature: 'SUBSTRING(s FROM n FOR m)', doc: 'part of a string' }],
+      functions: ['SUBSTRING'],
+      functionDetails: [
+        { name: 'SUBSTRING', category: 'string', signature: 'SUBSTRING(s FROM n FOR m)', doc: 'part of a string' },
+      ],
       correlationNames: ['InputRoot'],
     });
     const context = {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SPECS } from './fixtures';
+import { defaultProperties } from './spec';
 import { createDesignerStore } from './store';
 
 function threeNodes() {
@@ -21,7 +22,8 @@ describe('designer store', () => {
     expect([first, second]).toEqual(['mqinput1', 'mqinput2']);
     const nodes = store.getState().nodes;
     expect(nodes.map((n) => n.data.name)).toEqual(['MQInput', 'MQInput1']);
-    expect(nodes[0].data.properties).toEqual({ transactionMode: 'yes', waitInterval: 1000 });
+    expect(nodes[0].data.properties).toEqual(defaultProperties(SPECS.MQInput));
+    expect(nodes[0].data.properties.transactionMode).toBe('yes');
     expect(store.getState().focused).toBe('mqinput2');
   });
 

@@ -1,25 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { connectionProblem, terminalsOf, toCanvas } from './document';
 import { SPECS } from './fixtures';
-import { indexSpecs } from './spec';
+import { subflowTypes } from './spec';
 import { extractSubflow } from './subflow';
 
-const WITH_SUBFLOW = {
-  ...SPECS,
-  ...indexSpecs([
-    {
-      type: 'Subflow',
-      category: 'subflow',
-      inputs: [{ name: 'in', kind: 'in' }],
-      outputs: [
-        { name: 'out', kind: 'out' },
-        { name: 'failure', kind: 'failure' },
-      ],
-      dynamic_terminals: true,
-      properties: [{ name: 'flow', type: 'json', required: true }],
-    },
-  ]),
-};
+const TYPES = subflowTypes(SPECS)!;
 
 const canvas = toCanvas({
   name: 'Main',
@@ -39,7 +24,7 @@ const canvas = toCanvas({
 
 describe('making a subflow', () => {
   it('moves the selection into a flow with Input and Output nodes and rewires the outside', () => {
-    const x = extractSubflow(canvas.nodes, canvas.edges, new Set(['c1', 'c2']), 'Enrich', 3);
+    const x = extractSubflow(TYPES, canvas.nodes, canvas.edges, new Set(['c1', 'c2']), 'Enrich', 3);
     expect(x.subflow.nodes.map((n) => `${n.id}:${n.type}:${String(n.properties?.terminalName ?? '')}`)).toEqual([
       'c1:Compute:',
       'c2:Compute:',
@@ -54,9 +39,9 @@ describe('making a subflow', () => {
     expect(x.edges.map((e) => e.id).sort()).toEqual(['in1.out->subflow1.in', 'subflow1.out->out1.in', 'subflow1.out2->out1.in']);
     const node = x.nodes[2];
     expect(node.data.properties.flow).toEqual({ name: 'Enrich', version: 3 });
-    expect(terminalsOf(WITH_SUBFLOW.Subflow, node.data).outputs.map((t) => t.name)).toEqual(['out', 'out2', 'failure']);
+    expect(terminalsOf(SPECS, node.data).outputs.map((t) => t.name)).toEqual(['out', 'out2']);
     // The rewired connections are accepted by the same check the canvas applies while dragging.
-    for (const e of x.edges) expect(connectionProblem(WITH_SUBFLOW, x.nodes, [], e)).toBeNull();
+    for (const e of x.edges) expect(connectionProblem(SPECS, x.nodes, [], e)).toBeNull();
   });
 
   it('reads an embedded subflow document for the terminals', () => {
@@ -74,12 +59,12 @@ describe('making a subflow', () => {
         },
       },
     };
-    const t = terminalsOf(WITH_SUBFLOW.Subflow, data);
+    const t = terminalsOf(SPECS, data);
     expect(t.inputs.map((i) => i.name)).toEqual(['orders']);
-    expect(t.outputs.map((o) => o.name)).toEqual(['out', 'failure']);
+    expect(t.outputs.map((o) => o.name)).toEqual(['out']);
   });
 
   it('refuses an empty selection', () => {
-    expect(() => extractSubflow(canvas.nodes, canvas.edges, new Set(), 'X')).toThrow('select the nodes');
+    expect(() => extractSubflow(TYPES, canvas.nodes, canvas.edges, new Set(), 'X')).toThrow('select the nodes');
   });
 });

@@ -1,5 +1,6 @@
 /** Making a subflow from a selection: the selected nodes become a flow of their own, used as one node. */
 import { edgeId, type FlowCanvasEdge, type FlowCanvasNode, type FlowDocument, type FlowNodeDoc } from './document';
+import type { SubflowTypes } from './spec';
 
 export interface Extraction {
   /** The new flow: the selected nodes, an Input per entry terminal and an Output per exit terminal. */
@@ -17,7 +18,12 @@ function unique(stem: string, taken: Set<string>): string {
   return `${stem}${i}`;
 }
 
+/**
+ * The selection as a flow of its own, entered through the specs' subflow input type and left
+ * through their output type, and the canvas with one node of the subflow type in its place.
+ */
 export function extractSubflow(
+  types: SubflowTypes,
   nodes: FlowCanvasNode[],
   edges: FlowCanvasEdge[],
   selected: Set<string>,
@@ -65,12 +71,12 @@ export function extractSubflow(
     const id = unique('input', innerIds);
     docNodes.push({
       id,
-      type: 'Input',
-      name: `Input_${terminal}`,
-      properties: { terminalName: terminal },
+      type: types.input.type,
+      name: `${types.input.label}_${terminal}`,
+      properties: { [types.input.terminalProperty]: terminal },
       position: { x: 0, y: 40 + row++ * 100 },
     });
-    connections.push({ from: { node: id, terminal: 'out' }, to: { node, terminal: handle } });
+    connections.push({ from: { node: id, terminal: types.input.outputs[0]?.name ?? 'out' }, to: { node, terminal: handle } });
   }
   row = 0;
   for (const [key, terminal] of exits) {
@@ -78,12 +84,12 @@ export function extractSubflow(
     const id = unique('output', innerIds);
     docNodes.push({
       id,
-      type: 'Output',
-      name: `Output_${terminal}`,
-      properties: { terminalName: terminal },
+      type: types.output.type,
+      name: `${types.output.label}_${terminal}`,
+      properties: { [types.output.terminalProperty]: terminal },
       position: { x: Math.round(maxX - minX + 440), y: 40 + row++ * 100 },
     });
-    connections.push({ from: { node, terminal: handle }, to: { node: id, terminal: 'in' } });
+    connections.push({ from: { node, terminal: handle }, to: { node: id, terminal: types.output.inputs[0]?.name ?? 'in' } });
   }
 
   const subflowNodeId = unique('subflow', taken);
@@ -93,7 +99,7 @@ export function extractSubflow(
     position: { x: minX, y: minY },
     selected: true,
     data: {
-      type: 'Subflow',
+      type: types.node.type,
       name: name,
       properties: { flow: { name, version } },
       ui: { terminals: { inputs: [...entries.values()], outputs: [...exits.values()] } },

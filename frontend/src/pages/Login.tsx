@@ -15,7 +15,7 @@ export function Login() {
     setError(null);
     try {
       const token = await unwrap(api.POST('/api/auth/login', { body: { username, password } }));
-      login(token.accessToken, token.username, token.role as Role);
+      login(token.accessToken, token.username, token.role as Role, token.permissions);
     } catch (err) {
       setError(problemText(err));
     } finally {

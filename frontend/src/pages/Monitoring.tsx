@@ -1,14 +1,18 @@
-/** The execution-group monitoring page: process status, per-flow rates and latency, per-node statistics, queues. */
-import { useQuery } from '@tanstack/react-query';
-import { lazy, Suspense, useEffect, useState } from 'react';
-import { api, ApiProblem, problemText, unwrap } from '../api/client';
-import { followStats, queues, stats, type GroupStatistics } from '../api/runtime';
+/**
+ * The monitoring page: execution-group processes, per-flow throughput and latency over the last
+ * quarter hour (kept by the server, so the charts are full when the page opens), per-node
+ * statistics, the user trace and its setting, and where failed messages wait.
+ */
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { lazy, Suspense, useEffect, useMemo, useState } from 'react';
+import { api, problemText, unwrap } from '../api/client';
+import { deployments, followStats, groups as groupApi, queues, stats, type FlowHistory, type GroupStatistics } from '../api/runtime';
+import { useCan } from '../auth';
 
 const Chart = lazy(() => import('./Chart'));
-const WINDOW_SECONDS = 15 * 60;
 
-export function uptime(seconds: number | undefined): string {
-  if (seconds === undefined) return '—';
+export function uptime(seconds: number | null | undefined): string {
+  if (seconds === undefined || seconds === null) return '—';
   let s = Math.max(0, Math.floor(seconds));
   const d = Math.floor(s / 86400);
   s -= d * 86400;
@@ -19,8 +23,8 @@ export function uptime(seconds: number | undefined): string {
   return `${d ? `${d}d ` : ''}${String(h).padStart(2, '0')}:${String(m).padStart(2, '0')}:${String(s).padStart(2, '0')}`;
 }
 
-export function bytes(v: number | undefined): string {
-  if (v === undefined) return '—';
+export function bytes(v: number | null | undefined): string {
+  if (v === undefined || v === null) return '—';
   const units = ['B', 'KiB', 'MiB', 'GiB'];
   let i = 0;
   while (v >= 1024 && i < units.length - 1) {
@@ -30,38 +34,30 @@ export function bytes(v: number | undefined): string {
   return `${v.toFixed(i ? 1 : 0)} ${units[i]}`;
 }
 
-/** Cumulative counters of one flow at one moment. */
-interface Point {
-  t: number;
-  messages: number;
-  elapsedUs: number;
-}
-export interface RatePoint {
-  t: number;
-  rate: number | null;
-  latencyMs: number | null;
-}
+export const flowKey = (broker: string, group: string, flow: string) => `${broker}/${group}/${flow}`;
 
-/** Messages per second and mean latency between consecutive samples of cumulative counters. */
-export function rates(points: Point[]): RatePoint[] {
-  const out: RatePoint[] = [];
-  for (let i = 1; i < points.length; i += 1) {
-    const a = points[i - 1];
-    const b = points[i];
-    const dt = b.t - a.t;
-    const dm = b.messages - a.messages;
-    if (dt <= 0 || dm < 0) continue; // a restarted group resets its counters
-    out.push({ t: b.t, rate: dm / dt, latencyMs: dm > 0 ? (b.elapsedUs - a.elapsedUs) / dm / 1000 : null });
-  }
-  return out;
+/** The server's history as chart data: one time axis, one series per flow, gaps where a flow had no sample. */
+export function chartData(history: FlowHistory[]): {
+  times: number[];
+  rate: { label: string; values: (number | null)[] }[];
+  latency: { label: string; values: (number | null)[] }[];
+} {
+  const times = [...new Set(history.flatMap((h) => h.points.map((p) => p.t)))].sort((a, b) => a - b);
+  const column = (h: FlowHistory, pick: (p: FlowHistory['points'][number]) => number | null) => {
+    const byT = new Map(h.points.map((p) => [p.t, pick(p)]));
+    return times.map((t) => byT.get(t) ?? null);
+  };
+  const label = (h: FlowHistory) => flowKey(h.broker, h.group, h.flow);
+  return {
+    times,
+    rate: history.map((h) => ({ label: label(h), values: column(h, (p) => p.msgs_per_s) })),
+    latency: history.map((h) => ({ label: label(h), values: column(h, (p) => p.latency_ms) })),
+  };
 }
-
-const flowKey = (g: GroupStatistics, flow: string) => `${g.broker}/${g.group}/${flow}`;
 
 /** The latest statistics of every group, live over server-sent events (polling when the stream is refused). */
-function useLiveStatistics(): { latest: GroupStatistics[] | null; history: Record<string, Point[]>; error: unknown } {
+function useLiveStatistics(): { latest: GroupStatistics[] | null; error: unknown } {
   const [latest, setLatest] = useState<GroupStatistics[] | null>(null);
-  const [history, setHistory] = useState<Record<string, Point[]>>({});
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     const abort = new AbortController();
@@ -69,18 +65,6 @@ function useLiveStatistics(): { latest: GroupStatistics[] | null; history: Recor
     const take = (groups: GroupStatistics[]) => {
       setLatest(groups);
       setError(null);
-      const now = Date.now() / 1000;
-      setHistory((prev) => {
-        const next: Record<string, Point[]> = {};
-        for (const g of groups)
-          for (const [name, f] of Object.entries(g.flows ?? {})) {
-            const key = flowKey(g, name);
-            const point = { t: g.time ?? now, messages: f.messages_in ?? 0, elapsedUs: f.elapsed_us ?? 0 };
-            const old = (prev[key] ?? []).filter((p) => p.t > now - WINDOW_SECONDS && p.t < point.t);
-            next[key] = [...old, point];
-          }
-        return next;
-      });
     };
     followStats(take, abort.signal).catch((err) => {
       if (abort.signal.aborted) return;
@@ -94,16 +78,76 @@ function useLiveStatistics(): { latest: GroupStatistics[] | null; history: Recor
       if (timer) clearInterval(timer);
     };
   }, []);
-  return { latest, history, error };
+  return { latest, error };
+}
+
+/** The user trace setting of one deployed flow: what the group runs with, and a form to change it. */
+function TraceControl({ broker, group, flow, current }: { broker: string; group: string; flow: string; current?: { level: string; mode: string } | null }) {
+  const canDeploy = useCan('deploy');
+  const queryClient = useQueryClient();
+  const brokers = useQuery({ queryKey: ['brokers'], queryFn: () => unwrap(api.GET('/api/brokers')) });
+  const groupId = brokers.data?.find((b) => b.name === broker)?.groups.find((g) => g.name === group)?.id;
+  const deployed = useQuery({
+    queryKey: ['group-flows', groupId],
+    enabled: groupId !== undefined,
+    queryFn: () => groupApi.flows(groupId as number),
+  });
+  const deployment = deployed.data?.find((d) => d.flow === flow);
+  const [level, setLevel] = useState(current?.level ?? 'none');
+  const [mode, setMode] = useState(current?.mode ?? 'fast');
+  const set = useMutation({
+    mutationFn: () => deployments.setTrace(deployment!.id, { level, mode }),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: ['trace'] }),
+  });
+  return (
+    <form
+      className="inline card"
+      aria-label="User trace setting"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (deployment) set.mutate();
+      }}
+    >
+      <span data-testid="trace-current">
+        Now: {current ? `${current.level}, ${current.mode}` : 'not reported'}
+      </span>
+      <label htmlFor="trace-level">Trace level</label>
+      <select id="trace-level" value={level} disabled={!canDeploy} onChange={(e) => setLevel(e.target.value)}>
+        <option value="none">none</option>
+        <option value="normal">normal</option>
+        <option value="debug">debug</option>
+      </select>
+      <label htmlFor="trace-mode">Mode</label>
+      <select id="trace-mode" value={mode} disabled={!canDeploy} onChange={(e) => setMode(e.target.value)}>
+        <option value="fast">fast (buffered)</option>
+        <option value="safe">safe (each record written through)</option>
+      </select>
+      {canDeploy && (
+        <button type="submit" disabled={!deployment || set.isPending}>
+          Set trace
+        </button>
+      )}
+      {set.isSuccess && <span role="status">Trace set: {level}, {mode}</span>}
+      {set.error && (
+        <span className="error" role="alert">
+          {problemText(set.error)}
+        </span>
+      )}
+    </form>
+  );
 }
 
 export default function Monitoring() {
   const health = useQuery({ queryKey: ['health'], queryFn: () => unwrap(api.GET('/api/health')), refetchInterval: 5000 });
   const queueList = useQuery({ queryKey: ['queues'], queryFn: queues.list, refetchInterval: 3000, retry: false });
-  const { latest, history, error } = useLiveStatistics();
+  const failed = useQuery({ queryKey: ['queues', 'failed'], queryFn: queues.failed, refetchInterval: 3000, retry: false });
+  const history = useQuery({ queryKey: ['stats', 'history'], queryFn: () => stats.history(), refetchInterval: 3000 });
+  const { latest, error } = useLiveStatistics();
   const [selected, setSelected] = useState<string | null>(null);
   const groups = latest ?? [];
-  const flows = groups.flatMap((g) => Object.entries(g.flows ?? {}).map(([name, f]) => ({ g, name, f, key: flowKey(g, name) })));
+  const flows = groups.flatMap((g) =>
+    Object.entries(g.flows ?? {}).map(([name, f]) => ({ g, name, f, key: flowKey(g.broker, g.group, name) })),
+  );
   const chosen = flows.find((x) => x.key === selected);
   const trace = useQuery({
     queryKey: ['trace', selected],
@@ -112,14 +156,12 @@ export default function Monitoring() {
     refetchInterval: 5000,
     retry: false,
   });
-  const series = flows.map((x) => ({ key: x.key, points: rates(history[x.key] ?? []) }));
-  const times = [...new Set(series.flatMap((s) => s.points.map((p) => p.t)))].sort((a, b) => a - b);
-  const at = (points: RatePoint[], field: 'rate' | 'latencyMs') => {
-    const byT = new Map(points.map((p) => [p.t, p[field]]));
-    return times.map((t) => byT.get(t) ?? null);
+  const charts = useMemo(() => chartData(history.data ?? []), [history.data]);
+  const lastRate = (key: string) => {
+    const h = history.data?.find((x) => flowKey(x.broker, x.group, x.flow) === key);
+    return h?.points.at(-1)?.msgs_per_s;
   };
-  const queuesAbsent = queueList.error instanceof ApiProblem && queueList.error.code === 'not_available';
-  const processes = (health.data?.components ?? []) as { name: string; state: string; pid?: number | null; since?: number }[];
+  const processes = health.data?.components ?? [];
   const nodeRows = chosen ? Object.entries(chosen.f.nodes ?? {}) : [];
   const totalCpu = nodeRows.reduce((sum, [, n]) => sum + (n.cpu_us ?? 0), 0);
 
@@ -144,8 +186,7 @@ export default function Monitoring() {
         <tbody>
           {groups.map((g) => {
             const proc = processes.find((p) => p.name === `execution-group:${g.broker}/${g.group}`);
-            const stale = g.time !== undefined && Date.now() / 1000 - g.time > 30;
-            const state = proc?.state ?? (stale ? 'stopped' : 'running');
+            const state = proc?.state ?? (g.reporting ? 'running' : 'stopped');
             return (
               <tr key={`${g.broker}/${g.group}`}>
                 <td>
@@ -158,7 +199,7 @@ export default function Monitoring() {
                 <td>{g.host ?? 'localhost'}</td>
                 <td>{uptime(g.uptime_s)}</td>
                 <td>{bytes(g.rss_bytes)}</td>
-                <td>{g.cpu_percent === undefined ? '—' : `${g.cpu_percent.toFixed(1)} %`}</td>
+                <td>{g.cpu_percent === null || g.cpu_percent === undefined ? '—' : `${g.cpu_percent.toFixed(1)} %`}</td>
                 <td>{g.threads ?? '—'}</td>
               </tr>
             );
@@ -196,7 +237,7 @@ export default function Monitoring() {
         </thead>
         <tbody>
           {flows.map(({ g, name, f, key }) => {
-            const last = rates(history[key] ?? []).at(-1);
+            const rate = lastRate(key);
             return (
               <tr key={key} className={selected === key ? 'selected' : undefined}>
                 <td>
@@ -211,9 +252,9 @@ export default function Monitoring() {
                   <span className={`status status-${f.state}`}>{f.state}</span>
                 </td>
                 <td data-testid={`flow-messages-${name}`}>{f.messages_in ?? 0}</td>
-                <td>{last?.rate === null || last === undefined ? '—' : last.rate.toFixed(1)}</td>
+                <td>{rate === undefined ? '—' : rate.toFixed(1)}</td>
                 <td>{f.errors ?? 0}</td>
-                <td>{f.backouts ?? 0}</td>
+                <td data-testid={`flow-backouts-${name}`}>{f.backouts ?? 0}</td>
                 <td>{f.threads ?? 0}</td>
               </tr>
             );
@@ -227,21 +268,16 @@ export default function Monitoring() {
           )}
         </tbody>
       </table>
-      {times.length > 1 && (
+      {history.error && <p className="error">History: {problemText(history.error)}</p>}
+      {charts.times.length > 0 ? (
         <Suspense fallback={<p className="muted">Loading charts…</p>}>
-          <div className="charts">
-            <Chart
-              title="Messages per second (last 15 minutes)"
-              times={times}
-              series={series.map((s) => ({ label: s.key, values: at(s.points, 'rate') }))}
-            />
-            <Chart
-              title="Mean latency, ms (last 15 minutes)"
-              times={times}
-              series={series.map((s) => ({ label: s.key, values: at(s.points, 'latencyMs') }))}
-            />
+          <div className="charts" data-testid="charts" data-points={charts.times.length}>
+            <Chart title="Messages per second (last 15 minutes)" times={charts.times} series={charts.rate} />
+            <Chart title="Mean latency, ms (last 15 minutes)" times={charts.times} series={charts.latency} />
           </div>
         </Suspense>
+      ) : (
+        <p className="muted">No flow has reported two statistics yet: the charts start with the second.</p>
       )}
 
       {chosen && (
@@ -272,6 +308,13 @@ export default function Monitoring() {
             </tbody>
           </table>
           <h2>User trace</h2>
+          <TraceControl
+            key={chosen.key}
+            broker={chosen.g.broker}
+            group={chosen.g.group}
+            flow={chosen.name}
+            current={chosen.f.trace}
+          />
           {trace.error && <p className="muted">{problemText(trace.error)}</p>}
           <pre className="trace" aria-label="User trace">
             {trace.data || 'No user trace for this flow (set the flow’s user trace level to record one).'}
@@ -279,9 +322,39 @@ export default function Monitoring() {
         </>
       )}
 
+      <h2>Failed messages</h2>
+      {failed.error && <p className="error">{problemText(failed.error)}</p>}
+      {failed.data && (
+        <table className="grid" aria-label="Failed messages">
+          <thead>
+            <tr>
+              <th>Queue</th>
+              <th>Holds</th>
+              <th>Messages</th>
+            </tr>
+          </thead>
+          <tbody>
+            <tr>
+              <td>{failed.data.deadLetterQueue}</td>
+              <td>dead letters</td>
+              <td data-testid="dead-letter-depth">{failed.data.deadLetterDepth}</td>
+            </tr>
+            {failed.data.backoutQueues.map((b) => (
+              <tr key={b.name}>
+                <td>{b.name}</td>
+                <td>
+                  backouts of {b.usedBy.join(', ')}
+                  {!b.defined && <span className="error"> (not defined: backouts go to the dead-letter queue)</span>}
+                </td>
+                <td data-testid={`backout-depth-${b.name}`}>{b.depth}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+
       <h2>Queues</h2>
-      {queuesAbsent && <p className="muted">Queue depths are not served by this server yet.</p>}
-      {queueList.error && !queuesAbsent && <p className="error">{problemText(queueList.error)}</p>}
+      {queueList.error && <p className="error">{problemText(queueList.error)}</p>}
       <table className="grid" aria-label="Queue depths">
         <thead>
           <tr>
@@ -295,7 +368,7 @@ export default function Monitoring() {
             <tr key={q.name}>
               <td>{q.name}</td>
               <td>{q.depth}</td>
-              <td>{q.backoutQueue ?? ''}</td>
+              <td>{q.backoutQueue}</td>
             </tr>
           ))}
         </tbody>

@@ -1,62 +1,81 @@
-/** The topology page: brokers, their execution groups, and the flows deployed to each group. */
+/**
+ * The topology page: brokers, their execution groups with the state of each group's process,
+ * and the flows deployed to each group, with start and stop for a group and for one flow.
+ */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
-import { api, ApiProblem, problemText, unwrap, type Schemas } from '../api/client';
-import { groupAction, groupFlows, undeploy, type GroupStatistics } from '../api/runtime';
-import { stats } from '../api/runtime';
-import { atLeast, useAuth } from '../auth';
+import { api, problemText, unwrap, type Schemas } from '../api/client';
+import { deployments, groups, type Deployment } from '../api/runtime';
+import { useCan } from '../auth';
 
 type Act = (run: () => Promise<unknown>) => void;
+
+/** What a flow is doing: its own status, unless its group's process is not running it. */
+export function flowState(flow: Pick<Deployment, 'status'>, group: Pick<Schemas['GroupOut'], 'state'>): string {
+  if (group.state === 'stopped' && (flow.status === 'running' || flow.status === 'stopped')) return 'stopped (group stopped)';
+  return flow.status;
+}
 
 function GroupRow({
   broker,
   group,
-  process,
-  canOperate,
+  canDeploy,
+  canManage,
   act,
 }: {
   broker: Schemas['BrokerOut'];
   group: Schemas['GroupOut'];
-  process: GroupStatistics | undefined;
-  canOperate: boolean;
+  canDeploy: boolean;
+  canManage: boolean;
   act: Act;
 }) {
   const flows = useQuery({
     queryKey: ['group-flows', group.id],
-    queryFn: () => groupFlows(group.id),
-    refetchInterval: 5000,
+    queryFn: () => groups.flows(group.id),
+    refetchInterval: 2000,
     retry: false,
   });
-  const absent = flows.error instanceof ApiProblem && flows.error.code === 'not_available';
+  const running = group.desiredState === 'running';
   return (
-    <tr>
+    <tr data-testid={`group-${group.name}`}>
       <td>{group.name}</td>
       <td>
-        {process ? (
-          <span className="status status-running">
-            reporting · pid {process.pid ?? '?'} · {process.threads ?? 0} threads
-          </span>
-        ) : (
-          <span className="muted">no statistics published</span>
-        )}
+        <span className={`status status-${group.state}`} data-testid={`group-state-${group.name}`}>
+          {group.state}
+        </span>
+        {group.pid !== null && <span className="muted"> · pid {group.pid}</span>}
+        {group.restarts > 0 && <span className="muted"> · {group.restarts} restarts</span>}
+        {group.detail && <div className="muted">{group.detail}</div>}
       </td>
       <td>
-        {absent && <span className="muted">The deployment service is not available on this server yet.</span>}
-        {flows.error && !absent && <span className="error">{problemText(flows.error)}</span>}
+        {flows.error && <span className="error">{problemText(flows.error)}</span>}
         {flows.data && !flows.data.length && <span className="muted">none</span>}
         <ul className="plain">
           {flows.data?.map((d) => (
             <li key={d.id} data-testid={`deployed-${d.flow}`}>
               <a href={`#/designer/${d.flowId}`}>{d.flow}</a> v{d.version} ·{' '}
-              <span className={`status status-${d.status}`}>{d.status}</span>
+              <span className={`status status-${d.status}`} data-testid={`flow-status-${d.flow}`}>
+                {flowState(d, group)}
+              </span>
               {d.additionalInstances ? ` · +${d.additionalInstances} instances` : ''}
-              {canOperate && (
+              {canDeploy && (
                 <>
                   {' '}
+                  {d.status === 'stopped' && (
+                    <button type="button" disabled={!running} onClick={() => act(() => deployments.start(d.id))}>
+                      Start flow
+                    </button>
+                  )}
+                  {d.status === 'running' && (
+                    <button type="button" disabled={!running} onClick={() => act(() => deployments.stop(d.id))}>
+                      Stop flow
+                    </button>
+                  )}{' '}
                   <button
                     type="button"
                     onClick={() => {
-                      if (window.confirm(`Undeploy ${d.flow} from ${broker.name}/${group.name}?`)) act(() => undeploy(d.id));
+                      if (window.confirm(`Undeploy ${d.flow} from ${broker.name}/${group.name}?`))
+                        act(() => deployments.undeploy(d.id));
                     }}
                   >
                     Undeploy
@@ -67,14 +86,21 @@ function GroupRow({
           ))}
         </ul>
       </td>
-      {canOperate && (
+      {canManage && (
         <td>
-          <button type="button" title="Start every flow of the group" onClick={() => act(() => groupAction(group.id, 'start'))}>
-            Start
-          </button>
-          <button type="button" title="Stop every flow of the group" onClick={() => act(() => groupAction(group.id, 'stop'))}>
-            Stop
-          </button>
+          {running ? (
+            <button
+              type="button"
+              title="Stop the group's process, and every flow in it"
+              onClick={() => act(() => groups.stop(group.id))}
+            >
+              Stop group
+            </button>
+          ) : (
+            <button type="button" title="Start the group's process; its flows resume" onClick={() => act(() => groups.start(group.id))}>
+              Start group
+            </button>
+          )}{' '}
           <button
             type="button"
             className="danger"
@@ -98,11 +124,10 @@ function GroupRow({
 }
 
 export function Topology() {
-  const role = useAuth((s) => s.role);
-  const canOperate = atLeast(role, 'operator');
+  const canManage = useCan('topology.manage');
+  const canDeploy = useCan('deploy');
   const queryClient = useQueryClient();
-  const brokers = useQuery({ queryKey: ['brokers'], queryFn: () => unwrap(api.GET('/api/brokers')) });
-  const groupStats = useQuery({ queryKey: ['stats', 'groups'], queryFn: stats.groups, refetchInterval: 5000, retry: false });
+  const brokers = useQuery({ queryKey: ['brokers'], queryFn: () => unwrap(api.GET('/api/brokers')), refetchInterval: 2000 });
   const [message, setMessage] = useState<string | null>(null);
   const [newGroup, setNewGroup] = useState<Record<number, string>>({});
 
@@ -144,7 +169,7 @@ export function Topology() {
       {brokers.data?.map((b) => (
         <article key={b.id} className="card" aria-label={`Broker ${b.name}`}>
           <h2>
-            Broker {b.name} <small className="muted">{b.qmUrl}</small>
+            Broker {b.name} <small className="muted">{b.local ? 'run by this machine' : b.qmUrl}</small>
           </h2>
           {b.description && <p>{b.description}</p>}
           <table className="grid">
@@ -153,23 +178,16 @@ export function Topology() {
                 <th>Execution group</th>
                 <th>Process</th>
                 <th>Flows deployed</th>
-                {canOperate && <th>Actions</th>}
+                {canManage && <th>Actions</th>}
               </tr>
             </thead>
             <tbody>
               {b.groups.map((g) => (
-                <GroupRow
-                  key={g.id}
-                  broker={b}
-                  group={g}
-                  process={groupStats.data?.find((s) => s.broker === b.name && s.group === g.name)}
-                  canOperate={canOperate}
-                  act={act}
-                />
+                <GroupRow key={g.id} broker={b} group={g} canDeploy={canDeploy} canManage={canManage} act={act} />
               ))}
             </tbody>
           </table>
-          {canOperate && (
+          {canManage && (
             <form className="inline" onSubmit={(e) => createGroup(e, b.id)}>
               <label htmlFor={`new-group-${b.id}`}>New execution group</label>
               <input

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from flowbroker.api.deps import DbSession, Developer, Viewer
+from flowbroker.api.deps import DbSession, FlowEditor, Reader
+from flowbroker.api.schemas import Out
 from flowbroker.services import archives
 
 router = APIRouter(prefix="/api/archives", tags=["archives"])
+
+
+class ImportedItem(Out):
+    name: str
+    version: int
+    outcome: Literal["created", "updated", "unchanged", "stored"]
+
+
+class ImportOut(Out):
+    """What the import did with each flow and message set of the archive."""
+
+    flows: list[ImportedItem]
+    message_sets: list[ImportedItem]
 
 
 @router.get(
@@ -19,7 +33,7 @@ router = APIRouter(prefix="/api/archives", tags=["archives"])
     responses={200: {"content": {"application/zip": {}}, "description": "the archive"}},
 )
 def export_archive(
-    _: Viewer,
+    _: Reader,
     session: DbSession,
     flow: Annotated[list[str] | None, Query(description="flow names; all flows when omitted")] = None,
     message_set: Annotated[
@@ -37,7 +51,7 @@ def export_archive(
 
 @router.post(
     "/import",
-    response_model=dict[str, Any],
+    response_model=ImportOut,
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -45,7 +59,7 @@ def export_archive(
         }
     },
 )
-async def import_archive(request: Request, user: Developer, session: DbSession) -> Any:
+async def import_archive(request: Request, user: FlowEditor, session: DbSession) -> Any:
     """Store every flow and message set of an uploaded archive (body: the zip bytes), all or nothing."""
     data = await request.body()
     return archives.import_archive(session, user.username, data, request.app.state.node_lookup)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from flowbroker.api.deps import DbSession, Viewer
+from flowbroker.api.deps import DbSession, Reader
 from flowbroker.api.schemas import MAX_ID, AuditOut
 from flowbroker.services import audit
 
@@ -16,7 +16,7 @@ router = APIRouter(prefix="/api/audit", tags=["audit"])
 
 @router.get("", response_model=list[AuditOut])
 def query_audit(
-    _: Viewer,
+    _: Reader,
     session: DbSession,
     actor: Annotated[str | None, Query(max_length=64)] = None,
     action: Annotated[str | None, Query(max_length=64)] = None,

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, status
 
 from flowbroker.api.deps import CurrentToken, CurrentUser, DbSession, SettingsDep
-from flowbroker.api.schemas import LoginIn, PasswordIn, TokenOut, UserOut
+from flowbroker.api.schemas import LoginIn, MeOut, PasswordIn, TokenOut
 from flowbroker.services import users
 from flowbroker.services.errors import Unauthorized
 
@@ -22,7 +22,13 @@ def login(body: LoginIn, session: DbSession, settings: SettingsDep) -> Any:
         session, body.username, body.password, timedelta(seconds=settings.token_ttl_seconds)
     )
     row = users.authenticate(session, token)[1]
-    return TokenOut(access_token=token, username=user.username, role=user.role, expires_at=row.expires_at)
+    return TokenOut(
+        access_token=token,
+        username=user.username,
+        role=user.role,
+        expires_at=row.expires_at,
+        permissions=users.permissions(user.role),
+    )
 
 
 @router.post("/logout", status_code=status.HTTP_204_NO_CONTENT)
@@ -31,10 +37,17 @@ def logout(token: CurrentToken, session: DbSession) -> None:
     users.revoke(session, token.user.username, token)
 
 
-@router.get("/me", response_model=UserOut)
+@router.get("/me", response_model=MeOut)
 def me(user: CurrentUser) -> Any:
-    """The user the token belongs to."""
-    return user
+    """The user the token belongs to, with the permissions of their role."""
+    return MeOut(
+        id=user.id,
+        username=user.username,
+        role=user.role,
+        active=user.active,
+        created_at=user.created_at,
+        permissions=users.permissions(user.role),
+    )
 
 
 @router.post("/password", status_code=status.HTTP_204_NO_CONTENT)

@@ -1,4 +1,4 @@
-"""Brokers and their execution groups."""
+"""Brokers and their execution groups, with the state of each group's process."""
 
 from __future__ import annotations
 
@@ -6,72 +6,97 @@ from typing import Any
 
 from fastapi import APIRouter, status
 
-from flowbroker.api.deps import DbSession, Operator, Viewer
+from flowbroker.api.deps import DbSession, Reader, SettingsDep, TopologyManager
 from flowbroker.api.schemas import BrokerIn, BrokerOut, BrokerPatch, GroupIn, GroupOut, GroupPatch, Id
-from flowbroker.services import brokers
+from flowbroker.services import brokers, groups
+from flowbroker.settings import Settings
 
 router = APIRouter(prefix="/api/brokers", tags=["brokers"])
 
 
+def _broker(broker: Any, settings: Settings) -> dict[str, Any]:
+    table = groups.supervisor_table(settings.supervisor_state)
+    return groups.describe_broker(broker, settings.data, table, settings.local_broker)
+
+
+def _group(group: Any, settings: Settings) -> dict[str, Any]:
+    table = groups.supervisor_table(settings.supervisor_state)
+    return groups.describe_group(group, settings.data, table, settings.local_broker)
+
+
 @router.get("", response_model=list[BrokerOut])
-def list_brokers(_: Viewer, session: DbSession) -> Any:
+def list_brokers(_: Reader, session: DbSession, settings: SettingsDep) -> Any:
     """Every broker with its execution groups."""
-    return brokers.list_brokers(session)
+    table = groups.supervisor_table(settings.supervisor_state)
+    return [
+        groups.describe_broker(b, settings.data, table, settings.local_broker)
+        for b in brokers.list_brokers(session)
+    ]
 
 
 @router.post("", response_model=BrokerOut, status_code=status.HTTP_201_CREATED)
-def create_broker(body: BrokerIn, user: Operator, session: DbSession) -> Any:
+def create_broker(body: BrokerIn, user: TopologyManager, session: DbSession, settings: SettingsDep) -> Any:
     """Define a broker."""
-    return brokers.create(session, user.username, body.name, body.description, body.qm_url)
+    return _broker(brokers.create(session, user.username, body.name, body.description, body.qm_url), settings)
 
 
 @router.get("/{broker_id}", response_model=BrokerOut)
-def get_broker(broker_id: Id, _: Viewer, session: DbSession) -> Any:
+def get_broker(broker_id: Id, _: Reader, session: DbSession, settings: SettingsDep) -> Any:
     """One broker."""
-    return brokers.get(session, broker_id)
+    return _broker(brokers.get(session, broker_id), settings)
 
 
 @router.patch("/{broker_id}", response_model=BrokerOut)
-def update_broker(broker_id: Id, body: BrokerPatch, user: Operator, session: DbSession) -> Any:
+def update_broker(
+    broker_id: Id, body: BrokerPatch, user: TopologyManager, session: DbSession, settings: SettingsDep
+) -> Any:
     """Rename or describe a broker."""
-    return brokers.update(
-        session, user.username, broker_id, body.model_dump(exclude_unset=True, exclude_none=True)
-    )
+    changes = body.model_dump(exclude_unset=True, exclude_none=True)
+    return _broker(brokers.update(session, user.username, broker_id, changes), settings)
 
 
 @router.delete("/{broker_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_broker(broker_id: Id, user: Operator, session: DbSession) -> None:
+def delete_broker(broker_id: Id, user: TopologyManager, session: DbSession) -> None:
     """Delete a broker and its groups (refused while flows are deployed to it)."""
     brokers.delete(session, user.username, broker_id)
 
 
 @router.get("/{broker_id}/groups", response_model=list[GroupOut])
-def list_groups(broker_id: Id, _: Viewer, session: DbSession) -> Any:
+def list_groups(broker_id: Id, _: Reader, session: DbSession, settings: SettingsDep) -> Any:
     """The broker's execution groups."""
-    return brokers.get(session, broker_id).groups
+    return _broker(brokers.get(session, broker_id), settings)["groups"]
 
 
 @router.post("/{broker_id}/groups", response_model=GroupOut, status_code=status.HTTP_201_CREATED)
-def create_group(broker_id: Id, body: GroupIn, user: Operator, session: DbSession) -> Any:
-    """Define an execution group on a broker."""
-    return brokers.create_group(session, user.username, broker_id, body.name, body.description)
+def create_group(
+    broker_id: Id, body: GroupIn, user: TopologyManager, session: DbSession, settings: SettingsDep
+) -> Any:
+    """Define an execution group on a broker; on the local broker `flowbroker up` starts its process."""
+    group = brokers.create_group(session, user.username, broker_id, body.name, body.description)
+    return _group(group, settings)
 
 
 @router.get("/{broker_id}/groups/{group_id}", response_model=GroupOut)
-def get_group(broker_id: Id, group_id: Id, _: Viewer, session: DbSession) -> Any:
+def get_group(broker_id: Id, group_id: Id, _: Reader, session: DbSession, settings: SettingsDep) -> Any:
     """One execution group."""
-    return brokers.get_group(session, broker_id, group_id)
+    return _group(brokers.get_group(session, broker_id, group_id), settings)
 
 
 @router.patch("/{broker_id}/groups/{group_id}", response_model=GroupOut)
-def update_group(broker_id: Id, group_id: Id, body: GroupPatch, user: Operator, session: DbSession) -> Any:
+def update_group(
+    broker_id: Id,
+    group_id: Id,
+    body: GroupPatch,
+    user: TopologyManager,
+    session: DbSession,
+    settings: SettingsDep,
+) -> Any:
     """Rename or describe an execution group."""
-    return brokers.update_group(
-        session, user.username, broker_id, group_id, body.model_dump(exclude_unset=True, exclude_none=True)
-    )
+    changes = body.model_dump(exclude_unset=True, exclude_none=True)
+    return _group(brokers.update_group(session, user.username, broker_id, group_id, changes), settings)
 
 
 @router.delete("/{broker_id}/groups/{group_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_group(broker_id: Id, group_id: Id, user: Operator, session: DbSession) -> None:
-    """Delete an execution group (refused while flows are deployed to it)."""
+def delete_group(broker_id: Id, group_id: Id, user: TopologyManager, session: DbSession) -> None:
+    """Delete an execution group (refused while flows are deployed to it); its process is stopped."""
     brokers.delete_group(session, user.username, broker_id, group_id)

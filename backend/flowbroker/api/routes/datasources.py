@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, status
 
-from flowbroker.api.deps import DbSession, Developer, Viewer
+from flowbroker.api.deps import DbSession, FlowEditor, Reader
 from flowbroker.api.schemas import DataSourceIn, DataSourceOut, DataSourcePatch, Id
 from flowbroker.repository.models import DataSource
 from flowbroker.services import datasources
@@ -21,13 +21,13 @@ def _out(source: DataSource) -> DataSourceOut:
 
 
 @router.get("", response_model=list[DataSourceOut])
-def list_sources(_: Viewer, session: DbSession) -> Any:
+def list_sources(_: Reader, session: DbSession) -> Any:
     """Every data source."""
     return [_out(s) for s in datasources.list_all(session)]
 
 
 @router.post("", response_model=DataSourceOut, status_code=status.HTTP_201_CREATED)
-def create_source(body: DataSourceIn, user: Developer, session: DbSession) -> Any:
+def create_source(body: DataSourceIn, user: FlowEditor, session: DbSession) -> Any:
     """Define a data source by SQLAlchemy URL."""
     return _out(
         datasources.create(session, user.username, body.name, body.url, body.description, body.broker_id)
@@ -35,18 +35,18 @@ def create_source(body: DataSourceIn, user: Developer, session: DbSession) -> An
 
 
 @router.get("/{source_id}", response_model=DataSourceOut)
-def get_source(source_id: Id, _: Viewer, session: DbSession) -> Any:
+def get_source(source_id: Id, _: Reader, session: DbSession) -> Any:
     """One data source."""
     return _out(datasources.get(session, source_id))
 
 
 @router.patch("/{source_id}", response_model=DataSourceOut)
-def update_source(source_id: Id, body: DataSourcePatch, user: Developer, session: DbSession) -> Any:
+def update_source(source_id: Id, body: DataSourcePatch, user: FlowEditor, session: DbSession) -> Any:
     """Change a data source."""
     return _out(datasources.update(session, user.username, source_id, body.model_dump(exclude_unset=True)))
 
 
 @router.delete("/{source_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_source(source_id: Id, user: Developer, session: DbSession) -> None:
+def delete_source(source_id: Id, user: FlowEditor, session: DbSession) -> None:
     """Delete a data source."""
     datasources.delete(session, user.username, source_id)

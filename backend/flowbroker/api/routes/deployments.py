@@ -1,4 +1,4 @@
-"""Deployments of flows to execution groups, and the flows and start/stop of a group."""
+"""Deployments of flows to execution groups: deploy, undeploy, start and stop a flow or a whole group."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query, status
 from fastapi.responses import PlainTextResponse
 from pydantic import Field
 
-from flowbroker.api.deps import DbSession, Operator, SettingsDep, Viewer
-from flowbroker.api.schemas import Body, Id, Out, RefId
-from flowbroker.services import deploy, stats
+from flowbroker.api.deps import DbSession, Deployer, Reader, SettingsDep, TopologyManager
+from flowbroker.api.schemas import Body, GroupOut, Id, Out, RefId
+from flowbroker.services import deploy, groups, stats
 
 router = APIRouter(tags=["deployments"])
 
@@ -62,9 +62,9 @@ class DeploymentOut(Out):
 
 
 @router.post("/api/deployments", response_model=DeploymentOut, status_code=status.HTTP_202_ACCEPTED)
-def create_deployment(body: DeploymentIn, user: Operator, session: DbSession, settings: SettingsDep) -> Any:
+def create_deployment(body: DeploymentIn, user: Deployer, session: DbSession, settings: SettingsDep) -> Any:
     """Deploy a flow version to an execution group; follow its status at GET /api/deployments/{id}."""
-    row = deploy.create(
+    row = groups.deploy_to(
         session,
         user.username,
         flow_id=body.flow_id,
@@ -81,7 +81,7 @@ def create_deployment(body: DeploymentIn, user: Operator, session: DbSession, se
 
 
 @router.get("/api/deployments/{deployment_id}", response_model=DeploymentOut)
-def get_deployment(deployment_id: Id, _: Viewer, session: DbSession) -> Any:
+def get_deployment(deployment_id: Id, _: Reader, session: DbSession) -> Any:
     """One deployment: its status and, when it failed, every diagnostic."""
     return deploy.describe(deploy.get(session, deployment_id))
 
@@ -89,9 +89,29 @@ def get_deployment(deployment_id: Id, _: Viewer, session: DbSession) -> Any:
 @router.delete(
     "/api/deployments/{deployment_id}", response_model=DeploymentOut, status_code=status.HTTP_202_ACCEPTED
 )
-def delete_deployment(deployment_id: Id, user: Operator, session: DbSession, settings: SettingsDep) -> Any:
+def delete_deployment(deployment_id: Id, user: Deployer, session: DbSession, settings: SettingsDep) -> Any:
     """Undeploy: the group stops the flow after the messages in progress."""
-    return deploy.describe(deploy.undeploy(session, user.username, deployment_id, data=settings.data))
+    return deploy.describe(groups.undeploy(session, user.username, deployment_id, settings.data))
+
+
+@router.post(
+    "/api/deployments/{deployment_id}/start",
+    response_model=DeploymentOut,
+    status_code=status.HTTP_202_ACCEPTED,
+)
+def start_flow(deployment_id: Id, user: Deployer, session: DbSession, settings: SettingsDep) -> Any:
+    """Start a stopped flow; its status turns running when the group has started its threads."""
+    return deploy.describe(groups.control_flow(session, user.username, deployment_id, "start", settings.data))
+
+
+@router.post(
+    "/api/deployments/{deployment_id}/stop",
+    response_model=DeploymentOut,
+    status_code=status.HTTP_202_ACCEPTED,
+)
+def stop_flow(deployment_id: Id, user: Deployer, session: DbSession, settings: SettingsDep) -> Any:
+    """Stop a flow after the messages in progress; it stays deployed, and stopped across group restarts."""
+    return deploy.describe(groups.control_flow(session, user.username, deployment_id, "stop", settings.data))
 
 
 class TraceIn(Body):
@@ -107,7 +127,7 @@ class TraceIn(Body):
     status_code=status.HTTP_202_ACCEPTED,
 )
 def set_trace(
-    deployment_id: Id, body: TraceIn, user: Operator, session: DbSession, settings: SettingsDep
+    deployment_id: Id, body: TraceIn, user: Deployer, session: DbSession, settings: SettingsDep
 ) -> Any:
     """Switch the user trace of the deployment's flow on or off."""
     return deploy.describe(
@@ -118,7 +138,7 @@ def set_trace(
 @router.get("/api/deployments/{deployment_id}/trace", response_class=PlainTextResponse)
 def read_trace(
     deployment_id: Id,
-    _: Viewer,
+    _: Reader,
     session: DbSession,
     settings: SettingsDep,
     limit: Annotated[int, Query(ge=1, le=16 * 1024 * 1024)] = 1 << 20,
@@ -129,28 +149,23 @@ def read_trace(
 
 
 @router.get("/api/groups/{group_id}/flows", response_model=list[DeploymentOut])
-def group_flows(group_id: Id, _: Viewer, session: DbSession) -> Any:
+def group_flows(group_id: Id, _: Reader, session: DbSession) -> Any:
     """The flows deployed to an execution group (the current deployment of each)."""
     return [deploy.describe(d) for d in deploy.group_flows(session, group_id)]
 
 
-@router.post(
-    "/api/groups/{group_id}/start", response_model=list[DeploymentOut], status_code=status.HTTP_202_ACCEPTED
-)
-def start_group(group_id: Id, user: Operator, session: DbSession, settings: SettingsDep) -> Any:
-    """Start every flow of the group."""
-    return [
-        deploy.describe(d)
-        for d in deploy.group_control(session, user.username, group_id, "start", settings.data)
-    ]
+def _group(group: Any, settings: Any) -> dict[str, Any]:
+    table = groups.supervisor_table(settings.supervisor_state)
+    return groups.describe_group(group, settings.data, table, settings.local_broker)
 
 
-@router.post(
-    "/api/groups/{group_id}/stop", response_model=list[DeploymentOut], status_code=status.HTTP_202_ACCEPTED
-)
-def stop_group(group_id: Id, user: Operator, session: DbSession, settings: SettingsDep) -> Any:
-    """Stop every flow of the group after the messages in progress."""
-    return [
-        deploy.describe(d)
-        for d in deploy.group_control(session, user.username, group_id, "stop", settings.data)
-    ]
+@router.post("/api/groups/{group_id}/start", response_model=GroupOut, status_code=status.HTTP_202_ACCEPTED)
+def start_group(group_id: Id, user: TopologyManager, session: DbSession, settings: SettingsDep) -> Any:
+    """Start the group's process; each flow resumes in its own started or stopped state."""
+    return _group(groups.set_desired(session, user.username, group_id, "running", settings.data), settings)
+
+
+@router.post("/api/groups/{group_id}/stop", response_model=GroupOut, status_code=status.HTTP_202_ACCEPTED)
+def stop_group(group_id: Id, user: TopologyManager, session: DbSession, settings: SettingsDep) -> Any:
+    """Stop the group's process, and so every flow in it, after the messages in progress."""
+    return _group(groups.set_desired(session, user.username, group_id, "stopped", settings.data), settings)

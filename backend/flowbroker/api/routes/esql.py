@@ -2,38 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from fastapi import APIRouter
 from pydantic import Field
 
-from flowbroker.api.deps import Viewer
-from flowbroker.api.errors import ApiError
+from flowbroker.api.deps import Reader
 from flowbroker.api.schemas import Body, Out
+from flowbroker.services import esql
 
 router = APIRouter(prefix="/api/esql", tags=["esql"])
-
-#: The correlation names a Compute, Filter or Database module may use (seed 004 §2.3; ACE's names).
-CORRELATION_NAMES = (
-    "InputRoot",
-    "InputBody",
-    "InputProperties",
-    "InputLocalEnvironment",
-    "InputDestinationList",
-    "InputExceptionList",
-    "Environment",
-    "OutputRoot",
-    "OutputLocalEnvironment",
-    "OutputDestinationList",
-    "OutputExceptionList",
-    "LocalEnvironment",
-    "DestinationList",
-    "ExceptionList",
-    "Root",
-    "Body",
-    "Properties",
-)
 
 
 class CheckIn(Body):
@@ -67,68 +45,16 @@ class EnvironmentOut(Out):
     correlation_names: list[str]
 
 
-def _parser() -> Any:
-    try:
-        return importlib.import_module("esql.parser")
-    except ImportError as exc:
-        raise ApiError(503, "unavailable", f"the ESQL compiler is not installed: {exc}") from None
-
-
-def _diagnostics(source: str, filename: str) -> list[Any]:
-    """Every diagnostic the deploy-time compile would report: syntax, then the semantic checks."""
-    try:
-        compiler = importlib.import_module("esql.compiler")
-    except ImportError:
-        compiler = None
-    check_sources = getattr(compiler, "check_sources", None)
-    if callable(check_sources):
-        found, _generator = check_sources({filename: source}, strict=True)
-        return list(found)
-    # An `esql` without the code generator still gives exact syntax diagnostics.
-    return list(_parser().parse(source, filename=filename).diagnostics)
-
-
 @router.post("/check", response_model=CheckOut)
-def check_source(body: CheckIn, _: Viewer) -> Any:
+def check_source(body: CheckIn, _: Reader) -> Any:
     """Compile-check ESQL text as a deploy would; every diagnostic carries its line and column."""
-    _parser()
-    out = [
-        EsqlDiagnostic(line=d.line, column=d.column, severity=d.severity, message=d.message)
-        for d in _diagnostics(body.source, body.filename)
+    found = [
+        EsqlDiagnostic.model_validate(d, from_attributes=True) for d in esql.check(body.source, body.filename)
     ]
-    return CheckOut(valid=not any(d.severity == "error" for d in out), diagnostics=out)
-
-
-def _function_details() -> list[FunctionInfo]:
-    """The built-in functions of the ESQL environment, as the `esql` package describes them."""
-    try:
-        functions = importlib.import_module("esql.functions")
-    except ImportError:
-        return []
-    describe = getattr(functions, "describe", None)
-    if not callable(describe):
-        return []
-    return [
-        FunctionInfo(
-            name=str(f.get("name", "")),
-            category=str(f.get("category") or ""),
-            signature=str(f.get("signature") or ""),
-            doc=str(f.get("doc") or ""),
-        )
-        for f in describe()
-        if f.get("name")
-    ]
+    return CheckOut(valid=not any(d.severity == "error" for d in found), diagnostics=found)
 
 
 @router.get("/environment", response_model=EnvironmentOut)
-def environment(_: Viewer) -> Any:
+def environment(_: Reader) -> Any:
     """Keywords of the grammar, the built-in functions and the correlation names, for completion."""
-    parser = _parser()
-    keywords = sorted(parser.grammar().keywords)
-    details = _function_details()
-    return EnvironmentOut(
-        keywords=keywords,
-        functions=[f.name for f in details],
-        function_details=details,
-        correlation_names=list(CORRELATION_NAMES),
-    )
+    return esql.environment()

@@ -6,9 +6,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request, status
 
-from flowbroker.api.deps import DbSession, Developer, Viewer
+from flowbroker.api.deps import DbSession, FlowEditor, Reader
 from flowbroker.api.schemas import (
     MAX_ID,
+    FlowDocument,
     FlowOut,
     FlowSummary,
     FlowVersionDocument,
@@ -21,13 +22,21 @@ from flowbroker.services import flows, validation
 
 router = APIRouter(prefix="/api/flows", tags=["flows"])
 
-FlowDocument = Annotated[
+# The body is read as plain JSON and checked by the validation service, which names every
+# problem by its JSON pointer at once; the schema still states the document's shape.
+FlowDocumentBody = Annotated[
     Any,
     Body(
         description="a flow document (see the design's Flows section)",
         examples=[{"name": "OrderRouting", "nodes": [], "connections": []}],
     ),
 ]
+DOCUMENT_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FlowDocument"}}},
+    }
+}
 Comment = Annotated[str, Query(max_length=2000, description="why this version was saved")]
 
 
@@ -39,13 +48,13 @@ def _out(flow: Flow | flows.FlowState, document: dict[str, Any]) -> FlowOut:
         current_version=flow.current_version,
         created_at=flow.created_at,
         updated_at=flow.updated_at,
-        document=document,
+        document=FlowDocument.model_validate(document),
     )
 
 
 @router.get("", response_model=list[FlowSummary])
 def list_flows(
-    _: Viewer,
+    _: Reader,
     session: DbSession,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
@@ -54,9 +63,15 @@ def list_flows(
     return flows.list_flows(session, limit=limit, offset=offset)
 
 
-@router.post("", response_model=FlowOut, status_code=status.HTTP_201_CREATED)
+@router.post(
+    "",
+    response_model=FlowOut,
+    response_model_exclude_unset=True,
+    status_code=status.HTTP_201_CREATED,
+    openapi_extra=DOCUMENT_BODY,
+)
 def create_flow(
-    document: FlowDocument, request: Request, user: Developer, session: DbSession, comment: Comment = ""
+    document: FlowDocumentBody, request: Request, user: FlowEditor, session: DbSession, comment: Comment = ""
 ) -> Any:
     """Create a flow from a document; it becomes version 1."""
     flow, row = flows.create(
@@ -65,26 +80,28 @@ def create_flow(
     return _out(flow, row.document)
 
 
-@router.post("/validate", response_model=ValidationOut)
-def validate_flow(document: FlowDocument, request: Request, _: Viewer) -> Any:
+@router.post("/validate", response_model=ValidationOut, openapi_extra=DOCUMENT_BODY)
+def validate_flow(document: FlowDocumentBody, request: Request, _: Reader) -> Any:
     """Check a document against the node specs without saving it."""
     found = validation.problems(document, request.app.state.node_lookup)
-    return ValidationOut(valid=not found, problems=found)
+    return ValidationOut.model_validate({"valid": not found, "problems": found})
 
 
-@router.get("/{flow_id}", response_model=FlowOut)
-def get_flow(flow_id: Id, _: Viewer, session: DbSession) -> Any:
+@router.get("/{flow_id}", response_model=FlowOut, response_model_exclude_unset=True)
+def get_flow(flow_id: Id, _: Reader, session: DbSession) -> Any:
     """A flow with its current document."""
     state = flows.load(session, flow_id)
     return _out(state, state.document)
 
 
-@router.put("/{flow_id}", response_model=FlowOut)
+@router.put(
+    "/{flow_id}", response_model=FlowOut, response_model_exclude_unset=True, openapi_extra=DOCUMENT_BODY
+)
 def save_flow(
     flow_id: Id,
-    document: FlowDocument,
+    document: FlowDocumentBody,
     request: Request,
-    user: Developer,
+    user: FlowEditor,
     session: DbSession,
     comment: Comment = "",
 ) -> Any:
@@ -96,18 +113,20 @@ def save_flow(
 
 
 @router.delete("/{flow_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_flow(flow_id: Id, user: Developer, session: DbSession) -> None:
+def delete_flow(flow_id: Id, user: FlowEditor, session: DbSession) -> None:
     """Delete a flow and its history (refused while deployed)."""
     flows.delete(session, user.username, flow_id)
 
 
 @router.get("/{flow_id}/versions", response_model=list[FlowVersionOut])
-def list_versions(flow_id: Id, _: Viewer, session: DbSession) -> Any:
+def list_versions(flow_id: Id, _: Reader, session: DbSession) -> Any:
     """The flow's versions, newest first."""
     return flows.versions(session, flows.get(session, flow_id))
 
 
-@router.get("/{flow_id}/versions/{number}", response_model=FlowVersionDocument)
-def get_version(flow_id: Id, number: Id, _: Viewer, session: DbSession) -> Any:
+@router.get(
+    "/{flow_id}/versions/{number}", response_model=FlowVersionDocument, response_model_exclude_unset=True
+)
+def get_version(flow_id: Id, number: Id, _: Reader, session: DbSession) -> Any:
     """One version's document."""
     return flows.version(session, flows.get(session, flow_id), number)

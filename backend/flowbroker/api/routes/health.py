@@ -50,7 +50,10 @@ def health(session: DbSession, settings: SettingsDep) -> Any:
             # The supervisor knows the restarts; this process knows it is answering.
             own = {**component, **own}
     merged = [own] + [c for c in components if c.get("name") != own["name"]]
-    ok = database == "up" and all(c.get("state") == "running" for c in merged)
+    # A component kept stopped on purpose (a stopped execution group) does not degrade the system.
+    ok = database == "up" and all(
+        c.get("state") == "running" for c in merged if c.get("desired", "running") == "running"
+    )
     return {
         "status": "ok" if ok else "degraded",
         "version": "0.1.0",

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from flowbroker.api.deps import DbSession, Developer
+from flowbroker.api.deps import DbSession, FlowEditor
 from flowbroker.services import messagesets
 from flowbroker.services.errors import Invalid, problem
 
@@ -33,7 +33,7 @@ class MessageSetImportOut(BaseModel):
 
 
 @router.post("/import", response_model=MessageSetImportOut, status_code=201)
-def import_layout(body: MessageSetImportIn, user: Developer, session: DbSession) -> Any:
+def import_layout(body: MessageSetImportIn, user: FlowEditor, session: DbSession) -> Any:
     """Import a record layout as a message type of a set (a new version of the set)."""
     from esql.domains import DomainError
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, status
 
-from flowbroker.api.deps import DbSession, Developer, Viewer
+from flowbroker.api.deps import DbSession, FlowEditor, Reader
 from flowbroker.api.schemas import (
     Id,
     MessageSetIn,
@@ -35,13 +35,13 @@ def _out(session: DbSession, message_set: MessageSet, number: Id | None = None) 
 
 
 @router.get("", response_model=list[MessageSetSummary])
-def list_sets(_: Viewer, session: DbSession) -> Any:
+def list_sets(_: Reader, session: DbSession) -> Any:
     """Every message set."""
     return messagesets.list_all(session)
 
 
 @router.post("", response_model=MessageSetOut, status_code=status.HTTP_201_CREATED)
-def create_set(body: MessageSetIn, user: Developer, session: DbSession) -> Any:
+def create_set(body: MessageSetIn, user: FlowEditor, session: DbSession) -> Any:
     """Create a message set; its document becomes version 1."""
     return _out(
         session, messagesets.create(session, user.username, body.name, body.document, body.description)
@@ -49,30 +49,30 @@ def create_set(body: MessageSetIn, user: Developer, session: DbSession) -> Any:
 
 
 @router.get("/{set_id}", response_model=MessageSetOut)
-def get_set(set_id: Id, _: Viewer, session: DbSession) -> Any:
+def get_set(set_id: Id, _: Reader, session: DbSession) -> Any:
     """A message set with its current document."""
     return _out(session, messagesets.get(session, set_id))
 
 
 @router.put("/{set_id}", response_model=MessageSetOut)
-def save_set(set_id: Id, body: MessageSetPut, user: Developer, session: DbSession) -> Any:
+def save_set(set_id: Id, body: MessageSetPut, user: FlowEditor, session: DbSession) -> Any:
     """Save a new version of the set's document."""
     return _out(session, messagesets.save(session, user.username, set_id, body.document, body.description))
 
 
 @router.delete("/{set_id}", status_code=status.HTTP_204_NO_CONTENT)
-def delete_set(set_id: Id, user: Developer, session: DbSession) -> None:
+def delete_set(set_id: Id, user: FlowEditor, session: DbSession) -> None:
     """Delete a message set and its history."""
     messagesets.delete(session, user.username, set_id)
 
 
 @router.get("/{set_id}/versions", response_model=list[MessageSetVersionOut])
-def list_versions(set_id: Id, _: Viewer, session: DbSession) -> Any:
+def list_versions(set_id: Id, _: Reader, session: DbSession) -> Any:
     """The set's versions, newest first."""
     return messagesets.versions(session, messagesets.get(session, set_id))
 
 
 @router.get("/{set_id}/versions/{number}", response_model=MessageSetOut)
-def get_version(set_id: Id, number: Id, _: Viewer, session: DbSession) -> Any:
+def get_version(set_id: Id, number: Id, _: Reader, session: DbSession) -> Any:
     """One version's document."""
     return _out(session, messagesets.get(session, set_id), number)

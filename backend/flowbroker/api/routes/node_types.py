@@ -6,14 +6,14 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from flowbroker.api.deps import Viewer
+from flowbroker.api.deps import Reader
+from flowbroker.api.schemas import NodeSpec
+from flowbroker.services import node_types as specs
 
 router = APIRouter(prefix="/api", tags=["node types"])
 
 
-@router.get("/node-types", response_model=list[dict[str, Any]])
-def node_types(_: Viewer) -> Any:
+@router.get("/node-types", response_model=list[NodeSpec])
+def node_types(_: Reader) -> Any:
     """Every registered node type's spec."""
-    from flowbroker_nodes import registry
-
-    return [spec.to_json() for spec in registry.specs()]
+    return specs.describe_all()

@@ -1,48 +1,60 @@
-"""Queues over REST for the designer's Queues page: depths, put a test message, browse, get, move."""
+"""Queues over REST for the designer's Queues page: define, alter, delete, purge, put, browse, get, move."""
 
 from __future__ import annotations
 
-import base64
-import itertools
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, status
 from pydantic import Field
 
-from flowbroker.api.deps import Operator, SettingsDep, Viewer
-from flowbroker.api.errors import ApiError
+from flowbroker.api.deps import DbSession, QueueWriter, Reader, SettingsDep
 from flowbroker.api.schemas import Body, Out
+from flowbroker.services import queues
 
 router = APIRouter(prefix="/api/queues", tags=["queues"])
 
-QueueName = Annotated[str, Path(pattern=r"^[A-Za-z0-9._/%]{1,48}$", description="an MQ queue name")]
-#: MQ reason codes that are the caller's mistake, not the server's.
-_CLIENT_REASONS = {
-    2085: 404,
-    2100: 409,
-    2055: 409,
-    2042: 409,
-    2033: 404,
-    2053: 409,
-    2051: 409,
-    2016: 409,
-    2030: 413,
-    2035: 403,
-}
-_FORMATS = {"MQSTR": "MQSTR", "XML": "MQSTR", "JSON": "MQSTR", "NONE": ""}
+QUEUE_PATTERN = r"^[A-Za-z0-9._/%]{1,48}$"
+QueueName = Annotated[str, Path(pattern=QUEUE_PATTERN, description="an MQ queue name")]
+MsgId = Annotated[str, Path(pattern=r"^[0-9a-fA-F]{48}$", description="the message id, 48 hex digits")]
+FieldName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
+FieldValue = Annotated[str, Field(max_length=1024)]
+
+
+class JmsIn(Body):
+    """The <jms> folder: JMS header fields as MQ maps them."""
+
+    dst: str = Field(default="", max_length=256, description="JMSDestination, e.g. queue:///Q1")
+    rto: str = Field(default="", max_length=256, description="JMSReplyTo")
+    tms: str = Field(default="", pattern=r"^\d{0,19}$", description="JMSTimestamp, ms since 1970")
+    exp: str = Field(default="", pattern=r"^\d{0,19}$", description="JMSExpiration, ms since 1970")
+    pri: str = Field(default="", pattern=r"^[0-9]?$", description="JMSPriority 0-9")
+    dlv: str = Field(
+        default="", pattern=r"^[12]?$", description="JMSDeliveryMode: 1 non-persistent, 2 persistent"
+    )
+    cid: str = Field(default="", max_length=256, description="JMSCorrelationID")
+    gid: str = Field(default="", max_length=256, description="JMSXGroupID")
+    seq: str = Field(default="", pattern=r"^\d{0,10}$", description="JMSXGroupSeq")
+
+
+class PscIn(Body):
+    """The <psc> folder of a publication: the command and its topics."""
+
+    command: Literal["Publish", "RegSub", "DeregSub"] = "Publish"
+    topics: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(
+        default_factory=list, max_length=32
+    )
 
 
 class Rfh2In(Body):
+    """The MQRFH2 to put in front of the body: <mcd>, and optionally <usr>, <psc> and <jms>."""
+
     domain: Literal["XMLNSC", "XMLNS", "XML", "JSON", "BLOB", "MRM"]
     set: str = Field(default="", max_length=64)
     type: str = Field(default="", max_length=128)
     format: str = Field(default="", max_length=32)
-    usr: dict[
-        Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")],
-        Annotated[str, Field(max_length=1024)],
-    ] = Field(default_factory=dict, description="name/value fields of the <usr> folder")
+    usr: dict[FieldName, FieldValue] = Field(default_factory=dict, description="name/value fields of <usr>")
+    psc: PscIn | None = None
+    jms: JmsIn | None = None
 
 
 class PutIn(Body):
@@ -60,15 +72,29 @@ class PutOut(Out):
     msg_id: str
 
 
-class DefineIn(Body):
-    name: str = Field(pattern=r"^[A-Za-z0-9._/%]{1,48}$")
-    backout_threshold: int = Field(default=0, ge=0, le=999_999)
-    backout_requeue_q: str = Field(default="", pattern=r"^[A-Za-z0-9._/%]{0,48}$")
-    description: str = Field(default="", max_length=256)
+class QueueAttributesIn(Body):
+    """Attributes of a local queue, named after MQ's (MAXDEPTH, DEFPSIST, BOTHRESH, BOQNAME, …)."""
+
+    max_depth: int | None = Field(default=None, ge=1, le=100_000_000)
+    max_msg_length: int | None = Field(default=None, ge=1, le=100 * 1024 * 1024)
+    default_persistence: Literal[0, 1] | None = None
+    default_priority: int | None = Field(default=None, ge=0, le=9)
+    put_inhibited: bool | None = None
+    get_inhibited: bool | None = None
+    backout_threshold: int | None = Field(default=None, ge=0, le=999_999)
+    backout_requeue_q: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._/%]{0,48}$")
+    description: str | None = Field(default=None, max_length=256)
+
+    def attributes(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True, by_alias=False, exclude={"name"})
+
+
+class DefineIn(QueueAttributesIn):
+    name: str = Field(pattern=QUEUE_PATTERN)
 
 
 class MoveIn(Body):
-    to: str = Field(pattern=r"^[A-Za-z0-9._/%]{1,48}$")
+    to: str = Field(pattern=QUEUE_PATTERN)
 
 
 class QueueOut(Out):
@@ -79,206 +105,149 @@ class QueueOut(Out):
     attributes: dict[str, Any]
 
 
+class BackoutQueueOut(Out):
+    name: str
+    depth: int
+    defined: bool = Field(description="false when a queue names a backout queue that does not exist")
+    used_by: list[str]
+
+
+class FailedMessagesOut(Out):
+    """Where messages that failed wait: the dead-letter queue and every backout queue named."""
+
+    dead_letter_queue: str
+    dead_letter_depth: int
+    backout_queues: list[BackoutQueueOut]
+
+
+class PurgeOut(Out):
+    queue: str
+    purged: int
+
+
 class MessageOut(Out):
     body: str
     body_base64: str | None = None
     descriptor: dict[str, Any]
     properties: dict[str, Any]
     rfh2: dict[str, Any] | None = None
-
-
-@contextmanager
-def _client(settings: Any) -> Iterator[Any]:
-    try:
-        from flowbroker.qm.client import Client
-        from flowbroker.qm.protocol import QMError
-    except ImportError as exc:
-        raise ApiError(501, "not_available", f"the queue manager client is not installed: {exc}") from None
-
-    try:
-        client = Client.connect(data_dir=str(settings.data), timeout=5.0)
-    except QMError as exc:
-        raise ApiError(503, "queue_manager_unavailable", exc.reason or str(exc)) from None
-    try:
-        yield client
-    except QMError as exc:
-        code = _CLIENT_REASONS.get(exc.reason_code, 502)
-        raise ApiError(
-            code, f"mq_{exc.reason_code}", exc.reason or str(exc), {"reason": exc.reason_code}
-        ) from None
-    finally:
-        client.close()
-
-
-def _hex(value: bytes) -> str:
-    return value.hex()
-
-
-def _message(msg: Any) -> MessageOut:
-    md = msg.md
-    body: bytes = msg.body
-    rfh2: dict[str, Any] | None = None
-    if md.format == "MQHRF2":
-        from flowbroker.formats import rfh2 as rfh2_format
-
-        try:
-            header, body = rfh2_format.parse(body, encoding=md.encoding, ccsid=md.coded_char_set_id)
-            rfh2 = {"mcd": rfh2_format.template(header)}
-            usr = header.child("usr")
-            if usr is not None:
-                rfh2["usr"] = {kid.name: kid.value for kid in usr.children()}
-        except Exception as exc:  # a malformed header is shown, not fatal: the bytes stay intact
-            rfh2 = {"error": f"{type(exc).__name__}: {exc}"}
-    try:
-        text, raw = body.decode("utf-8"), None
-    except UnicodeDecodeError:
-        text, raw = body.decode("utf-8", errors="replace"), base64.b64encode(body).decode()
-    return MessageOut(
-        body=text,
-        body_base64=raw,
-        descriptor={
-            "msgId": _hex(md.msg_id),
-            "correlId": _hex(md.correl_id),
-            "persistence": md.persistence,
-            "priority": md.priority,
-            "expiry": md.expiry,
-            "replyToQ": md.reply_to_q,
-            "format": md.format,
-            "encoding": md.encoding,
-            "codedCharSetId": md.coded_char_set_id,
-            "putTime": md.put_time,
-            "backoutCount": md.backout_count,
-        },
-        properties=dict(msg.properties or {}),
-        rfh2=rfh2,
-    )
+    origin: str | None = Field(default=None, description="the queue a dead-lettered message came from")
+    reason: str | None = Field(default=None, description="why the message was dead-lettered or backed out")
 
 
 @router.get("", response_model=list[QueueOut])
-def list_queues(_: Viewer, settings: SettingsDep) -> Any:
+def list_queues(_: Reader, settings: SettingsDep) -> Any:
     """Every queue of the local queue manager with its current depth."""
-    with _client(settings) as qm:
-        rows = qm.list_queues("*")
-    return [
-        QueueOut(
-            name=str(q.get("name")),
-            depth=int(q.get("current_depth") or 0),
-            backout_queue=str(q.get("backout_requeue_q") or ""),
-            backout_threshold=int(q.get("backout_threshold") or 0),
-            attributes=q,
-        )
-        for q in rows
-    ]
+    return queues.list_queues(settings.data)
+
+
+@router.get("/failed", response_model=FailedMessagesOut)
+def failed_messages(_: Reader, settings: SettingsDep) -> Any:
+    """Depths of the dead-letter queue and of every backout queue a queue names."""
+    return queues.depths_summary(queues.list_queues(settings.data))
 
 
 @router.post("", response_model=QueueOut, status_code=status.HTTP_201_CREATED)
-def define_queue(queue: DefineIn, _: Operator, settings: SettingsDep) -> Any:
+def define_queue(body: DefineIn, user: QueueWriter, session: DbSession, settings: SettingsDep) -> Any:
     """Define a local queue (409 when it exists)."""
-    attrs: dict[str, Any] = {"backout_threshold": queue.backout_threshold, "description": queue.description}
-    if queue.backout_requeue_q:
-        attrs["backout_requeue_q"] = queue.backout_requeue_q
-    with _client(settings) as qm:
-        q = qm.define_queue(queue.name, **attrs)
-    return QueueOut(
-        name=queue.name,
-        depth=int(q.get("current_depth") or 0),
-        backout_queue=str(q.get("backout_requeue_q") or ""),
-        backout_threshold=int(q.get("backout_threshold") or 0),
-        attributes=q,
-    )
+    return queues.define(session, user.username, settings.data, body.name, body.attributes())
+
+
+@router.patch("/{queue}", response_model=QueueOut)
+def alter_queue(
+    queue: QueueName, body: QueueAttributesIn, user: QueueWriter, session: DbSession, settings: SettingsDep
+) -> Any:
+    """Change attributes of a queue; those not named keep their values."""
+    return queues.alter(session, user.username, settings.data, queue, body.attributes())
+
+
+@router.delete("/{queue}", status_code=status.HTTP_204_NO_CONTENT)
+def delete_queue(
+    queue: QueueName,
+    user: QueueWriter,
+    session: DbSession,
+    settings: SettingsDep,
+    purge: Annotated[bool, Query(description="also remove its messages (else 409 when not empty)")] = False,
+) -> None:
+    """Delete a queue."""
+    queues.delete(session, user.username, settings.data, queue, purge=purge)
+
+
+@router.post("/{queue}/purge", response_model=PurgeOut)
+def purge_queue(queue: QueueName, user: QueueWriter, session: DbSession, settings: SettingsDep) -> Any:
+    """Remove every message of a queue."""
+    return PurgeOut(queue=queue, purged=queues.purge(session, user.username, settings.data, queue))
 
 
 @router.post("/{queue}/messages", response_model=PutOut, status_code=status.HTTP_201_CREATED)
-def put_message(queue: QueueName, message: PutIn, _: Operator, settings: SettingsDep) -> Any:
-    """Put one test message; an ``rfh2`` object prefixes the body with an MQRFH2 naming its domain."""
-    from flowbroker.qm.protocol import MessageDescriptor, pad_id
-
-    payload = message.body.encode("utf-8")
-    fmt = _FORMATS[message.format]
+def put_message(
+    queue: QueueName, message: PutIn, user: QueueWriter, session: DbSession, settings: SettingsDep
+) -> Any:
+    """Put one test message; an ``rfh2`` object prefixes the body with an MQRFH2 of those folders."""
+    rfh2 = None
     if message.rfh2 is not None:
-        from esql.tree import Element
-
-        from flowbroker.formats import rfh2 as rfh2_format
-
-        header = Element("MQRFH2")
-        header.add("Format", fmt.ljust(8))
-        rfh2_format.set_template(
-            header, message.rfh2.domain, message.rfh2.set, message.rfh2.type, message.rfh2.format
+        r = message.rfh2
+        rfh2 = queues.Rfh2(
+            domain=r.domain,
+            set=r.set,
+            type=r.type,
+            format=r.format,
+            usr=dict(r.usr),
+            psc_topics=list(r.psc.topics) if r.psc else [],
+            psc_command=r.psc.command if r.psc else "",
+            jms={k.capitalize(): v for k, v in r.jms.model_dump().items() if v} if r.jms else {},
         )
-        if message.rfh2.usr:
-            from flowbroker.formats import xmlcore
-
-            usr = header.add("usr", type=xmlcore.FOLDER)
-            for name, value in message.rfh2.usr.items():
-                usr.add(name, value, type=xmlcore.FIELD)
-        payload = rfh2_format.serialize(header, encoding=546, ccsid=1208) + payload
-        fmt = "MQHRF2"
-    try:
-        md = MessageDescriptor(
-            persistence=1 if message.persistent else 0,
-            priority=message.priority,
-            reply_to_q=message.reply_to_q or "",
-            format=fmt,
-            correl_id=pad_id(message.correl_id) if message.correl_id else pad_id(None),
-        )
-    except Exception as exc:
-        raise ApiError(422, "invalid", f"correlId: {exc}") from None
-    with _client(settings) as qm:
-        msg_id = qm.put(queue, payload, md)
-    return PutOut(queue=queue, msg_id=_hex(msg_id))
+    test = queues.TestMessage(
+        body=message.body,
+        format=message.format,
+        persistent=message.persistent,
+        priority=message.priority,
+        correl_id=message.correl_id,
+        reply_to_q=message.reply_to_q or "",
+        rfh2=rfh2,
+    )
+    return PutOut(queue=queue, msg_id=queues.put(session, user.username, settings.data, queue, test))
 
 
 @router.get("/{queue}/messages", response_model=list[MessageOut])
 def browse_messages(
     queue: QueueName,
-    _: Viewer,
+    _: Reader,
     settings: SettingsDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> Any:
     """The first ``limit`` messages, left on the queue."""
-    with _client(settings) as qm:
-        cursor = qm.browse(queue, batch=limit)
-        found = list(itertools.islice(cursor, limit))
-        cursor.close()  # closes the queue manager's browse cursor
-    return [_message(m) for m in found]
+    return queues.browse(settings.data, queue, limit)
 
 
 @router.post("/{queue}/get", response_model=MessageOut | None)
 def get_message(
     queue: QueueName,
-    _: Operator,
+    user: QueueWriter,
+    session: DbSession,
     settings: SettingsDep,
     wait: Annotated[float, Query(ge=0, le=30)] = 0,
 ) -> Any:
     """Take the next message off the queue (null when none arrives within ``wait`` seconds)."""
-    with _client(settings) as qm:
-        try:
-            msg = qm.get(queue, wait=wait)
-        except Exception as exc:
-            if getattr(exc, "reason_code", None) == 2033:
-                return None
-            raise
-    return None if msg is None else _message(msg)
+    return queues.get(session, user.username, settings.data, queue, wait)
 
 
 @router.post("/{queue}/messages/{msg_id}/move", response_model=PutOut)
 def move_message(
     queue: QueueName,
-    msg_id: Annotated[str, Path(pattern=r"^[0-9a-fA-F]{48}$")],
+    msg_id: MsgId,
     target: MoveIn,
-    _: Operator,
+    user: QueueWriter,
+    session: DbSession,
     settings: SettingsDep,
 ) -> Any:
-    """Move one message (a dead-letter one back to its queue) in a unit of work: it is never lost."""
-    with _client(settings) as qm:
-        msg = qm.get(queue, msg_id=bytes.fromhex(msg_id), syncpoint=True)
-        if msg is None:
-            qm.backout()
-            raise ApiError(404, "not_found", f"no message {msg_id} on {queue}")
-        try:
-            new_id = qm.put(target.to, msg.body, msg.md, syncpoint=True, properties=msg.properties or None)
-        except BaseException:
-            qm.backout()
-            raise
-        qm.commit()
-    return PutOut(queue=target.to, msg_id=_hex(new_id))
+    """Move one message to another queue in a unit of work: it is never lost."""
+    return queues.move(session, user.username, settings.data, queue, msg_id, target.to)
+
+
+@router.post("/{queue}/messages/{msg_id}/move-to-origin", response_model=PutOut)
+def move_to_origin(
+    queue: QueueName, msg_id: MsgId, user: QueueWriter, session: DbSession, settings: SettingsDep
+) -> Any:
+    """Put a dead-lettered message back on the queue it came from (409 when it records none)."""
+    return queues.move(session, user.username, settings.data, queue, msg_id, None)
