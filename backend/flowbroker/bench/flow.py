@@ -70,8 +70,9 @@ def _pin(pid: int, core: int | None) -> None:
 class Bench:
     """A data directory with a repository, a queue manager, execution groups and a database."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, *, database: bool = True) -> None:
         self.args = args
+        self.with_database = database
         self._tmp = tempfile.TemporaryDirectory(prefix="fb-bench-flow-")
         self.data = Path(self._tmp.name)
         self.workers: dict[str, Any] = {}
@@ -105,7 +106,8 @@ class Bench:
                     case.in_queue, replace=True, max_depth=1_000_000, backout_threshold=BACKOUT_THRESHOLD
                 )
                 qm.define_queue(case.out_queue, replace=True, max_depth=1_000_000)
-        self._prepare_database()
+        if self.with_database:
+            self._prepare_database()
         return self
 
     def _prepare_database(self) -> None:
