@@ -90,3 +90,75 @@ def test_cli_report_and_save_round_trip(tmp_path: Path, capsys: pytest.CaptureFi
     assert status == 1
     assert "results file" in capsys.readouterr().err
     assert main(["bench", "seed-table", "004/7.1/np-1024"]) == 1  # a row key is not a table
+
+
+def _seed004_rows() -> list[dict[str, object]]:
+    """Rows as `bench seed004` writes them: Appendix B columns, sweeps keyed by subscribers and groups."""
+    rows: list[dict[str, object]] = []
+    for size, rate in ((1024, 12000.0), (4096, 11000.0), (65536, 6000.0)):
+        rows.append(
+            {
+                "case": "passthrough",
+                "flow": "MQInput/MQOutput",
+                "persistence": "np",
+                "message_size": size,
+                "Msgs/Sec": rate,
+                "seed": f"004/7.1/np-{size}",
+                "figure": "Msgs/Sec",
+            }
+        )
+    for n in (1, 10, 100):
+        rows.append(
+            {
+                "case": f"subscribers-{n}",
+                "flow": f"Publication, {n} subscribers",
+                "persistence": "np",
+                "message_size": 1024,
+                "subscribers": n,
+                "Msgs/Sec": 6000.0 / n,
+                "seed": f"004/7.11-sub{n}/np-1024",
+                "figure": "Msgs/Sec",
+            }
+        )
+    for n in (1, 2, 4):
+        rows.append(
+            {
+                "case": f"groups-{n}",
+                "flow": f"Very complex compute, {n} execution groups",
+                "persistence": "np",
+                "message_size": 4096,
+                "execution_groups": n,
+                "Msgs/Sec": 400.0 * n,
+                "seed": f"004/7.8-eg{n}/np-4096",
+                "figure": "Msgs/Sec",
+            }
+        )
+    rows.append(
+        {
+            "case": "convert-cwf-cwf",
+            "flow": "Convert CWF to CWF",
+            "persistence": "np",
+            "message_size": 4096,
+            "Msgs/Sec": None,
+            "seed": "004/7.6-cwf-cwf/np-4096",
+            "figure": "Msgs/Sec",
+            "note": "blocked: no message set",
+        }
+    )
+    return rows
+
+
+def test_report_plots_seed004_sweeps_one_line_per_size(tmp_path: Path) -> None:
+    doc = {"scenario": "seed004", "date": "2026-11-25T07:00:00+00:00", "rows": _seed004_rows()}
+    path = tmp_path / "seed004.json"
+    path.write_text(json.dumps(doc))
+    out = report.build([path], tmp_path / "bench.md", tmp_path / "img")
+    text = out.read_text()
+    for name in ("rate-vs-message-size", "rate-vs-subscribers", "rate-vs-execution-groups"):
+        assert (tmp_path / "img" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| passthrough | MQInput/MQOutput | np | 1,024 | 12,000 | 004/7.1/np-1024 |" in text
+    assert "blocked: no message set" in text
+    sweep = [r for r in doc["rows"] if "subscribers" in r]
+    labels = {report._series_label(doc, r, "subscribers") for r in sweep}
+    assert labels == {"seed004 / np / 1,024 B"}
+    assert report._series_label(doc, sweep[0]) == "seed004 / np / Publication, 1 subscribers"

@@ -49,7 +49,7 @@ def test_passthrough_keeps_the_bytes(qm_process: QueueManagerProcess) -> None:
 
 def test_simple_compute_changes_one_field(qm_process: QueueManagerProcess) -> None:
     (out,) = _run(qm_process, "simple-compute")
-    assert b"<Processed>yes</Processed>" in out.body and b"<Id>42</Id><Field>value</Field>" in out.body
+    assert b"<Processed>yes</Processed>" in out.body and b"<Message><Field>42:vvv" in out.body
 
 
 @pytest.mark.parametrize("key", ["complex-compute", "five-complex", "very-complex"])

@@ -1,4 +1,8 @@
-"""`flowbroker bench convert`: seed 004 Table 1, converting a 4 KB 30-field message between Generic XML, CWF and MRM XML."""
+"""`flowbroker bench convert`: seed 004 Table 1, converting a 4 KB 30-field message between Generic XML, CWF and MRM XML.
+
+The message set, the inputs, the Compute node's ESQL and the check of an output are also what
+the Appendix B §7.6 cases of ``flowbroker bench seed004`` deploy and send, at 4, 16 and 64 KB.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from esql.tree import Element
@@ -17,7 +22,11 @@ from flowbroker.bench.core import Row, Scenario
 SET_NAME = "CONV"
 TYPE_NAME = "Msg"
 MESSAGE_BYTES = 4096
+#: Appendix B §7.6's message sizes: one message type per size, the same 30 fields, padded.
+SIZES = (4096, 16384, 65536)
 FORMATS = ("Generic XML", "CWF", "MRM XML")
+#: How seed 004's §7.6 table ids name the formats.
+TABLE_NAMES = {"Generic XML": "xml", "CWF": "cwf", "MRM XML": "mrmxml"}
 
 #: Seed 004 Table 1: messages/s (input/output rate) when converting FROM (row) TO (column).
 SEED_TABLE_1 = {
@@ -37,14 +46,25 @@ _FIELDS += [(f"F{i}", "float") for i in range(1, 11)]
 _FIELDS += [(f"I{i}", "integer") for i in range(1, 11)]
 
 
+def type_name(size: int = MESSAGE_BYTES) -> str:
+    """The message type of one size: ``Msg`` is the report's 4 KB one."""
+    return TYPE_NAME if size == MESSAGE_BYTES else f"{TYPE_NAME}{size}"
+
+
 def message_set() -> dict[str, Any]:
-    """The report's message type: 10 strings of 12 characters, 10 floats, 10 integers; CWF padded to 4 KB."""
+    """The report's message type: 10 strings of 12 characters, 10 floats, 10 integers; CWF padded to size.
+
+    One type per size of :data:`SIZES`, differing only in the filler that pads the CWF record.
+    """
     cwf = {"string": {"repr": "string", "length": 12}, "float": {"repr": "float", "length": 8}}
     cwf["integer"] = {"repr": "binary", "length": 4}
-    elements: list[dict[str, Any]] = [{"name": n, "type": t, "cwf": cwf[t]} for n, t in _FIELDS]
     used = 10 * 12 + 10 * 8 + 10 * 4
-    elements.append({"type": "filler", "cwf": {"repr": "string", "length": MESSAGE_BYTES - used}})
-    return {"name": SET_NAME, "types": {TYPE_NAME: {"elements": elements}}}
+    types = {}
+    for size in SIZES:
+        elements: list[dict[str, Any]] = [{"name": n, "type": t, "cwf": cwf[t]} for n, t in _FIELDS]
+        elements.append({"type": "filler", "cwf": {"repr": "string", "length": size - used}})
+        types[type_name(size)] = {"elements": elements}
+    return {"name": SET_NAME, "types": types}
 
 
 def sample_values(seed: int = 4) -> dict[str, Any]:
@@ -60,8 +80,8 @@ def sample_values(seed: int = 4) -> dict[str, Any]:
     return values
 
 
-def _xml(values: dict[str, Any]) -> bytes:
-    """The message as XML, indented and padded with trailing white space to 4 KB like the seed's."""
+def _xml(values: dict[str, Any], size: int = MESSAGE_BYTES) -> bytes:
+    """The message as XML, indented and padded with trailing white space to size like the seed's."""
     body = (
         "<Msg>"
         + "".join(
@@ -71,7 +91,7 @@ def _xml(values: dict[str, Any]) -> bytes:
         + "\n</Msg>"
     )
     raw = body.encode("utf-8")
-    return raw + b"\n" * (MESSAGE_BYTES - len(raw)) if len(raw) < MESSAGE_BYTES else raw
+    return raw + b"\n" * (size - len(raw)) if len(raw) < size else raw
 
 
 @dataclass
@@ -101,13 +121,13 @@ class _Descriptor:
         self.group_id = b"\x00" * 24
 
 
-def _template(fmt: str) -> tuple[str, str, str, str]:
+def _template(fmt: str, size: int = MESSAGE_BYTES) -> tuple[str, str, str, str]:
     if fmt == "Generic XML":
         return "xmlnsc", "", "", ""
-    return "mrm", SET_NAME, TYPE_NAME, "CWF" if fmt == "CWF" else "XML"
+    return "mrm", SET_NAME, type_name(size), "CWF" if fmt == "CWF" else "XML"
 
 
-def build_inputs() -> dict[str, bytes]:
+def build_inputs(size: int = MESSAGE_BYTES) -> dict[str, bytes]:
     """The same message in each input format, each behind an MQRFH2 whose <mcd> names its template."""
     from esql.tree import Element
 
@@ -117,17 +137,17 @@ def build_inputs() -> dict[str, bytes]:
 
     load_all()
     values = sample_values()
-    mtype = compile_set(message_set()).message_type(TYPE_NAME)
+    mtype = compile_set(message_set()).message_type(type_name(size))
     tree = Element("MRM")
     for key, value in values.items():
         tree.add(key, value)
     bodies = {
-        "Generic XML": _xml(values),
+        "Generic XML": _xml(values, size),
         "CWF": cwf.Writer(ccsid=1208, encoding=546).record(mtype, tree),
         "MRM XML": xmlformat.write(mtype, tree, ccsid=1208),
     }
-    if len(bodies["MRM XML"]) < MESSAGE_BYTES:
-        bodies["MRM XML"] += b" " * (MESSAGE_BYTES - len(bodies["MRM XML"]))
+    if len(bodies["MRM XML"]) < size:
+        bodies["MRM XML"] += b" " * (size - len(bodies["MRM XML"]))
     out = {}
     for fmt, body in bodies.items():
         header = Element("MQRFH2")
@@ -140,13 +160,13 @@ def build_inputs() -> dict[str, bytes]:
             header.add(name, value)
         header.add("Flags", 0)
         header.add("NameValueCCSID", 1208)
-        domain, set_, type_, fmt_ = _template(fmt)
+        domain, set_, type_, fmt_ = _template(fmt, size)
         rfh2.set_template(header, domain, set_, type_, fmt_)
         out[fmt] = rfh2.serialize(header, encoding=546, ccsid=1208) + body
     return out
 
 
-def _esql(source: str, target: str) -> str:
+def _esql(source: str, target: str, size: int = MESSAGE_BYTES) -> str:
     src = "InputRoot.XMLNSC.Msg" if source == "Generic XML" else "InputRoot.MRM"
     lines = ["SET OutputRoot.Properties = InputRoot.Properties;", "SET OutputRoot.MQMD = InputRoot.MQMD;"]
     lines.append("SET OutputRoot.MQRFH2 = InputRoot.MQRFH2;")
@@ -160,7 +180,7 @@ def _esql(source: str, target: str) -> str:
     else:
         fmt = "CWF" if target == "CWF" else "XML"
         lines += [f"SET OutputRoot.Properties.MessageSet = '{SET_NAME}';"]
-        lines += [f"SET OutputRoot.Properties.MessageType = '{TYPE_NAME}';"]
+        lines += [f"SET OutputRoot.Properties.MessageType = '{type_name(size)}';"]
         lines += [f"SET OutputRoot.Properties.MessageFormat = '{fmt}';", f"SET OutputRoot.MRM = {src};"]
     return "\n".join(lines) + "\n"
 
@@ -220,14 +240,31 @@ def _esql_compute(source: str, target: str) -> Callable[[Element], Element]:
     return compute
 
 
-def _check(source: str, target: str, body: bytes, values: dict[str, Any]) -> None:
+@cache
+def request(source: str, size: int) -> bytes:
+    """The request body of one §7.6 row: the message in ``source`` format at ``size`` bytes."""
+    return build_inputs(size)[source]
+
+
+def check_reply(source: str, target: str, body: bytes, size: int) -> None:
+    """ValueError unless ``body`` is the §7.6 message converted to ``target`` with its 30 values."""
+    from flowbroker.formats import load_all
+    from flowbroker.formats.mrm import CATALOG
+
+    load_all()
+    if SET_NAME not in CATALOG.names():
+        CATALOG.install(SET_NAME, message_set())
+    _check(source, target, body, sample_values(), size)
+
+
+def _check(source: str, target: str, body: bytes, values: dict[str, Any], size: int = MESSAGE_BYTES) -> None:
     """The output must carry the input's 30 values: parse it back in the target format and compare."""
     from flowbroker.formats import assembly, rfh2
 
     descriptor = _Descriptor()
     header, _rest = rfh2.parse(body, encoding=546, ccsid=1208)
     template = rfh2.template(header)
-    expected = _template(target)
+    expected = _template(target, size)
     got = (
         template.get("domain", ""),
         template.get("set", ""),

@@ -25,12 +25,24 @@ BUSY_NOTE = (
 )
 
 
-def _series_label(doc: dict[str, Any], row: Row) -> str:
+def _series_label(doc: dict[str, Any], row: Row, x_key: str = "message_size") -> str:
+    """One line per series: over message sizes, a flow and persistence; over a sweep, a size too.
+
+    In a sweep (subscribers, execution groups) the flow's label names the swept count itself,
+    so the message size and persistence tell its lines apart instead.
+    """
     parts = [str(row.get("engine") or doc["scenario"])]
-    for key in ("series", "scenario", "persistence", "flow"):
+    keys = (
+        ("series", "scenario", "persistence", "flow")
+        if x_key == "message_size"
+        else ("series", "persistence")
+    )
+    for key in keys:
         value = row.get(key)
         if value not in (None, "") and str(value) not in parts[0]:
             parts.append(f"{value}")
+    if x_key != "message_size" and _number(row.get("message_size")) is not None:
+        parts.append(f"{row['message_size']:,} B")
     return " / ".join(parts)
 
 
@@ -59,22 +71,37 @@ def _plot_xy(
             x, y = _number(row.get(x_key)), _number(row.get(y_key, row.get("msgs/s")))
             if x is None or y is None or row.get("step") == "ramp":
                 continue
-            if x_key == "message_size" and row.get("subscribers") not in (None, 1):
-                continue  # one line per size: subscriber sweeps have their own plot
-            label = _series_label(doc, row)
+            if x_key == "message_size" and (
+                row.get("subscribers") not in (None, 1) or row.get("execution_groups") not in (None, 1)
+            ):
+                continue  # one line per size: subscriber and group sweeps have their own plots
+            label = _series_label(doc, row, x_key)
             series[label].append((x, y))
             seed_y = _number(row.get("seed_figure"))
             if seed_y is not None and rate_figure:
-                seeds[f"seed: {label}"].append((x, seed_y))
+                seeds[label].append((x, seed_y))
+    if x_key == "message_size":
+        # a series measured at one size (a persistent row, say) draws no line over sizes
+        series = defaultdict(list, {k: v for k, v in series.items() if len({p[0] for p in v}) > 1})
     if not series:
         return False
-    fig, ax = plt.subplots(figsize=(10, 5.5), dpi=100)
+    tall = len(series) > 16
+    fig, ax = plt.subplots(figsize=(12, 9) if tall else (10, 5.5), dpi=100)
     for label, points in sorted(series.items()):
         points.sort()
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
-    for label, points in sorted(seeds.items()):
-        points.sort()
-        ax.plot([p[0] for p in points], [p[1] for p in points], linestyle="--", marker="x", label=label)
+        (line,) = ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+        seed_points = sorted(seeds.get(label, []))
+        if seed_points:
+            # the seed's figures in the series' colour, dashed; one legend entry says so for all
+            ax.plot(
+                [p[0] for p in seed_points],
+                [p[1] for p in seed_points],
+                linestyle="--",
+                marker="x",
+                color=line.get_color(),
+            )
+    if any(seeds.get(label) for label in series):
+        ax.plot([], [], linestyle="--", marker="x", color="grey", label="dashed ×: the seed's figure")
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("messages/s")

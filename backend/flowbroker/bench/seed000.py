@@ -1,13 +1,21 @@
-"""Seed 000's publish/subscribe measurements: subscribers vs elapsed time, dummy subscriptions, shared vs per-subscriber queues.
+"""Seed 000's publish/subscribe measurements: subscribers vs elapsed time, dummy subscriptions, shared vs per-subscriber queues, the bank scenario.
 
 Elapsed times are what the seed measured: from a publication until its subscriber(s) retrieved
 it, by correlation id from a shared queue unless the scenario asks for a queue per subscriber.
+
+The bank scenario (five queue managers joined by channels in the seed) runs on one queue
+manager here: the broker is the publication flow in an execution group and its stream queue
+that flow's input queue; the rate rises until that queue's depth no longer stays bounded (the
+seed stopped at a QDepthHi event on the broker's stream queue). The two-broker loopback test
+has no counterpart: there are no channels between queue managers to loop through.
 """
 
 from __future__ import annotations
 
 import argparse
+import threading
 import time
+from dataclasses import replace
 from statistics import median
 from typing import Any
 
@@ -195,6 +203,142 @@ def run_queues(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
+BANK_SUBSCRIBERS = 3
+
+
+def run_bank(args: argparse.Namespace) -> list[Row]:
+    """Persistent publications paced through the publication flow to three subscribers; the MST per size."""
+    from flowbroker.bench import _qmload, bodies, mst
+    from flowbroker.bench.appendix_b import select
+    from flowbroker.bench.flow import Bench
+    from flowbroker.qm.protocol import MessageDescriptor
+
+    if args.load_core is not None:
+        _qmload.pin({args.load_core})
+    (case,) = select(["publication"])
+    rows: list[Row] = []
+    with Bench(args, database=False) as bench:
+        bench.start_group("default")
+        bench.apply(case, 1024)
+        queues = [case.out_queue] + [f"{case.out_queue}.{n}" for n in range(2, BANK_SUBSCRIBERS + 1)]
+        with bench.qm.client() as admin:
+            for n, queue in enumerate(queues, 1):
+                if n > 1:
+                    admin.define_queue(queue, replace=True, max_depth=1_000_000)
+                admin.subscribe(bodies.TOPIC, queue, name=f"bank-subscriber-{n}")
+        pids = [bench.qm.pid] + [w.pid for w in bench.workers.values()]
+        for size in _ints(args.sizes):
+            steps: list[Row] = []
+
+            def step(rate: float, size: int = size, steps: list[Row] = steps) -> mst.Verdict:
+                bench.purge(case.in_queue, *queues)
+                body, fields = bodies.publication(size, 0)
+                md = MessageDescriptor(persistence=1, **fields)
+                counter = _qmload.Counter()
+                stop = threading.Event()
+                getters = [
+                    _qmload.getter(bench.qm, q, counter, stop, syncpoint=True, batch=20) for q in queues
+                ]
+                depth: list[tuple[float, int]] = []
+                cpu0, sent, deepest = 0.0, 0, 0
+                sent0 = got0 = 0
+                client = bench.qm.client()
+                start = time.monotonic()
+                try:
+                    next_sample = args.warmup
+                    while (elapsed := time.monotonic() - start) < args.warmup + args.window:
+                        due = min(int(elapsed * rate) - sent, 500)
+                        if due > 0:
+                            client.put_many(case.in_queue, [body] * due, md)
+                            sent += due
+                        if not cpu0 and elapsed >= args.warmup:
+                            cpu0, sent0, got0 = _qmload.engine_cpu(pids), sent, counter.value
+                        if elapsed >= next_sample:
+                            # the broker's stream queue: what the seed watched for QDepthHi
+                            now = int(client.inquire_queue(case.in_queue).get("current_depth") or 0)
+                            depth.append((elapsed - args.warmup, now))
+                            deepest = max(deepest, now)
+                            next_sample += 0.25
+                        time.sleep(0.002)
+                finally:
+                    client.close()
+                stopped = time.monotonic()
+                window_sent, window_got = sent - sent0, counter.value - got0
+                cpu = _qmload.engine_cpu(pids) - cpu0
+                expected = sent * len(queues)
+                while counter.value < expected and time.monotonic() < stopped + 10:
+                    time.sleep(0.02)
+                stop.set()
+                for t in getters:
+                    t.join(5)
+                verdict = mst.judge(
+                    rate,
+                    window_sent / args.window,
+                    depth,
+                    max(0, expected - counter.value),
+                    max(0.0, counter.last - stopped),
+                    sent_rate=window_sent / args.window,
+                )
+                if deepest >= args.qdepth_hi:
+                    reason = f"QDepthHi: stream queue depth reached {deepest:,}"
+                    verdict = replace(verdict, sustainable=False, reasons=(*verdict.reasons, reason))
+                steps.append(
+                    {
+                        "scenario": "bank",
+                        "step": "ramp",
+                        "message_size": size,
+                        "offered_rate": round(rate),
+                        "msgs_per_sec": round(window_sent / args.window),
+                        "deliveries_per_sec": round(window_got / args.window),
+                        "max_stream_depth": deepest,
+                        "cpu_ms_per_msg": round(1000 * cpu / window_sent, 3) if window_sent else None,
+                        "lost": verdict.lost,
+                        "sustainable": "yes" if verdict.sustainable else "no: " + "; ".join(verdict.reasons),
+                    }
+                )
+                return verdict
+
+            ramp = mst.run_ramp(
+                mst.ramp_rates(args.start_rate, args.factor, args.max_rate), step, refine=args.refine
+            )
+            rows += steps if args.steps else []
+            rows.append(
+                {
+                    "scenario": "bank",
+                    "step": "MST",
+                    "engine": "flowbroker qm + publication flow",
+                    "message_size": size,
+                    "persistence": "p",
+                    "subscriptions": len(queues),
+                    "msgs_per_sec": round(ramp.mst),
+                    "figure": "msgs_per_sec",
+                    "seed": f"000/bank/{size}",
+                    "note": "one queue manager, no channels: the broker's stream queue is the flow's input queue",
+                }
+            )
+    return rows
+
+
+def _args_bank(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sizes", default="10,100,1000,3000,6000,10000")
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--window", type=float, default=20.0)
+    parser.add_argument("--start-rate", type=float, default=20.0)
+    parser.add_argument("--factor", type=float, default=1.5)
+    parser.add_argument("--max-rate", type=float, default=20_000.0)
+    parser.add_argument("--refine", type=int, default=2)
+    parser.add_argument(
+        "--qdepth-hi",
+        type=int,
+        default=4000,
+        help="stream queue depth that ends a step (MQ's default QDEPTHHI: 80%% of MAXDEPTH 5000)",
+    )
+    parser.add_argument("--steps", action="store_true", help="print every ramp step")
+    parser.add_argument("--no-fsync", action="store_true", help="queue manager without fsync (optimistic)")
+    parser.add_argument("--engine-core", type=int, default=None)
+    parser.add_argument("--load-core", type=int, default=None)
+
+
 def _args_subscribers(parser: argparse.ArgumentParser) -> None:
     _common(parser)
     parser.add_argument("--sizes", default="10,100,1000")
@@ -230,6 +374,14 @@ SCENARIOS = {
         run_dummies,
         _args_dummies,
         tags=("seed000",),
+    ),
+    "seed000-bank": Scenario(
+        "seed000-bank",
+        "seed 000: the bank scenario's highest persistent publication rate to 3 subscribers before the "
+        "broker's stream queue backs up, through the publication flow",
+        run_bank,
+        _args_bank,
+        tags=("seed000", "mst"),
     ),
     "seed000-subscriber-queues": Scenario(
         "seed000-subscriber-queues",

@@ -1,4 +1,9 @@
-"""Seed 002's point-to-point and pub/sub runs: 4-queue PutGet, N:N triplets at a fixed rate, pub/sub 1:N, async put and read-ahead.
+"""Seed 002's point-to-point and pub/sub runs: 4-queue PutGet, N:N triplets at a fixed rate, pub/sub 1:N and N:N, client features.
+
+The client features (Tables 12–15) are async put, read-ahead, read-ahead buffer size (in
+messages of 2 KB here: our read-ahead counts messages, not bytes) and shared conversations:
+ShareCnv 1 gives each application its own connection, ShareCnv 20 lets the six applications of
+three triplets share one connection, as MQ lets up to 20 conversations share a socket.
 
 2 KB text messages as the seed used. The driver's own CPU share is printed beside each row: when
 it is near 100 % of its core the figure is the driver's, not the queue manager's (Python threads
@@ -233,22 +238,114 @@ def run_pubsub(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
+def run_pubsub_nn(args: argparse.Namespace) -> list[Row]:
+    """N publisher/topic/subscriber triplets, each publisher at a fixed rate (seed 002 Tables 10–11)."""
+    from flowbroker.bench import _qmload
+
+    _qmload.pin({args.load_core})
+    rows: list[Row] = []
+    body = b"x" * SIZE
+    persistent = args.persistence == "p"
+    rate = args.rate or (800 if persistent else 1600)
+    with _qmload.queue_manager(args.engine_core) as qm:
+        admin = qm.client()
+        for triplets in [int(t) for t in args.triplets.split(",")]:
+            for i in range(triplets):
+                admin.define_queue(f"SEED002.P{i}", replace=True, max_depth=10_000_000)
+                admin.subscribe(f"seed002/nn/{i}", f"SEED002.P{i}", name=f"s002.nn.{i}", durable=False)
+            workers: list[Callable[[threading.Event, list[int]], None]] = []
+            for i in range(triplets):
+
+                def publisher(stop: threading.Event, counts: list[int], i: int = i) -> None:
+                    client = qm.client()
+                    md = _qmload.md(persistent)
+                    start, sent = time.monotonic(), 0
+                    try:
+                        while not stop.is_set():
+                            due = int((time.monotonic() - start) * rate) - sent
+                            for _ in range(min(due, 200)):
+                                client.publish(f"seed002/nn/{i}", body, md)
+                                sent += 1
+                                counts[2 * i] += 1
+                            time.sleep(0.002)
+                    finally:
+                        client.close()
+
+                def subscriber(stop: threading.Event, counts: list[int], i: int = i) -> None:
+                    client = qm.client()
+                    try:
+                        while not stop.is_set():
+                            counts[2 * i + 1] += len(client.get_many(f"SEED002.P{i}", 200, wait=0.2))
+                    finally:
+                        client.close()
+
+                workers += [publisher, subscriber]
+            window, elapsed, cpu, driver = _measure(qm, args, workers)
+            published, received = sum(window[0::2]), sum(window[1::2])
+            rows.append(
+                {
+                    "scenario": "pub/sub N:N",
+                    "persistence": args.persistence,
+                    "triplets": triplets,
+                    "rate_per_publisher": rate,
+                    "publish_rate": round(published / elapsed),
+                    "subscribe_rate": round(received / elapsed),
+                    "msgs_per_sec": round((published + received) / elapsed),
+                    "expected_rate": 2 * triplets * rate,
+                    "qm_cpu_ms_per_msg": round(1000 * cpu / (published + received), 4)
+                    if published + received
+                    else None,
+                    "driver_cpu_pct": round(100 * driver),
+                    "seed": f"002/pubsub-nn-{args.persistence}/binding#total_rate",
+                }
+            )
+            for i in range(triplets):
+                admin.unsubscribe(f"s002.nn.{i}")
+                admin.delete_queue(f"SEED002.P{i}", purge=True)
+        admin.close()
+    return rows
+
+
+#: Client features of seed 002 Tables 12–15: (async put, read-ahead messages, one shared
+#: connection, triplets or 0 for --triplets-async, seed key).
+FEATURES = (
+    (True, 0, False, 0, "async-put/async-put-on"),
+    (False, 0, False, 0, "async-put/async-put-off"),
+    (True, 100, False, 0, "read-ahead/read-ahead-on"),
+    (True, 0, False, 0, "read-ahead/read-ahead-off"),
+    (False, 0, False, 3, "sharecnv/sharecnv-1"),
+    (False, 0, True, 3, "sharecnv/sharecnv-20"),
+    (True, 10 * 1024 * 1024 // SIZE, False, 4, "read-ahead-size/buffer-10mb"),
+    (True, 10 * 1024 // SIZE, False, 4, "read-ahead-size/buffer-10kb"),
+)
+
+
 def run_async(args: argparse.Namespace) -> list[Row]:
-    """N:N closed loop with the asyncio client: async put on/off and read-ahead on/off (seed 002 Tables 13–14)."""
+    """N:N closed loop with the asyncio client: async put, read-ahead and its size, shared connections (Tables 12–15)."""
     from flowbroker.bench import _qmload
 
     _qmload.pin({args.load_core})
     body = b"x" * SIZE
     rows: list[Row] = []
 
-    async def measure(qm: Any, async_put: bool, read_ahead: int) -> tuple[float, float]:
+    async def measure(
+        qm: Any, async_put: bool, read_ahead: int, shared: bool, triplets: int
+    ) -> tuple[float, float]:
         from flowbroker.qm.client import AsyncClient
 
         stop = asyncio.Event()
         counts = [0, 0]
+        common = await AsyncClient.connect(qm.url, data_dir=str(qm.data_dir)) if shared else None
+
+        async def connect() -> Any:
+            return common or await AsyncClient.connect(qm.url, data_dir=str(qm.data_dir))
+
+        async def release(client: Any) -> None:
+            if client is not common:
+                await client.close()
 
         async def producer(i: int) -> None:
-            client = await AsyncClient.connect(qm.url, data_dir=str(qm.data_dir))
+            client = await connect()
             md = _qmload.md(False)
             try:
                 while not stop.is_set():
@@ -261,18 +358,18 @@ def run_async(args: argparse.Namespace) -> list[Row]:
                         await client.put(f"SEED002.A{i}", body, md)
                         counts[0] += 1
             finally:
-                await client.close()
+                await release(client)
 
         async def consumer(i: int) -> None:
-            client = await AsyncClient.connect(qm.url, data_dir=str(qm.data_dir))
+            client = await connect()
             try:
                 while not stop.is_set():
                     if await client.get(f"SEED002.A{i}", wait=0.2, read_ahead=read_ahead) is not None:
                         counts[1] += 1
             finally:
-                await client.close()
+                await release(client)
 
-        tasks = [asyncio.create_task(f(i)) for i in range(args.triplets_async) for f in (producer, consumer)]
+        tasks = [asyncio.create_task(f(i)) for i in range(triplets) for f in (producer, consumer)]
         await asyncio.sleep(args.warmup)
         base, cpu0, t0 = list(counts), _qmload.engine_cpu([qm.pid]), time.monotonic()
         await asyncio.sleep(args.seconds)
@@ -281,27 +378,27 @@ def run_async(args: argparse.Namespace) -> list[Row]:
         cpu = _qmload.engine_cpu([qm.pid]) - cpu0
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if common is not None:
+            await common.close()
         return got / elapsed, (1000 * cpu / got if got else 0.0)
 
     with _qmload.queue_manager(args.engine_core) as qm:
         admin = qm.client()
-        for i in range(args.triplets_async):
+        most = max([args.triplets_async] + [f[3] for f in FEATURES])
+        for i in range(most):
             admin.define_queue(f"SEED002.A{i}", replace=True, max_depth=10_000_000)
-        for async_put, read_ahead, key in (
-            (True, 0, "async-put/async-put-on"),
-            (False, 0, "async-put/async-put-off"),
-            (True, 100, "read-ahead/read-ahead-on"),
-            (True, 0, "read-ahead/read-ahead-off"),
-        ):
-            for i in range(args.triplets_async):
+        for async_put, read_ahead, shared, fixed, key in FEATURES:
+            triplets = fixed or args.triplets_async
+            for i in range(most):
                 admin.purge(f"SEED002.A{i}")
-            rate, cpu_ms = asyncio.run(measure(qm, async_put, read_ahead))
+            rate, cpu_ms = asyncio.run(measure(qm, async_put, read_ahead, shared, triplets))
             rows.append(
                 {
                     "scenario": "p2p N:N asyncio",
-                    "triplets": args.triplets_async,
+                    "triplets": triplets,
                     "async_put": async_put,
                     "read_ahead": read_ahead,
+                    "connections": 1 if shared else 2 * triplets,
                     "msgs_per_sec": round(rate),
                     "qm_cpu_ms_per_msg": round(cpu_ms, 4),
                     "seed": f"002/{key}#rate",
@@ -328,6 +425,17 @@ def _args_nn(p: argparse.ArgumentParser) -> None:
 def _args_pubsub(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--subscribers", default="1,2,4,8")
+
+
+def _args_pubsub_nn(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--triplets", default="1,2,4,6,8,10")
+    p.add_argument(
+        "--rate",
+        type=int,
+        default=0,
+        help="publications/s per publisher (default the seed's: 1600 non-persistent, 800 persistent)",
+    )
 
 
 def _args_async(p: argparse.ArgumentParser) -> None:
@@ -357,9 +465,16 @@ SCENARIOS = {
         _args_pubsub,
         tags=("seed002",),
     ),
+    "seed002-pubsub-nn": Scenario(
+        "seed002-pubsub-nn",
+        "seed 002: N publisher/topic/subscriber triplets, each publisher at a fixed rate",
+        run_pubsub_nn,
+        _args_pubsub_nn,
+        tags=("seed002",),
+    ),
     "seed002-async": Scenario(
         "seed002-async",
-        "seed 002: async put and read-ahead on/off with the asyncio client",
+        "seed 002: async put, read-ahead and its buffer size, shared connections (ShareCnv) with the asyncio client",
         run_async,
         _args_async,
         tags=("seed002",),
