@@ -409,12 +409,19 @@ async def _drive(
                 body, fields = case.body(size, index * 10_000_000 + seq)
                 md = _descriptor(persistent, fields)
                 started = time.perf_counter()
-                await conn.put(case.in_queue, body, md)  # the requester's MQPUT …
-                puts_total[0] += 1
-                put_done = time.perf_counter()
-                got = None
+                put_done = started
+
+                def put_answered() -> None:
+                    nonlocal put_done
+                    put_done = time.perf_counter()
+                    puts_total[0] += 1
+
+                # the requester's MQPUT then its MQGET with wait, sent in one write
+                got = await conn.put_then_get(
+                    case.in_queue, body, case.out_queue, md, wait=1.0, on_put=put_answered
+                )
                 while got is None and not stop.is_set():
-                    got = await conn.get(case.out_queue, wait=1.0)  # … then its MQGET with wait
+                    got = await conn.get(case.out_queue, wait=1.0)
                 if got is None:
                     break
                 if measuring[0]:

@@ -14,7 +14,7 @@ import json
 import os
 import socket
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -661,12 +661,13 @@ class AsyncClient:
         *,
         wait: float = 0,
         correl_id: bytes | str | None = None,
+        on_put: Callable[[], None] | None = None,
     ) -> Message | None:
         """Put a request and get from ``reply_queue`` (by ``correl_id`` when given), both in one write.
 
         The queue manager handles them in order, so this is a put followed by a get-wait, as a
-        requester does it, with one send instead of two. A refused put raises and its get is
-        answered but ignored.
+        requester does it, with one send instead of two. ``on_put`` runs when the put's reply
+        arrives (a requester's put time). A refused put raises and its get is answered but ignored.
         """
         md = _fill_md(md, self._ids)
         get_args: dict[str, Any] = {"q": reply_queue, "wait": wait, "max": 1}
@@ -682,6 +683,8 @@ class AsyncClient:
         except QMError:
             get_fut.cancel()
             raise
+        if on_put is not None:
+            on_put()
         _, tail = await get_fut
         raws = split_messages(tail)
         return decode_message(raws[0]) if raws else None
