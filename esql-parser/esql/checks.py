@@ -43,6 +43,32 @@ TYPE_NAMES = {
     "NAME",
 }
 NUMERIC = {"INTEGER", "INT", "FLOAT", "DECIMAL"}
+#: Declared types a value is cast to on assignment (IBM's implicit casts for assignment).
+CASTABLE = frozenset(
+    {
+        "CHARACTER",
+        "INTEGER",
+        "FLOAT",
+        "DECIMAL",
+        "BOOLEAN",
+        "DATE",
+        "TIME",
+        "GMTTIME",
+        "TIMESTAMP",
+        "GMTTIMESTAMP",
+        "INTERVAL",
+        "BLOB",
+        "BIT",
+    }
+)
+
+
+def normal_type(name: str) -> str:
+    """The canonical spelling of a type name (INT is INTEGER, CHAR is CHARACTER …)."""
+    upper = name.upper()
+    return {"INT": "INTEGER", "CHAR": "CHARACTER", "DEC": "DECIMAL"}.get(upper, upper)
+
+
 _NUMBER_TEXT = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 
 
@@ -113,10 +139,21 @@ def _compatible(target: str, value_type: str, node: Any) -> bool:
     return False
 
 
-def check_initial_type(gen: Generator, var: Var, init: Any) -> None:
+DECIMAL_PRECISION_IN_DECLARE = (
+    "a DECIMAL variable takes no precision or scale (IBM assigns them; give them in CAST)"
+)
+
+
+def check_initial_type(gen: Generator, var: Var, init: Any) -> bool:
+    """Report an initial value that can never suit the variable; False when it must not be generated."""
     if init is None:
-        return
+        return True
+    if var.type_name in ("DECIMAL", "DEC") and isinstance(init, Tree) and init.data == "paren_list":
+        # DECLARE d DECIMAL(10, 2); reads as a DECIMAL initialised with a list
+        gen.error(init, DECIMAL_PRECISION_IN_DECLARE)
+        return False
     _check_value(gen, var, init, "initialise")
+    return True
 
 
 def check_assign_type(gen: Generator, var: Var, expr: Any) -> None:

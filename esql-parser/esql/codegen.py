@@ -246,6 +246,8 @@ class Generator:
         self.continue_stack: list[tuple[Tree[Any], list[Tree[Any]]]] = []
         self.pre: list[list[str]] = []
         self.bare = False
+        self.function_globals: list[set[str]] = []
+        self.function_starts: list[int] = []
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -391,6 +393,7 @@ class Generator:
         out = self.out
         out.line("def _init(ctx):")
         out.indent += 1
+        self.begin_function()
         out.line("pass")
         for unit, node in self.schema_var_nodes:
             self.unit, self.filename = unit, unit.filename
@@ -415,6 +418,7 @@ class Generator:
                         module_vars[name] = var
                 self.global_declare(node, module_vars, declared=True)
             module.declares_vars = module_vars  # type: ignore[attr-defined]
+        self.end_function()
         out.indent -= 1
         for module in self.modules.values():
             self.module = module
@@ -449,16 +453,14 @@ class Generator:
                 self.error(
                     node, f"'{name}': a schema or module level variable must be CONSTANT, EXTERNAL or SHARED"
                 )
-            self.out.line(f"global {var.py}")
+            self.function_globals[-1].add(var.py)
             if var.kind == "row":
                 self.out.line(f"{var.py} = _new_row()")
                 continue
-            if init is None:
+            if init is None or not checks.check_initial_type(self, var, init):
                 self.out.line(f"{var.py} = None")
             else:
-                code = self.scalar(init)
-                checks.check_initial_type(self, var, init)
-                self.out.line(f"{var.py} = {code}")
+                self.out.line(f"{var.py} = {self.typed(var.type_name, init)}")
 
     # ------------------------------------------------------------------ routines
 
@@ -473,8 +475,10 @@ class Generator:
         body = routine.node.children[-1]
         self.routine_header(routine)
         self.out.indent += 1
+        self.begin_function()
         if routine.language == "DATABASE":
             self.database_routine(routine, body)
+            self.end_function()
             self.out.indent -= 1
             return
         if routine.language != "ESQL":
@@ -482,6 +486,7 @@ class Generator:
             self.out.line(
                 f"raise _EsqlRuntimeError({('routine ' + routine.qualified + ' is LANGUAGE ' + lang + ': ' + lang + ' routines cannot run in flowbroker')!r})"
             )
+            self.end_function()
             self.out.indent -= 1
             return
         scope: dict[str, Var] = {}
@@ -497,6 +502,7 @@ class Generator:
             self.out.line(f"return (None, {', '.join(outs)})")
         else:
             self.out.line("return None")
+        self.end_function()
         self.out.indent -= 1
         self.routine = None
 
@@ -546,10 +552,12 @@ class Generator:
         self.out.where = (self.filename, *position(module.bare_body[0]))
         self.out.line("def f__bare_main(ctx):")
         self.out.indent += 1
+        self.begin_function()
         self.out.line("_stop = ctx.stop")
         self.scopes = self.base_scopes() + [{}]
         self.statements(module.bare_body)
         self.out.line("return True")
+        self.end_function()
         self.out.indent -= 1
         self.routine = None
         self.bare = False
@@ -606,6 +614,9 @@ class Generator:
                 esc = string_value(cond.children[1]) if cond.children[1] is not None else None
                 tests.append(f"_like(_sqlstate({exc}), {string_value(cond.children[0])!r}, {esc!r})")
         test = " or ".join(f"({t}) is True" for t in tests) or "True"
+        # A stop request ends the node whatever the handlers say (it is no ESQL error).
+        self.out.line("except _StopRequested:")
+        self.out.line("    raise")
         self.out.line(f"except _CATCHABLE as {exc}:")
         self.out.indent += 1
         self.out.line(f"if not ({test}):")
@@ -692,8 +703,10 @@ class Generator:
                 if init is not None:
                     self.out.line(f"_assign_tree({var.py}, _deref({self.element_or_value(init)}))")
                 continue
-            checks.check_initial_type(self, var, init)
-            self.out.line(f"{var.py} = {self.scalar(init) if init is not None else 'None'}")
+            if init is None or not checks.check_initial_type(self, var, init):
+                self.out.line(f"{var.py} = None")
+            else:
+                self.out.line(f"{var.py} = {self.typed(var.type_name, init)}")
 
     # -- SET
 
@@ -845,15 +858,67 @@ class Generator:
             self.out.line(f"_assign_tree({var.py}, _deref({code}))")
             return
         checks.check_assign_type(self, var, expr)
-        prefix = self.global_prefix(var)
-        if prefix:
-            self.out.line(prefix)
-        self.out.line(f"{var.py} = {self.scalar(expr)}")
+        self.note_global(var)
+        self.out.line(f"{var.py} = {self.typed(var.type_name, expr)}")
 
-    def global_prefix(self, var: Var) -> str:
-        if var.py.startswith("g_"):
-            return f"global {var.py}"
-        return ""
+    def typed(self, type_name: str, expr: Tree[Any]) -> str:
+        """Code for ``expr`` as a value of a declared type: IBM casts on assignment (or raises)."""
+        code = self.scalar(expr)
+        target = checks.normal_type(type_name)
+        if target not in checks.CASTABLE or self.static_type(expr) == target:
+            return code
+        return f"_as_type({code}, {target!r})"
+
+    def static_type(self, node: Any) -> str | None:
+        """The ESQL type ``node`` certainly has at run time (NULL aside), or None when unknown."""
+        if not isinstance(node, Tree):
+            return None
+        d = node.data
+        if d in ("paren", "unary_op"):
+            return self.static_type(node.children[-1]) if d == "paren" else self.static_type(node.children[1])
+        if d in ("compare", "and_op", "or_op", "not_op", "between", "in_list", "like", "is_test", "bool_lit"):
+            return "BOOLEAN"
+        if d == "fieldref" and len(node.children) == 1 and node.children[0].children[1] is None:
+            var = self.lookup(ident(node.children[0].children[0]))
+            if var is not None and var.kind == "scalar":
+                return checks.normal_type(var.type_name)
+            return None
+        if d == "binop":
+            a, b = self.static_type(node.children[0]), self.static_type(node.children[2])
+            if a == b and a in ("INTEGER", "DECIMAL", "FLOAT"):
+                return a
+            return None
+        if d == "cast_expr" and node.children[1].data == "cast_type":
+            type_node = node.children[1]
+            return (
+                None if type_node.children[1] is not None else checks.normal_type(str(type_node.children[0]))
+            )
+        if d == "call":
+            routine = self.resolve_routine(node, node.children[0]) if self.routine is not None else None
+            if routine is not None and routine.language == "ESQL" and routine.returns:
+                return checks.normal_type(routine.returns)
+            return None
+        return checks.literal_type(node)
+
+    def note_global(self, var: Var) -> None:
+        """Record that the function being generated assigns the schema/module variable ``var``."""
+        if var.py.startswith("g_") and self.function_globals:
+            self.function_globals[-1].add(var.py)
+
+    def begin_function(self) -> None:
+        """Start a generated function body: its ``global`` line goes here once the body is known."""
+        self.function_globals.append(set())
+        self.function_starts.append(len(self.out.lines))
+
+    def end_function(self) -> None:
+        # Python wants ``global`` before any use of the name in the function, so the declaration of
+        # every schema/module variable the body assigns is hoisted to the top of the body.
+        names = self.function_globals.pop()
+        start = self.function_starts.pop()
+        if names:
+            indent = self.out.lines[start][: len(self.out.lines[start]) - len(self.out.lines[start].lstrip())]
+            self.out.lines.insert(start, f"{indent}global {', '.join(sorted(names))}")
+            self.out.positions.insert(start, self.out.positions[start])
 
     # -- control flow
 
@@ -886,11 +951,8 @@ class Generator:
         return f"_truth({code}) is True"
 
     def s_labelled(self, node: Tree[Any]) -> None:
-        label = ident(node.children[0])
-        end_label = node.children[2]
-        if end_label is not None and ident(end_label) != label:
-            self.error(end_label, f"end label '{ident(end_label)}' does not match '{label}'")
-        self.loop_statement(node.children[1], label)
+        # The end label belongs to the loop or block itself (END WHILE label;), checked there.
+        self.loop_statement(node.children[1], ident(node.children[0]))
 
     def s_while_stmt(self, node: Tree[Any]) -> None:
         self.loop_statement(node, None)
@@ -1085,6 +1147,8 @@ class Generator:
             value = "None"
         elif self.routine.returns in ("ROW", "REFERENCE"):
             value = f"_deref({self.element_or_value(expr)})"
+        elif self.routine.returns is not None:
+            value = self.typed(self.routine.returns, expr)
         else:
             value = self.scalar(expr)
         if expr is not None and self.routine.returns is None and not self.bare:
@@ -1176,9 +1240,10 @@ class Generator:
         if target.data == "fieldref" and len(target.children) == 1 and target.children[0].children[1] is None:
             var = self.lookup(ident(target.children[0].children[0]))
             if var is not None and var.kind in ("scalar",):
-                prefix = self.global_prefix(var)
-                if prefix:
-                    self.out.line(prefix)
+                self.note_global(var)
+                target = checks.normal_type(var.type_name)
+                if target in checks.CASTABLE:
+                    code = f"_as_type({code}, {target!r})"
                 self.out.line(f"{var.py} = {code}")
                 return
         if target.data != "fieldref":
@@ -1288,7 +1353,13 @@ class Generator:
             name = ns = ftype = "None"
             repeat_type = repeat_name = False
             for qual in target.children[1:]:
-                if qual.data == "move_filter":
+                if qual.data == "move_any_namespace":
+                    ns = "None"
+                elif qual.data == "move_identity":
+                    name, ns, ftype = self.step_parts(qual.children[0])
+                    if qual.children[0].children[2] is not None:
+                        self.error(qual, "an index is not valid in a MOVE … IDENTITY path element")
+                elif qual.data == "move_filter":
                     attr = keyword(qual.children[0])
                     value = self.scalar(qual.children[1])
                     if attr == "NAME":
@@ -1385,10 +1456,10 @@ class Generator:
 
     # -- database statements
 
-    def db_table(self, fieldref: Tree[Any]) -> str:
+    def db_table(self, fieldref: Tree[Any], what: str = "table") -> str:
         start = ident(fieldref.children[0].children[0])
         if start != "Database":
-            self.error(fieldref, "a table reference must start with Database")
+            self.error(fieldref, f"a {what} reference must start with Database")
         parts = []
         for elem in fieldref.children[1:]:
             part = elem.children[1].children[0]
@@ -1397,7 +1468,7 @@ class Generator:
             else:
                 parts.append(repr(ident(part)))
         if not parts:
-            self.error(fieldref, "a table name is missing after Database")
+            self.error(fieldref, f"a {what} name is missing after Database")
         return "[" + ", ".join(parts) + "]"
 
     def s_insert_stmt(self, node: Tree[Any]) -> None:
@@ -1440,6 +1511,12 @@ class Generator:
     def last_part(self, fieldref: Tree[Any]) -> str:
         part = fieldref.children[-1].children[1].children[0] if len(fieldref.children) > 1 else None
         return ident(part) if isinstance(part, Tree) and part.data in ("ident", "quoted") else "T"
+
+    def s_commit_stmt(self, node: Tree[Any]) -> None:
+        """COMMIT / ROLLBACK [Database.dsn]: end the data source's transaction now, not with the flow."""
+        kind, ref = node.children
+        parts = self.db_table(ref, what="data source") if ref is not None else "[]"
+        self.out.line(f"_db_end(ctx, {keyword(kind) == 'COMMIT'}, {parts})")
 
     def s_passthru_stmt(self, node: Tree[Any]) -> None:
         self.out.line(f"{self.passthru_call(node)}")
@@ -1611,8 +1688,12 @@ class Generator:
         return "bool", f"_not({code})" if neg is not None else code
 
     def e_is_test(self, node: Tree[Any]) -> tuple[str, str]:
-        v, neg, what = node.children
+        v, neg, sign, what = node.children
         word = keyword(what)
+        if sign is not None:
+            if word not in ("INF", "INFINITY"):
+                self.error(sign, f"a sign is only valid before INF or INFINITY, not {word}")
+            word = keyword(sign) + "INF"
         value = self.scalar(v)
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", value):
             value = f"_same({value})"  # "is" on a literal is a SyntaxWarning in Python
@@ -1683,9 +1764,14 @@ class Generator:
 
     def e_cast_expr(self, node: Tree[Any]) -> tuple[str, str]:
         args, type_node = node.children[0], node.children[1]
-        tname = str(type_node.children[0]).upper()
-        checks.check_type_name(self, type_node, tname)
-        precision = [str(t) for t in type_node.children[1:] if t is not None]
+        if type_node.data == "cast_interval":
+            qualifier = type_node.children[0]
+            tname = "INTERVAL" + (f" {self.qualifier(qualifier)}" if qualifier is not None else "")
+            precision = []
+        else:
+            tname = str(type_node.children[0]).upper()
+            checks.check_type_name(self, type_node, tname)
+            precision = [str(t) for t in type_node.children[1:] if t is not None]
         if precision:
             if tname not in ("DECIMAL", "DEC"):
                 self.error(type_node, f"only DECIMAL takes a precision, not {tname}")
@@ -1706,16 +1792,31 @@ class Generator:
             if f is None:
                 continue
             value_node, name_node = f.children
-            name = self.alias_name(value_node, name_node)
-            fields.append(f"({name!r}, {self.element_or_value(value_node)})")
+            name = self.alias_code(value_node, name_node)
+            fields.append(f"({name}, {self.element_or_value(value_node)})")
         return "elem", f"_row_of([{', '.join(fields)}], _to_element_value)"
 
-    def alias_name(self, value_node: Tree[Any], name_node: Any) -> str | None:
+    def alias_code(self, value_node: Tree[Any], name_node: Any) -> str:
+        """Code for the name a SELECT or ROW item gets: 'Name', None, or a path [(name, ns, type), …].
+
+        ``AS Info.Name`` is a path below the row (IBM builds the Info level), each step optionally
+        typed: ``AS (XMLNSC.Attribute)id``.
+        """
         if name_node is not None:
-            return self.dotted(name_node).split(".")[-1]
+            steps = []
+            for elem in name_node.children:
+                if elem.children[2] is not None:
+                    self.error(elem, "an index is not valid in the name after AS")
+                nm, ns, ftype = self.step_parts(elem)
+                if nm == "None":
+                    self.error(elem, "a wildcard is not valid in the name after AS")
+                steps.append((nm, ns, ftype))
+            if len(steps) == 1 and steps[0][1] == "''" and steps[0][2] == "None" and steps[0][0][:1] in "'\"":
+                return steps[0][0]
+            return "[" + ", ".join(f"({nm}, {ns}, {ftype})" for nm, ns, ftype in steps) + "]"
         if value_node.data == "fieldref" and len(value_node.children) > 1:
-            return self.dotted(value_node).split(".")[-1]
-        return None
+            return repr(self.dotted(value_node).split(".")[-1])
+        return "None"
 
     def e_list_expr(self, node: Tree[Any]) -> tuple[str, str]:
         args = node.children[0].children if node.children[0] is not None else []
@@ -1970,15 +2071,15 @@ class Generator:
                 self.scopes.pop()
                 lines.append(f"    return _aggregate(_res, {[a[0] for a in aggs]!r})")  # type: ignore[index]
                 self.pre[-1].extend(lines)
-                names = [self.alias_name(f.children[0], f.children[1]) for f in fields]
+                names = [self.alias_code(f.children[0], f.children[1]) for f in fields]
                 if len(fields) == 1 and fields[0].children[1] is None:
                     return "scalar", f"{fn}()[0]"
-                return "elem", f"_row_of(_zip_names({names!r}, {fn}()), _to_element_value)"
+                return "elem", f"_row_of(_zip_names([{', '.join(names)}], {fn}()), _to_element_value)"
             parts = []
             for f in fields:
                 value_node, name_node = f.children
-                name = self.alias_name(value_node, name_node)
-                parts.append(f"({name!r}, {self.element_or_value(value_node)})")
+                name = self.alias_code(value_node, name_node)
+                parts.append(f"({name}, {self.element_or_value(value_node)})")
             lines.append(f"{indent}_res.append(_row_of([{', '.join(parts)}], _to_element_value))")
         self.scopes.pop()
         lines.append("    return _res")
@@ -2020,8 +2121,8 @@ class Generator:
             parts = []
             for f in select_list.children:
                 value_node, name_node = f.children
-                name = self.alias_name(value_node, name_node)
-                parts.append(f"({name!r}, {self.sql(value_node, alias)})")
+                name = self.alias_code(value_node, name_node)
+                parts.append(f"({name}, {self.sql(value_node, alias)})")
             cols = "[" + ", ".join(parts) + "]"
             item = False
         cond = self.sql(where, alias) if where is not None else "None"
@@ -2052,7 +2153,7 @@ class Generator:
         if d == "concat":
             return f"_sql.concat({self.sql(node.children[0], alias)}, {self.sql(node.children[1], alias)})"
         if d == "is_test":
-            v, neg, what = node.children
+            v, neg, _sign, what = node.children
             return (
                 f"_sql.is_null({self.sql(v, alias)}, {neg is not None})"
                 if keyword(what) in ("NULL", "UNKNOWN")

@@ -56,6 +56,7 @@ class CompiledRoutine:
             raise
         except (self.program.value_error, DomainError) as exc:
             err = EsqlRuntimeError(str(exc))
+            err.sqlstate = _sqlstate(exc)
             self.program.locate(err, exc)
             raise err from exc
         except RecursionError as exc:
@@ -198,9 +199,20 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
     atomic = threading.RLock()
 
     def note_error(ctx: ExecutionContext, exc: BaseException) -> None:
+        """Set SQLCODE, SQLSTATE, SQLNATIVEERROR and SQLERRORTEXT for the handler that caught ``exc``."""
+        if isinstance(exc, UserException):
+            # IBM: a user exception's four registers are its first four inserts, in order, as is.
+            inserts = list(exc.inserts) + [None] * 4
+            code, state, native, text = inserts[:4]
+            ctx.sqlcode = _as_integer(code)
+            ctx.sqlstate = "" if state is None else str(state)
+            ctx.sqlnativeerror = _as_integer(native)
+            ctx.sqlerrortext = "" if text is None else str(text)
+            return
         ctx.sqlstate = _sqlstate(exc)
-        ctx.sqlerrortext = str(exc)
+        ctx.sqlerrortext = getattr(exc, "message", None) or str(exc)
         ctx.sqlcode = getattr(exc, "sqlcode", -1)
+        ctx.sqlnativeerror = getattr(exc, "native", 0)
 
     def external(ctx: ExecutionContext, name: str, default: Any, type_name: str) -> Any:
         if name not in ctx.externals:
@@ -344,6 +356,23 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         except domains.DomainError as exc:
             raise EsqlRuntimeError(f"ASBITSTREAM: {exc}") from exc
 
+    type_of = values.type_name
+
+    def as_type(v: Any, type_name: str) -> Any:
+        """``v`` as a value of the declared type (IBM's implicit cast on assignment), or a cast error."""
+        if v is None:
+            return None
+        actual = type_of(v)
+        if actual == type_name:
+            return v
+        if isinstance(v, Reference):
+            v = v.element
+        if isinstance(v, Element):
+            v = v.value
+            if v is None or type_of(v) == type_name:
+                return v
+        return values.cast(v, type_name)
+
     def truth(v: Any) -> Any:
         if v is None or isinstance(v, bool):
             return v
@@ -432,6 +461,10 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             return v != v
         if what in ("INF", "INFINITY"):
             return v in (float("inf"), float("-inf"))
+        if what == "+INF":
+            return v == float("inf")
+        if what == "-INF":
+            return v == float("-inf")
         return v == v and v not in (float("inf"), float("-inf"))
 
     def nullif(a: Any, b: Any) -> Any:
@@ -524,6 +557,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_LeaveSignal": rt.LeaveSignal,
         "_IterateSignal": rt.IterateSignal,
         "_CATCHABLE": (EsqlRuntimeError, values.EsqlValueError, DomainError),
+        "_StopRequested": rt.StopRequested,
         "_ATOMIC": atomic,
         "_MISSING": rt_missing,
         "_to_element_value": to_element_value,
@@ -548,6 +582,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_cast": values.cast,
         "_cast_many": cast_many,
         "_truth": truth,
+        "_as_type": as_type,
         "_first": first,
         "_as_list": as_list,
         "_copy_or_value": copy_or_value,
@@ -586,6 +621,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_db_select": database.select,
         "_passthru": database.passthru,
         "_db_call": database.call_procedure,
+        "_db_end": database.end_transaction,
         "_sql": database.SqlBuilder,
     }
     for name in generator.used_functions:
@@ -602,9 +638,20 @@ def _wrap_function(impl: Callable[..., Any]) -> Callable[..., Any]:
     return impl
 
 
+def _as_integer(value: Any) -> Any:
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
+
+
 def _sqlstate(exc: BaseException) -> str:
     if isinstance(exc, UserException):
-        return "U11222"
+        # IBM: a THROW's SQL state is its second insert, taken as is (no 'U' origin is added).
+        inserts = exc.inserts
+        return "" if len(inserts) < 2 or inserts[1] is None else str(inserts[1])
     state = getattr(exc, "sqlstate", None)
     if isinstance(state, str) and state and not isinstance(exc, UserException) and state != "U11":
         return state

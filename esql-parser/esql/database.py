@@ -121,27 +121,96 @@ def _table(parts: list[Any], ds: Any) -> tuple[sa.TableClause, str | None]:
     return sa.table(table, schema=schema), dsn
 
 
+def end_transaction(ctx: ExecutionContext, commit: bool, parts: list[Any]) -> None:
+    """COMMIT / ROLLBACK [Database.dsn]: end the node's database transaction before the flow does.
+
+    A data source that manages its own unit of work offers ``commit()``/``rollback()``; otherwise
+    the connection's transaction is ended (SQLAlchemy begins a new one on the next statement).
+    """
+    verb = "COMMIT" if commit else "ROLLBACK"
+    names = [_check_name(p, "data source") for p in parts]
+    if len(names) > 1:
+        raise EsqlRuntimeError(f"{verb} names one data source, not Database.{'.'.join(names)}")
+    if ctx.data_source is None:
+        raise EsqlRuntimeError(f"{verb}: this node has no data source configured for database statements")
+    own = getattr(ctx.data_source, "commit" if commit else "rollback", None)
+    try:
+        if callable(own):
+            own()
+        else:
+            conn = _connection(ctx)
+            conn.commit() if commit else conn.rollback()
+    except sa.exc.SQLAlchemyError as exc:
+        raise _database_error(ctx, exc) from None
+    ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext = 0, "00000", ""
+
+
 def _connection(ctx: ExecutionContext) -> sa.Connection:
     if ctx.data_source is None:
         raise EsqlRuntimeError("this node has no data source configured for database statements")
     return ctx.data_source.connection()  # type: ignore[no-any-return]
 
 
+#: SQLSTATEs for drivers that report none (SQLite): by the DB-API error class, refined by the
+#: driver's message for the common cases, in ODBC's spelling as IBM's brokers report them.
+_CLASS_STATES: tuple[tuple[type[Exception], str], ...] = (
+    (sa.exc.IntegrityError, "23000"),
+    (sa.exc.DataError, "22000"),
+    (sa.exc.ProgrammingError, "42000"),
+    (sa.exc.NotSupportedError, "0A000"),
+    (sa.exc.InterfaceError, "08000"),
+    (sa.exc.InternalError, "HY000"),
+    (sa.exc.OperationalError, "HY000"),
+)
+_MESSAGE_STATES: tuple[tuple[str, str], ...] = (
+    ("no such table", "42S02"),
+    ("no such column", "42S22"),
+    ("has no column named", "42S22"),
+    ("syntax error", "42000"),
+    ("already exists", "42S01"),
+    ("database is locked", "HYT00"),
+    ("datatype mismatch", "22018"),
+    ("too many sql variables", "07001"),
+    ("unable to open database", "08001"),
+)
+
+
+def _driver_state(exc: sa.exc.DBAPIError) -> str:
+    """The SQLSTATE the driver gives (psycopg), or one derived from the error class (SQLite)."""
+    orig = exc.orig
+    state = getattr(orig, "sqlstate", None) or getattr(getattr(orig, "diag", None), "sqlstate", None)
+    if isinstance(state, str) and state:
+        return state
+    text = str(orig).lower()
+    for fragment, mapped in _MESSAGE_STATES:
+        if fragment in text:
+            return mapped
+    for cls, mapped in _CLASS_STATES:
+        if isinstance(exc, cls):
+            return mapped
+    return "HY000"
+
+
+def _database_error(ctx: ExecutionContext, exc: sa.exc.SQLAlchemyError) -> DatabaseError:
+    """A DatabaseError for ``exc`` with SQLCODE, SQLSTATE, SQLNATIVEERROR and SQLERRORTEXT set."""
+    if isinstance(exc, sa.exc.DBAPIError):
+        orig = exc.orig
+        state = _driver_state(exc)
+        message = str(orig).strip().splitlines()[0] if orig is not None else str(exc)
+        native = getattr(orig, "sqlite_errorcode", None) or getattr(orig, "errno", None) or 0
+    else:
+        state, message, native = "HY000", str(exc), 0
+    native = native if isinstance(native, int) else 0
+    ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext, ctx.sqlnativeerror = -1, state, message, native
+    return DatabaseError(f"database error: {message}", state, native)
+
+
 def _execute(ctx: ExecutionContext, statement: Any, params: Any = None) -> Any:
     conn = _connection(ctx)
     try:
         result = conn.execute(statement, params) if params is not None else conn.execute(statement)
-    except sa.exc.DBAPIError as exc:
-        orig = exc.orig
-        state = (
-            getattr(orig, "sqlstate", None) or getattr(getattr(orig, "diag", None), "sqlstate", None) or ""
-        )
-        message = str(orig).strip().splitlines()[0] if orig is not None else str(exc)
-        ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext = -1, state or "HY000", message
-        raise DatabaseError(f"database error: {message}", state) from None
     except sa.exc.SQLAlchemyError as exc:
-        ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext = -1, "HY000", str(exc)
-        raise DatabaseError(f"database error: {exc}") from None
+        raise _database_error(ctx, exc) from None
     ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext = 0, "00000", ""
     if result.returns_rows is False and result.rowcount == 0:
         ctx.sqlcode = 100
@@ -182,7 +251,9 @@ def select(ctx: ExecutionContext, parts: list[Any], columns: Any, where: Any, it
         stmt = sa.select(sa.text("*")).select_from(table)
         names = None
     else:
-        stmt = sa.select(*[c.label(n) if n else c for n, c in columns]).select_from(table)
+        stmt = sa.select(
+            *[c.label(n) if isinstance(n, str) else c.label(f"c{i}") for i, (n, c) in enumerate(columns)]
+        ).select_from(table)
         names = [n for n, _c in columns]
     if where is not None:
         stmt = stmt.where(where)
@@ -194,7 +265,8 @@ def select(ctx: ExecutionContext, parts: list[Any], columns: Any, where: Any, it
 
 def _row(row: Any, names: list[Any] | None) -> Element:
     keys = list(row._mapping.keys())
-    fields = [(str(names[i] if names and names[i] else keys[i]), v) for i, v in enumerate(row)]
+    # SELECT * names fields after the columns; an unnamed select item gets Column<n> as in ROW(…).
+    fields = [(str(keys[i]) if names is None else names[i], v) for i, v in enumerate(row)]
     return row_of(fields, lambda v: v)
 
 

@@ -123,7 +123,14 @@ class UserException(EsqlRuntimeError):
         self.number = number
         self.values = values or []
         self.user = user
-        self.sqlstate = "U11"
+        # IBM: the SQL state of a thrown exception is its second insert, as is.
+        second = self.values[1] if len(self.values) > 1 else None
+        self.sqlstate = "" if second is None else str(second)
+
+    @property
+    def inserts(self) -> list[Any]:
+        """The VALUES of the THROW, in order (the ExceptionList's Insert fields)."""
+        return self.values
 
     def exception_list(self) -> Element:
         """The ExceptionList tree IBM's brokers build for a user exception."""
@@ -226,7 +233,7 @@ class ExecutionContext:
         self.log = log
         self.node_name = node_name
         self.sqlcode = 0
-        self.sqlstate = ""
+        self.sqlstate = "00000"
         self.sqlerrortext = ""
         self.sqlnativeerror = 0
         self.propagated = 0
@@ -704,19 +711,48 @@ def new_row() -> Element:
     return Element("Row")
 
 
-def row_of(fields: Sequence[tuple[str | None, Any]], to_element_value: Callable[[Any], Any]) -> Element:
-    """ROW(expr AS name, …): a detached tree with one field per item."""
+#: The name of an item of a SELECT or ROW: a plain name, None (derived), or a path of
+#: (name, namespace, field type) steps from ``AS a.b.(type)c``.
+AliasName = str | None | list[tuple[Any, Any, Any]]
+
+
+def row_of(fields: Sequence[tuple[AliasName, Any]], to_element_value: Callable[[Any], Any]) -> Element:
+    """ROW(expr AS name, …) and a SELECT result row: a detached tree with one field per item.
+
+    A path name (``AS Info.Name``) creates the levels above the last name, sharing them between
+    items (``AS Info.Name, … AS Info.Qty`` give one Info). An unnamed LIST of rows (ROW(SELECT …))
+    puts each row in the new row.
+    """
     row = Element("Row")
     for position, (name, value) in enumerate(fields, 1):
         if value is None:
             continue
         if isinstance(value, Reference):
             value = value.element
+        parent, ftype = row, None
+        if isinstance(name, list):
+            for step_name, step_ns, step_type in name[:-1]:
+                parent = ensure(parent, str(step_name), step_ns or "", 1, step_type)
+            last_name, last_ns, ftype = name[-1]
+            name = str(last_name) if last_name is not None else None
+            ns = last_ns or ""
+        else:
+            ns = ""
+        if isinstance(value, list) and name is None:
+            for item in value:
+                item = item.element if isinstance(item, Reference) else item
+                if isinstance(item, Element):
+                    assign_tree(parent.add(item.name or "Row"), item)
+                elif item is not None:
+                    parent.add(f"Column{position}", to_element_value(item))
+            continue
         if isinstance(value, Element):
-            node = row.add(name or value.name or f"Column{position}")
+            node = parent.add(name or value.name or f"Column{position}", namespace=ns)
             assign_tree(node, value)
         else:
-            row.add(name or f"Column{position}", to_element_value(value))
+            node = parent.add(name or f"Column{position}", to_element_value(value), namespace=ns)
+        if ftype is not None:
+            node.type = ftype
     return row
 
 
