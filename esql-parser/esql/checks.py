@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from lark import Tree
 
-from esql.ast import keyword, string_value
+from esql.ast import keyword, left_chain, string_value
 
 
 def article(word: str) -> str:
@@ -82,6 +82,8 @@ def literal_type(node: Any) -> str | None:
         return inner if inner in NUMERIC else None
     if d == "paren":
         return literal_type(node.children[0])
+    if d == "concat":
+        return "CHARACTER" if _all_char(node) else None
     return {
         "int_lit": "INTEGER",
         "hex_int_lit": "INTEGER",
@@ -90,7 +92,6 @@ def literal_type(node: Any) -> str | None:
         "string_lit": "CHARACTER",
         "blob_lit": "BLOB",
         "bit_lit": "BIT",
-        "concat": "CHARACTER" if _all_char(node) else None,
     }.get(d) or (
         keyword(node.children[0])
         if d == "typed_lit"
@@ -103,7 +104,10 @@ def literal_type(node: Any) -> str | None:
 
 
 def _all_char(node: Tree[Any]) -> bool:
-    return all(literal_type(c) == "CHARACTER" for c in node.children)
+    first, links = left_chain(node, ("concat",))
+    return literal_type(first) == "CHARACTER" and all(
+        literal_type(link.children[1]) == "CHARACTER" for link in links
+    )
 
 
 def _compatible(target: str, value_type: str, node: Any) -> bool:

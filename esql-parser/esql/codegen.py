@@ -17,7 +17,7 @@ from typing import Any
 from lark import Token, Tree
 
 from esql import checks
-from esql.ast import ident, keyword, kids, position, string_value
+from esql.ast import ident, keyword, kids, left_chain, position, string_value
 from esql.diagnostics import Diagnostic
 from esql.runtime import FIELD_TYPES
 
@@ -130,6 +130,14 @@ TREE_BUILTINS = {"CARDINALITY", "EXISTS", "SINGULAR", "LASTMOVE", "THE", "COALES
 AGGREGATES = {"COUNT", "MAX", "MIN", "SUM"}
 BINOPS = {"+": "_add", "-": "_sub", "*": "_mul", "/": "_div"}
 COMPARE = {"=": "_eq", "<>": "_ne", "<": "_lt", "<=": "_le", ">": "_gt", ">=": "_ge"}
+
+
+#: Operators chained this long are generated flat (see Generator.fold).
+FLAT_CHAIN = 16
+#: How deeply expressions and statements may nest: each level costs the generated Python a few
+#: parentheses or an indentation level, and Python allows 200 and 100 of those.
+MAX_NESTING = 64
+MAX_STATEMENT_NESTING = 30
 
 
 class CodegenError(Exception):
@@ -248,6 +256,10 @@ class Generator:
         self.bare = False
         self.function_globals: list[set[str]] = []
         self.function_starts: list[int] = []
+        self.depth = 0  # expression nesting of the expression being generated (parentheses aside)
+        self.raw_depth = 0
+        self.too_deep = False
+        self.statement_depth = 0
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -652,9 +664,17 @@ class Generator:
         if method is None:
             self.error(stmt, f"statement {stmt.data} is not supported")
             return
+        if self.statement_depth >= MAX_STATEMENT_NESTING:
+            self.error(stmt, f"statements nested too deeply (more than {MAX_STATEMENT_NESTING} levels)")
+            self.out.line("pass")
+            return
         self.pre.append([])
         start = len(self.out.lines)
-        method(stmt)
+        self.statement_depth += 1
+        try:
+            method(stmt)
+        finally:
+            self.statement_depth -= 1
         pre = self.pre.pop()
         if pre:
             indent = "    " * self.out.indent
@@ -1574,7 +1594,22 @@ class Generator:
         if method is None:
             self.error(node, f"expression {node.data} is not supported")
             return "scalar", "None"
-        return method(node)  # type: ignore[no-any-return]
+        # Parentheses cost the generated code nothing, but the generator recursion all the same.
+        weight = 0 if node.data == "paren" else 1
+        if self.depth + weight > MAX_NESTING or self.raw_depth >= 4 * MAX_NESTING:
+            if not self.too_deep:
+                self.error(node, f"expression nested too deeply (more than {MAX_NESTING} levels)")
+            self.too_deep = True
+            return "scalar", "None"
+        self.depth += weight
+        self.raw_depth += 1
+        try:
+            return method(node)  # type: ignore[no-any-return]
+        finally:
+            self.depth -= weight
+            self.raw_depth -= 1
+            if self.raw_depth == 0:
+                self.too_deep = False
 
     # literals
     def e_int_lit(self, node: Tree[Any]) -> tuple[str, str]:
@@ -1639,15 +1674,43 @@ class Generator:
         )
 
     # operators
-    def e_or_op(self, node: Tree[Any]) -> tuple[str, str]:
-        a, b = self.scalar(node.children[0]), self.scalar(node.children[1])
-        t = self.fresh()
-        return "bool", f"(True if ({t} := {a}) is True else _or({t}, {b}))"
+    def fold(self, node: Tree[Any], kinds: tuple[str, ...]) -> str:
+        """Code for a left-associative chain of operators (``a || b || c …``, ``a AND b AND …``).
 
-    def e_and_op(self, node: Tree[Any]) -> tuple[str, str]:
-        a, b = self.scalar(node.children[0]), self.scalar(node.children[1])
+        The chain is walked without recursion, and a long one becomes one flat tuple of
+        assignments to a temporary, so thousands of operands neither exhaust Python's parser
+        (200 nested parentheses) nor the compiler's own stack; evaluation order is unchanged.
+        """
+        first, links = left_chain(node, kinds)
+        code = self.scalar(first)
+        steps = [self.link(link) for link in links]
+        if len(steps) < FLAT_CHAIN:
+            for step in steps:
+                code = step(code)
+            return code
         t = self.fresh()
-        return "bool", f"(False if ({t} := {a}) is False else _and({t}, {b}))"
+        parts = [f"{t} := {code}"] + [f"{t} := {step(t)}" for step in steps]
+        return "(" + ", ".join(f"({p})" for p in parts) + ")[-1]"
+
+    def link(self, node: Tree[Any]) -> Any:
+        """How one operator of a chain combines the value so far (code) with its right operand."""
+        d = node.data
+        if d == "binop":
+            checks.check_arithmetic(self, node)
+            func, right = BINOPS[keyword(node.children[1])], self.scalar(node.children[2])
+            return lambda left: f"{func}({left}, {right})"
+        right = self.scalar(node.children[1])
+        if d == "concat":
+            return lambda left: f"_concat({left}, {right})"
+        t = self.fresh()
+        if d == "and_op":
+            return lambda left: f"(False if ({t} := {left}) is False else _and({t}, {right}))"
+        return lambda left: f"(True if ({t} := {left}) is True else _or({t}, {right}))"
+
+    def e_or_op(self, node: Tree[Any]) -> tuple[str, str]:
+        return "bool", self.fold(node, ("and_op", "or_op"))
+
+    e_and_op = e_or_op
 
     def e_not_op(self, node: Tree[Any]) -> tuple[str, str]:
         return "bool", f"_not({self.scalar(node.children[0])})"
@@ -1706,12 +1769,9 @@ class Generator:
         return "bool", f"(not {code})" if neg is not None else code
 
     def e_binop(self, node: Tree[Any]) -> tuple[str, str]:
-        a, op, b = node.children
-        checks.check_arithmetic(self, node)
-        return "scalar", f"{BINOPS[keyword(op)]}({self.scalar(a)}, {self.scalar(b)})"
+        return "scalar", self.fold(node, ("binop", "concat"))
 
-    def e_concat(self, node: Tree[Any]) -> tuple[str, str]:
-        return "scalar", f"_concat({self.scalar(node.children[0])}, {self.scalar(node.children[1])})"
+    e_concat = e_binop
 
     def e_unary_op(self, node: Tree[Any]) -> tuple[str, str]:
         op, v = node.children

@@ -82,7 +82,7 @@ class Program:
         self.value_error = values.EsqlValueError
         self.namespace = build_globals(generator, values)
         self.code_name = f"<esql:{','.join(filenames)}>"
-        code = compile(source, self.code_name, "exec")
+        code = getattr(generator, "code", None) or compile(source, self.code_name, "exec")
         exec(code, self.namespace)
 
     def ensure_initialised(self, ctx: ExecutionContext) -> None:
@@ -175,6 +175,11 @@ def check_sources(sources: dict[str, str], strict: bool = True) -> tuple[list[Di
         if (d.filename, d.line, d.column, d.message) not in seen:
             seen.add((d.filename, d.line, d.column, d.message))
             diagnostics.append(d)
+    if not any(d.severity == "error" for d in diagnostics):
+        code, problem = _python_code(generator, list(sources))
+        generator.code = code  # type: ignore[attr-defined]
+        if problem is not None:
+            diagnostics.append(problem)
     diagnostics.sort(key=lambda d: (d.filename, d.line, d.column))
     return diagnostics, generator
 
@@ -186,6 +191,22 @@ def _compile(sources: dict[str, str], strict: bool) -> Program:
         raise EsqlCompileError(errors or diagnostics)
     source = "\n".join(generator.out.lines) + "\n"
     return Program(generator, source, list(sources), diagnostics)
+
+
+def _python_code(generator: Generator, filenames: list[str]) -> tuple[Any, Diagnostic | None]:
+    """The generated module compiled, or the diagnostic for where Python's limits were exceeded.
+
+    The checks keep expressions and blocks within Python's limits; what still exceeds them (say,
+    many CONTINUE handlers around deeply nested blocks) is reported where it is, not as a crash.
+    """
+    source = "\n".join(generator.out.lines) + "\n"
+    try:
+        return compile(source, f"<esql:{','.join(filenames)}>", "exec"), None
+    except (SyntaxError, RecursionError, MemoryError) as exc:
+        line = getattr(exc, "lineno", None) or 0
+        positions = generator.out.positions
+        filename, ln, col = positions[line - 1] if 0 < line <= len(positions) else (filenames[0], 0, 0)
+        return None, Diagnostic(filename, ln, col, "statement too deeply nested to compile", "error")
 
 
 # ------------------------------------------------------------------ the generated code's globals
