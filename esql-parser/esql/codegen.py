@@ -140,6 +140,47 @@ MAX_NESTING = 64
 MAX_STATEMENT_NESTING = 30
 
 
+#: ESQL functions that translate to SQL inside database statements: name → (min, max) arguments.
+SQL_FUNCTIONS = {
+    "UPPER": (1, 1),
+    "UCASE": (1, 1),
+    "LOWER": (1, 1),
+    "LCASE": (1, 1),
+    "LENGTH": (1, 1),
+    "CHARACTER_LENGTH": (1, 1),
+    "CHAR_LENGTH": (1, 1),
+    "ABS": (1, 1),
+    "ABSVAL": (1, 1),
+    "COALESCE": (1, 99),
+    "NULLIF": (2, 2),
+    "LTRIM": (1, 1),
+    "RTRIM": (1, 1),
+    "TRIM": (1, 1),
+    "REPLACE": (2, 3),
+    "ROUND": (1, 2),
+    "MOD": (2, 2),
+}
+#: Types CAST(column AS …) can give inside a database statement.
+SQL_CASTS = ("INTEGER", "DECIMAL", "FLOAT", "CHARACTER", "DATE", "TIMESTAMP", "TIME")
+SQL_NAMES = {
+    "call": "this function",
+    "case_expr": "this CASE",
+    "cast_expr": "this CAST",
+    "is_test": "this IS test",
+    "select_expr": "a nested SELECT",
+    "quantified": "a quantified predicate",
+}
+
+
+class SqlScope:
+    """The tables of one database statement: their aliases and the columns the statement uses."""
+
+    def __init__(self, aliases: list[str], qualified: bool = False) -> None:
+        self.aliases = aliases
+        self.qualified = qualified  # SELECT names columns through its aliases: T['A'].c['col']
+        self.columns: dict[str, set[str]] = {alias: set() for alias in aliases}
+
+
 class CodegenError(Exception):
     pass
 
@@ -181,6 +222,12 @@ class Routine:
     module: str | None
     filename: str
     schema: str
+    external: str | None = None  # EXTERNAL NAME of a LANGUAGE DATABASE/JAVA/.NET routine
+    result_sets: int = 0  # DYNAMIC RESULT SETS n: that many list arguments follow the parameters
+
+
+#: Languages whose routines flowbroker runs; the others fail where they are called.
+RUNNABLE_LANGUAGES = ("ESQL", "DATABASE")
 
 
 @dataclass
@@ -357,12 +404,23 @@ class Generator:
         returns = str(returns_node[0].children[0].children[0]).upper() if returns_node else None
         body = node.children[-1]
         language = "ESQL"
+        external = None
+        result_sets = 0
         if body.data == "external_body":
             lang = body.children[0]
             # LANGUAGE .NET arrives as the word NET (the dot is punctuation in the grammar).
             language = "".join(str(t) for t in lang.children).upper()
             if language == "NET":
                 language = ".NET"
+            words = [c.children[0] if c.children else None for c in body.children[1:] if c is not None]
+            texts = [keyword(w) if isinstance(w, Tree) else str(w) if w is not None else "" for w in words]
+            for i, text in enumerate(texts):
+                upper = text.upper()
+                if upper == "NAME" and i > 0 and texts[i - 1].upper() == "EXTERNAL" and i + 1 < len(texts):
+                    external = texts[i + 1][1:-1] if texts[i + 1][:1] in "'\"" else texts[i + 1]
+                if upper == "SETS" and i >= 2 and texts[i - 1].upper() == "RESULT" and i + 1 < len(texts):
+                    if texts[i + 1].isdigit():
+                        result_sets = int(texts[i + 1])
         if name in table:
             self.error(node.children[1], f"routine '{name}' is already defined")
         qualified = f"{module.name}.{name}" if module else (f"{unit.schema}.{name}" if unit.schema else name)
@@ -377,6 +435,8 @@ class Generator:
             module.name if module else None,
             unit.filename,
             unit.schema,
+            external,
+            result_sets,
         )
 
     def var_for_declare(self, name: str, node: Tree[Any], level: int, global_: bool) -> Var:
@@ -477,9 +537,11 @@ class Generator:
     # ------------------------------------------------------------------ routines
 
     def routine_header(self, routine: Routine) -> None:
-        params = ", ".join(mangle("v_", p[1]) for p in routine.params)
+        params = "".join(", " + mangle("v_", p[1]) for p in routine.params)
+        if routine.language == "DATABASE":
+            params += ", _schema=None"  # CALL … IN Database.{schema} / EXTERNAL SCHEMA 'schema'
         self.out.where = (self.filename, *position(routine.node))
-        self.out.line(f"def {routine.py}(ctx{', ' if params else ''}{params}):")
+        self.out.line(f"def {routine.py}(ctx{params}):")
 
     def gen_routine(self, routine: Routine) -> None:
         self.routine = routine
@@ -519,27 +581,26 @@ class Generator:
         self.routine = None
 
     def database_routine(self, routine: Routine, body: Tree[Any]) -> None:
-        """LANGUAGE DATABASE: call the stored procedure named by EXTERNAL NAME on the node's data source."""
-        items = [c for c in body.children[1:] if c is not None]
-        external = None
-        for i, item in enumerate(items):
-            tok = item.children[0] if item.children else None
-            if isinstance(tok, Token) and tok.type in ("QUOTED", "STRING") and i > 0:
-                external = str(tok)[1:-1]
-        if external is None:
+        """LANGUAGE DATABASE: call the stored procedure named by EXTERNAL NAME on the node's data source.
+
+        The generated function returns (value, OUT/INOUT values …, result sets); whether the
+        data source's dialect can do what the declaration asks is decided at the call.
+        """
+        if routine.external is None:
             self.error(
                 routine.node, f'LANGUAGE DATABASE routine {routine.name} needs EXTERNAL NAME "schema.proc"'
             )
             self.out.line("return None")
             return
-        outs = [p for p in routine.params if p[0] != "IN"]
-        if outs:
-            self.error(
-                routine.node,
-                f"routine {routine.name}: OUT and INOUT parameters of database routines are not supported",
-            )
+        for direction, name, ptype in routine.params:
+            if ptype in ("ROW", "REFERENCE"):
+                self.error(routine.node, f"parameter '{name}' of a database routine cannot be {ptype}")
         args = ", ".join(mangle("v_", p[1]) for p in routine.params)
-        self.out.line(f"return _db_call(ctx, {external!r}, [{args}], {routine.returns is not None})")
+        directions = [p[0] for p in routine.params]
+        self.out.line(
+            f"return _db_call(ctx, {routine.external!r}, [{args}], {directions!r}, "
+            f"{routine.returns is not None}, _schema, {routine.result_sets})"
+        )
 
     def base_scopes(self) -> list[dict[str, Var]]:
         scopes = [self.schema_vars.get(self.unit.schema if self.unit else "", {})]
@@ -758,7 +819,8 @@ class Generator:
             value = self.scalar(expr)
             tgt = self.target(target)
             if attr_kw == "VALUE":
-                self.out.line(f"_assign_value({tgt}, {value}, _to_element_value)")
+                # SET … VALUE = NULL keeps the field, with a NULL value (IBM); plain SET deletes it.
+                self.out.line(f"_set_value({tgt}, {value})")
             elif attr_kw == "NAME":
                 self.out.line(f"_set_name({tgt}, {value})")
             elif attr_kw == "NAMESPACE":
@@ -1205,11 +1267,10 @@ class Generator:
         self.error(node, f"routine '{name}' is not defined", "error" if self.strict else "warning")
 
     def call_args(self, routine: Routine, args: list[Tree[Any]], node: Tree[Any]) -> list[str]:
-        if len(args) != len(routine.params):
-            self.error(
-                node,
-                f"routine '{routine.name}' takes {len(routine.params)} argument(s) but {len(args)} were given",
-            )
+        wanted = len(routine.params) + routine.result_sets
+        if len(args) != wanted:
+            sets = f" (with {routine.result_sets} result set(s))" if routine.result_sets else ""
+            self.error(node, f"routine '{routine.name}' takes {wanted} argument(s){sets} but {len(args)} were given")
         codes = []
         for (direction, _pname, ptype), arg in zip(routine.params, args, strict=False):
             if ptype == "REFERENCE":
@@ -1239,22 +1300,64 @@ class Generator:
                 self.unresolved(node, name)
             self.out.line(f"raise _EsqlRuntimeError({('routine ' + name + ' is not defined')!r})")
             return
-        if call_in is not None:
-            self.error(call_in, "CALL … IN Database… is only valid for LANGUAGE DATABASE routines")
-        codes = self.call_args(routine, args, node)
-        call = f"{routine.py}(ctx{''.join(', ' + c for c in codes)})"
+        if call_in is not None and routine.language != "DATABASE":
+            self.error(call_in, "CALL … IN and EXTERNAL SCHEMA are only valid for LANGUAGE DATABASE routines")
+        call = self.routine_call(routine, args, node, call_in)
         outs = [
             (i, p) for i, p in enumerate(routine.params) if p[0] in ("OUT", "INOUT") and p[2] != "REFERENCE"
         ]
         result = self.fresh()
         self.out.line(f"{result} = {call}")
-        if outs:
+        if routine.language == "DATABASE":
+            for n, (i, _p) in enumerate(outs, 1):
+                if i < len(args):
+                    self.assign_to(args[i], f"{result}[{n}]")
+            for n, target in enumerate(args[len(routine.params) :]):
+                self.assign_result_set(target, f"{result}[-1][{n}]")
+            self.out.line(f"{result} = {result}[0]")
+        elif outs and routine.language in RUNNABLE_LANGUAGES:
             for n, (i, _p) in enumerate(outs, 1):
                 if i < len(args):
                     self.assign_to(args[i], f"{result}[{n}]")
             self.out.line(f"{result} = {result}[0]")
         if call_into is not None:
             self.assign_to(call_into.children[0], result)
+
+    def routine_call(
+        self, routine: Routine, args: list[Tree[Any]], node: Tree[Any], qualifier: Tree[Any] | None = None
+    ) -> str:
+        """Code calling a user routine; a routine that cannot run here fails at the call, not its declaration."""
+        codes = self.call_args(routine, args, node)
+        if routine.language not in RUNNABLE_LANGUAGES:
+            return f"_foreign_routine({routine.qualified!r}, {routine.language!r})"
+        if routine.language == "DATABASE":
+            # Called in place, so a database error or a dialect's refusal points at the CALL.
+            if routine.external is None:
+                return f"_undefined({routine.qualified!r})"
+            schema = self.call_schema(qualifier) if qualifier is not None else "None"
+            directions = [p[0] for p in routine.params]
+            return (
+                f"_db_call(ctx, {routine.external!r}, [{', '.join(codes)}], {directions!r}, "
+                f"{routine.returns is not None}, {schema}, {routine.result_sets})"
+            )
+        return f"{routine.py}(ctx{''.join(', ' + c for c in codes)})"
+
+    def call_schema(self, qualifier: Tree[Any]) -> str:
+        """The database schema of CALL … IN Database[.dsn].schema or … EXTERNAL SCHEMA 'schema'."""
+        if qualifier.data == "call_external_schema":
+            return self.scalar(qualifier.children[0])
+        parts = self.db_table(qualifier.children[0], what="schema")
+        return f"{parts}[-1]"
+
+    def assign_result_set(self, target: Tree[Any], code: str) -> None:
+        """A DYNAMIC RESULT SETS argument: a field reference ending in [] receives the rows."""
+        elems = target.children[1:] if target.data == "fieldref" else []
+        if not elems or not (isinstance(elems[-1].children[2], Tree) and elems[-1].children[2].data == "index_all"):
+            self.error(target, "a result set argument must be a field reference ending in []")
+            return
+        parent = self.target(target, upto=len(elems) - 1)
+        nm, ns, ftype = self.step_parts(elems[-1])
+        self.out.line(f"_assign_list({parent}, {nm}, {ns}, {ftype}, {code}, _to_element_value)")
 
     def assign_to(self, target: Tree[Any], code: str) -> None:
         if target.data == "fieldref" and len(target.children) == 1 and target.children[0].children[1] is None:
@@ -1291,11 +1394,9 @@ class Generator:
         else:
             relation = keyword(where.children[0])
             anchor = self.fresh()
-            self.out.line(f"{anchor} = {self.element(target)}")
-            self.out.line(f"if {anchor} is None:")
-            self.out.line(
-                f"    raise _EsqlRuntimeError({('CREATE: ' + self.dotted(target) + ' does not exist')!r})"
-            )
+            # IBM navigates to the target field creating the fields on the way, as SET does.
+            self.check_writable(target)
+            self.out.line(f"{anchor} = {self.target(target)}")
             new = self.fresh()
             self.out.line(f"{new} = _place({anchor}, {relation!r}, _new_field({dom}))")
         if tail is not None:
@@ -1501,8 +1602,8 @@ class Generator:
             self.error(node, f"INSERT names {len(cols)} column(s) but gives {len(values)} value(s)")
         self.out.line(f"_db_insert(ctx, {table}, {cols!r}, [{', '.join(values)}])")
 
-    def db_scope(self, alias: str) -> None:
-        self.scopes.append({alias: Var(alias, "_COLUMN", "column")})
+    def db_scope(self, *aliases: str) -> None:
+        self.scopes.append({alias: Var(alias, "_COLUMN", "column") for alias in aliases})
 
     def s_update_stmt(self, node: Tree[Any]) -> None:
         table = self.db_table(node.children[0])
@@ -1515,8 +1616,9 @@ class Generator:
             else None
         )
         self.db_scope(alias)
-        assigns = ", ".join(f"({ident(s.children[0])!r}, {self.sql(s.children[1], alias)})" for s in sets)
-        cond = self.sql(where, alias) if where is not None else "None"
+        scope = SqlScope([alias])
+        assigns = ", ".join(f"({ident(s.children[0])!r}, {self.sql(s.children[1], scope)})" for s in sets)
+        cond = self.sql(where, scope) if where is not None else "None"
         self.scopes.pop()
         self.out.line(f"_db_update(ctx, {table}, [{assigns}], {cond})")
 
@@ -1524,7 +1626,7 @@ class Generator:
         table = self.db_table(node.children[0])
         alias = ident(node.children[1]) if node.children[1] is not None else self.last_part(node.children[0])
         self.db_scope(alias)
-        cond = self.sql(node.children[2], alias) if node.children[2] is not None else "None"
+        cond = self.sql(node.children[2], SqlScope([alias])) if node.children[2] is not None else "None"
         self.scopes.pop()
         self.out.line(f"_db_delete(ctx, {table}, {cond})")
 
@@ -1904,13 +2006,17 @@ class Generator:
             return "scalar", "None"
         routine = self.resolve_routine(node, fieldref)
         if routine is not None:
-            codes = self.call_args(routine, args, node)
-            call = f"{routine.py}(ctx{''.join(', ' + c for c in codes)})"
+            call = self.routine_call(routine, args, node)
             if routine.returns is None and not any(p[0] in ("OUT", "INOUT") for p in routine.params):
                 self.error(
                     node, f"procedure '{routine.name}' returns no value and cannot be used in an expression"
                 )
-            if any(p[0] in ("OUT", "INOUT") and p[2] != "REFERENCE" for p in routine.params):
+            if routine.result_sets:
+                self.error(node, f"routine '{routine.name}' returns result sets: use it in a CALL statement")
+            if routine.language == "DATABASE" or (
+                routine.language in RUNNABLE_LANGUAGES
+                and any(p[0] in ("OUT", "INOUT") and p[2] != "REFERENCE" for p in routine.params)
+            ):
                 call += "[0]"
             return ("elem" if routine.returns in ("ROW", "REFERENCE") else "scalar"), call
         fdef = self.functions_env.get(upper)
@@ -2164,75 +2270,173 @@ class Generator:
     def db_select(
         self, node: Tree[Any], select_list: Tree[Any], froms: list[Tree[Any]], where: Any
     ) -> tuple[str, str]:
-        if len(froms) != 1:
-            self.error(node, "a SELECT from Database takes exactly one table")
-            return "list", "[]"
-        ref, alias_node = froms[0].children
-        table = self.db_table(ref)
-        alias = ident(alias_node) if alias_node is not None else self.last_part(ref)
-        self.db_scope(alias)
+        """SELECT … FROM Database.t [AS A][, Database.u AS B …] [WHERE …] as one SQL statement.
+
+        Several tables join as SQL does (FROM a, b WHERE a.id = b.id). The SQL is built at run time
+        by lambdas over the table aliases, so every program value in it is a bound parameter.
+        """
+        tables = []
+        for item in froms:
+            ref, alias_node = item.children
+            if ident(ref.children[0].children[0]) != "Database":
+                self.error(ref, "a SELECT cannot join a database table with a message tree")
+                return "list", "[]"
+            alias = ident(alias_node) if alias_node is not None else self.last_part(ref)
+            tables.append((alias, self.db_table(ref)))
+        aliases = [a for a, _t in tables]
+        self.db_scope(*aliases)
+        scope = SqlScope(aliases, qualified=True)
+        result_kind, wrap = "list", "{}"
         if select_list.data == "select_star":
             cols = "None"
             item = False
         elif select_list.data == "select_item":
-            cols = f"[(None, {self.sql(select_list.children[0], alias)})]"
+            cols = f"[(None, {self.sql(select_list.children[0], scope)})]"
             item = True
         else:
             parts = []
-            for f in select_list.children:
+            fields = select_list.children
+            for f in fields:
                 value_node, name_node = f.children
                 name = self.alias_code(value_node, name_node)
-                parts.append(f"({name}, {self.sql(value_node, alias)})")
+                parts.append(f"({name}, {self.sql(value_node, scope)})")
             cols = "[" + ", ".join(parts) + "]"
             item = False
-        cond = self.sql(where, alias) if where is not None else "None"
+            if len(fields) == 1 and fields[0].children[1] is None and self.aggregate(fields[0].children[0]):
+                # SELECT MAX(T.x) FROM Database.t gives its one value, as the message-tree form does
+                item = True
+                result_kind, wrap = "scalar", "_first({})"
+        cond = self.sql(where, scope) if where is not None else "None"
         self.scopes.pop()
-        return "list", f"_db_select(ctx, {table}, {cols}, {cond}, {item})"
+        specs = ", ".join(
+            f"({alias!r}, {parts}, {sorted(scope.columns[alias])!r})" for alias, parts in tables
+        )
+        call = f"_db_select(ctx, [{specs}], lambda T: {cols}, lambda T: {cond}, {item})"
+        return result_kind, wrap.format(call)
 
-    def sql(self, node: Tree[Any], alias: str) -> str:
-        """Python code building a SQL expression: table columns become columns, the rest parameters."""
+    def sql(self, node: Tree[Any], scope: SqlScope) -> str:
+        """Python code building a SQL expression: table columns become columns, the rest parameters.
+
+        Anything that mentions no column is evaluated by ESQL and bound as one parameter; what
+        does mention a column must translate to SQL, or it is reported here.
+        """
         d = node.data
-        if d == "fieldref":
-            start = ident(node.children[0].children[0])
-            if start == alias and len(node.children) == 2:
-                return f"_sql.col({self.dotted(node).split('.')[-1]!r})"
-            if start == alias:
-                self.error(node, f"a column reference '{self.dotted(node)}' must name one column")
-                return "None"
-            return f"_sql.param({self.scalar(node)})"
-        if d == "compare":
-            a, op, b = node.children
-            return f"_sql.compare({keyword(op)!r}, {self.sql(a, alias)}, {self.sql(b, alias)})"
-        if d in ("and_op", "or_op"):
-            return f"_sql.{d[:-3]}_({self.sql(node.children[0], alias)}, {self.sql(node.children[1], alias)})"
-        if d == "not_op":
-            return f"_sql.not_({self.sql(node.children[0], alias)})"
-        if d == "binop":
-            a, op, b = node.children
-            return f"_sql.arith({keyword(op)!r}, {self.sql(a, alias)}, {self.sql(b, alias)})"
-        if d == "concat":
-            return f"_sql.concat({self.sql(node.children[0], alias)}, {self.sql(node.children[1], alias)})"
-        if d == "is_test":
-            v, neg, _sign, what = node.children
-            return (
-                f"_sql.is_null({self.sql(v, alias)}, {neg is not None})"
-                if keyword(what) in ("NULL", "UNKNOWN")
-                else "None"
-            )
-        if d == "like":
-            v, neg, pat, esc = node.children
-            return f"_sql.like({self.sql(v, alias)}, {self.sql(pat, alias)}, {neg is not None})"
-        if d == "in_list":
-            v, neg, args = node.children
-            return f"_sql.in_({self.sql(v, alias)}, [{', '.join(self.sql(a, alias) for a in args.children)}], {neg is not None})"
-        if d == "paren":
-            return self.sql(node.children[0], alias)
-        if d == "call" and self.dotted(node.children[0]).upper() in AGGREGATES:
-            args = node.children[1].children[0].children if node.children[1] is not None else []
-            return f"_sql.aggregate({self.dotted(node.children[0]).upper()!r}, {self.sql(args[0], alias) if args else 'None'})"
         if d == "call_star" and self.dotted(node.children[0]).upper() == "COUNT":
             return "_sql.aggregate('COUNT', None)"
-        return f"_sql.param({self.scalar(node)})"
+        if d == "call" and self.dotted(node.children[0]).upper() in AGGREGATES:
+            call_args = node.children[1]
+            args = call_args.children[0].children if call_args is not None and call_args.children[0] else []
+            name = self.dotted(node.children[0]).upper()
+            return f"_sql.aggregate({name!r}, {self.sql(args[0], scope) if args else 'None'})"
+        if not self.mentions_column(node, scope):
+            if d == "null_lit":
+                return "_sql.param(None)"
+            return f"_sql.param({self.scalar(node)})"
+        if d == "fieldref":
+            start = ident(node.children[0].children[0])
+            if len(node.children) == 2 and node.children[0].children[1] is None:
+                column = self.dotted(node).split(".")[-1]
+                step = node.children[1]
+                if step.children[0] is None and step.children[2] is None and column != "*":
+                    scope.columns[start].add(column)
+                    if scope.qualified:
+                        return f"T[{start!r}].c[{column!r}]"
+                    return f"_sql.col({column!r})"
+            self.error(node, f"a column reference '{self.dotted(node)}' must name one column")
+            return "None"
+        if d == "compare":
+            a, op, b = node.children
+            return f"_sql.compare({keyword(op)!r}, {self.sql(a, scope)}, {self.sql(b, scope)})"
+        if d in ("and_op", "or_op"):
+            first, links = left_chain(node, ("and_op", "or_op"))
+            code = self.sql(first, scope)
+            for link in links:
+                code = f"_sql.{link.data[:-3]}_({code}, {self.sql(link.children[1], scope)})"
+            return code
+        if d == "not_op":
+            return f"_sql.not_({self.sql(node.children[0], scope)})"
+        if d in ("binop", "concat"):
+            first, links = left_chain(node, ("binop", "concat"))
+            code = self.sql(first, scope)
+            for link in links:
+                if link.data == "concat":
+                    code = f"_sql.concat({code}, {self.sql(link.children[1], scope)})"
+                else:
+                    op = keyword(link.children[1])
+                    code = f"_sql.arith({op!r}, {code}, {self.sql(link.children[2], scope)})"
+            return code
+        if d == "unary_op":
+            op, v = node.children
+            inner = self.sql(v, scope)
+            return f"_sql.neg({inner})" if keyword(op) == "-" else inner
+        if d == "is_test":
+            v, neg, _sign, what = node.children
+            word = keyword(what)
+            if word in ("NULL", "UNKNOWN", "TRUE", "FALSE"):
+                return f"_sql.is_({self.sql(v, scope)}, {word!r}, {neg is not None})"
+        if d == "like":
+            v, neg, pat, esc = node.children
+            escape = self.scalar(esc) if esc is not None else "None"
+            return f"_sql.like({self.sql(v, scope)}, {self.sql(pat, scope)}, {neg is not None}, {escape})"
+        if d == "in_list":
+            v, neg, args = node.children
+            items = ", ".join(self.sql(a, scope) for a in args.children)
+            return f"_sql.in_({self.sql(v, scope)}, [{items}], {neg is not None})"
+        if d == "between":
+            v, neg, mod, lo, hi = node.children
+            return (
+                f"_sql.between({self.sql(v, scope)}, {self.sql(lo, scope)}, {self.sql(hi, scope)}, "
+                f"{neg is not None}, {keyword(mod) == 'SYMMETRIC'})"
+            )
+        if d == "paren":
+            return self.sql(node.children[0], scope)
+        if d == "case_expr":
+            return self.sql_case(node, scope)
+        if d == "cast_expr" and node.children[1].data == "cast_type" and len(node.children[0].children) == 1:
+            type_node = node.children[1]
+            tname = str(type_node.children[0]).upper()
+            precision = [int(str(t)) for t in type_node.children[1:] if t is not None]
+            if checks.normal_type(tname) in SQL_CASTS and not any(o is not None for o in node.children[2:]):
+                return f"_sql.cast({self.sql(node.children[0].children[0], scope)}, {checks.normal_type(tname)!r}, {precision!r})"
+        if d == "substring" and keyword(node.children[1]) == "FROM":
+            s_, _how, a, b = node.children
+            length = f", {self.sql(b, scope)}" if b is not None else ""
+            return f"_sql.func('SUBSTRING', [{self.sql(s_, scope)}, {self.sql(a, scope)}{length}])"
+        if d == "trim_plain":
+            return f"_sql.func('TRIM', [{self.sql(node.children[0], scope)}])"
+        if d == "call":
+            name = self.dotted(node.children[0]).upper()
+            call_args = node.children[1]
+            args = call_args.children[0].children if call_args is not None and call_args.children[0] else []
+            if name in SQL_FUNCTIONS and "." not in name and self.resolve_routine(node, node.children[0]) is None:
+                lo, hi = SQL_FUNCTIONS[name]
+                if lo <= len(args) <= hi:
+                    return f"_sql.func({name!r}, [{', '.join(self.sql(a, scope) for a in args)}])"
+        self.error(node, f"{SQL_NAMES.get(d, 'this expression')} cannot be translated to SQL")
+        return "None"
+
+    def sql_case(self, node: Tree[Any], scope: SqlScope) -> str:
+        subject = node.children[0]
+        whens = kids(node, "case_expr_when")
+        else_node = node.children[-1] if node.children[-1] is not None and node.children[-1].data != "case_expr_when" else None
+        subj = self.sql(subject, scope) if subject is not None else "None"
+        pairs = ", ".join(f"({self.sql(w.children[0], scope)}, {self.sql(w.children[1], scope)})" for w in whens)
+        other = self.sql(else_node, scope) if else_node is not None else "None"
+        return f"_sql.case({subj}, [{pairs}], {other})"
+
+    def mentions_column(self, node: Any, scope: SqlScope) -> bool:
+        """Whether ``node`` refers to a column of one of the statement's tables (walked without recursion)."""
+        stack = [node]
+        while stack:
+            item = stack.pop()
+            if not isinstance(item, Tree):
+                continue
+            if item.data == "fieldref":
+                start = item.children[0].children[0]
+                if isinstance(start, Tree) and ident(start) in scope.aliases:
+                    return True
+            stack.extend(item.children)
+        return False
 
     # ------------------------------------------------------------------ field references
 

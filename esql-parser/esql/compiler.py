@@ -510,6 +510,11 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             return threading.get_ident()
         return {"BrokerName": "flowbroker", "Family": "PYTHON"}.get(name, "")
 
+    def foreign_routine(name: str, language: str) -> Any:
+        raise EsqlRuntimeError(
+            f"routine {name} is LANGUAGE {language}: {language} routines cannot run in flowbroker"
+        )
+
     def undefined(name: str) -> Any:
         raise EsqlRuntimeError(f"routine {name} is not defined")
 
@@ -623,6 +628,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_external": external,
         "_broker_property": broker_property,
         "_undefined": undefined,
+        "_foreign_routine": foreign_routine,
         "_propagate": propagate,
         "_throw": throw,
         "_log": log,
