@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from lark import Token, Tree
+from lark import Tree
 
 from esql import checks
 from esql.ast import ident, keyword, kids, left_chain, position, string_value
@@ -592,7 +592,7 @@ class Generator:
             )
             self.out.line("return None")
             return
-        for direction, name, ptype in routine.params:
+        for _direction, name, ptype in routine.params:
             if ptype in ("ROW", "REFERENCE"):
                 self.error(routine.node, f"parameter '{name}' of a database routine cannot be {ptype}")
         args = ", ".join(mangle("v_", p[1]) for p in routine.params)
@@ -1270,7 +1270,9 @@ class Generator:
         wanted = len(routine.params) + routine.result_sets
         if len(args) != wanted:
             sets = f" (with {routine.result_sets} result set(s))" if routine.result_sets else ""
-            self.error(node, f"routine '{routine.name}' takes {wanted} argument(s){sets} but {len(args)} were given")
+            self.error(
+                node, f"routine '{routine.name}' takes {wanted} argument(s){sets} but {len(args)} were given"
+            )
         codes = []
         for (direction, _pname, ptype), arg in zip(routine.params, args, strict=False):
             if ptype == "REFERENCE":
@@ -1352,7 +1354,9 @@ class Generator:
     def assign_result_set(self, target: Tree[Any], code: str) -> None:
         """A DYNAMIC RESULT SETS argument: a field reference ending in [] receives the rows."""
         elems = target.children[1:] if target.data == "fieldref" else []
-        if not elems or not (isinstance(elems[-1].children[2], Tree) and elems[-1].children[2].data == "index_all"):
+        if not elems or not (
+            isinstance(elems[-1].children[2], Tree) and elems[-1].children[2].data == "index_all"
+        ):
             self.error(target, "a result set argument must be a field reference ending in []")
             return
         parent = self.target(target, upto=len(elems) - 1)
@@ -2408,7 +2412,11 @@ class Generator:
             name = self.dotted(node.children[0]).upper()
             call_args = node.children[1]
             args = call_args.children[0].children if call_args is not None and call_args.children[0] else []
-            if name in SQL_FUNCTIONS and "." not in name and self.resolve_routine(node, node.children[0]) is None:
+            if (
+                name in SQL_FUNCTIONS
+                and "." not in name
+                and self.resolve_routine(node, node.children[0]) is None
+            ):
                 lo, hi = SQL_FUNCTIONS[name]
                 if lo <= len(args) <= hi:
                     return f"_sql.func({name!r}, [{', '.join(self.sql(a, scope) for a in args)}])"
@@ -2418,9 +2426,15 @@ class Generator:
     def sql_case(self, node: Tree[Any], scope: SqlScope) -> str:
         subject = node.children[0]
         whens = kids(node, "case_expr_when")
-        else_node = node.children[-1] if node.children[-1] is not None and node.children[-1].data != "case_expr_when" else None
+        else_node = (
+            node.children[-1]
+            if node.children[-1] is not None and node.children[-1].data != "case_expr_when"
+            else None
+        )
         subj = self.sql(subject, scope) if subject is not None else "None"
-        pairs = ", ".join(f"({self.sql(w.children[0], scope)}, {self.sql(w.children[1], scope)})" for w in whens)
+        pairs = ", ".join(
+            f"({self.sql(w.children[0], scope)}, {self.sql(w.children[1], scope)})" for w in whens
+        )
         other = self.sql(else_node, scope) if else_node is not None else "None"
         return f"_sql.case({subj}, [{pairs}], {other})"
 

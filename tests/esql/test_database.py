@@ -443,7 +443,7 @@ def test_database_procedures_out_parameters_schema_and_result_sets_check() -> No
     ]
     diagnostics, _ = check_sources({"procs.esql": "DECLARE schemaName EXTERNAL CHARACTER 'x';\n" + source})
     assert diagnostics == []
-    wrong = "CREATE PROCEDURE S(IN n INTEGER) LANGUAGE DATABASE DYNAMIC RESULT SETS 1 EXTERNAL NAME \"s\";\nCALL S(1);\n"
+    wrong = 'CREATE PROCEDURE S(IN n INTEGER) LANGUAGE DATABASE DYNAMIC RESULT SETS 1 EXTERNAL NAME "s";\nCALL S(1);\n'
     diagnostics, _ = check_sources({"arity.esql": wrong})
     assert [str(d) for d in diagnostics] == [
         "arity.esql:2:1: error: routine 'S' takes 2 argument(s) (with 1 result set(s)) but 1 were given"
@@ -452,7 +452,8 @@ def test_database_procedures_out_parameters_schema_and_result_sets_check() -> No
 
 def test_database_procedure_on_sqlite_fails_at_the_call_with_the_reason(tmp_path: Any) -> None:
     program = compile_program(
-        "DECLARE schemaName EXTERNAL CHARACTER 'main';\n" + PROCEDURES.format(proc="p", squares="s"), "procs.esql"
+        "DECLARE schemaName EXTERNAL CHARACTER 'main';\n" + PROCEDURES.format(proc="p", squares="s"),
+        "procs.esql",
     )
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'procs.db'}")
     with engine.begin() as conn:

@@ -86,7 +86,11 @@ def test_nesting_within_the_limits_runs() -> None:
     source = (
         "SET OutputRoot.XMLNSC.A = " + "(" * 200 + "1" + ")" * 200 + ";\n"
         "SET OutputRoot.XMLNSC.B = " + "ABS(" * 60 + "-2" + ")" * 60 + ";\n"
-        "SET OutputRoot.XMLNSC.C = " + "'a' || (" * 30 + "'b'" + ")" * 30 + ";\n"
+        "SET OutputRoot.XMLNSC.C = "
+        + "'a' || (" * 30
+        + "'b'"
+        + ")" * 30
+        + ";\n"
         + "IF TRUE THEN\n" * 29
         + "SET OutputRoot.XMLNSC.D = 1;\n"
         + "END IF;\n" * 29
