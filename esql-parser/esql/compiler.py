@@ -44,7 +44,21 @@ class CompiledRoutine:
         self.kind = kind
 
     def run(self, ctx: ExecutionContext) -> Any:
-        """Run the routine; returns Main's value (True/False/None)."""
+        """Run the routine; returns Main's value (True/False/None).
+
+        Run outside a node invocation (``flowbroker esql run``, tests), the run is one: CURRENT_…
+        give one moment throughout and SLEEP / INSTANCESTOPPING see ``ctx.stop``. Nodes open the
+        invocation themselves (:func:`esql.functions.invocation`) around their evaluation.
+        """
+        from esql import functions
+
+        if functions.in_invocation():
+            return self._run(ctx)
+        stop = ctx.stop if hasattr(ctx.stop, "wait") else None
+        with functions.invocation(stop=stop):
+            return self._run(ctx)
+
+    def _run(self, ctx: ExecutionContext) -> Any:
         self.program.ensure_initialised(ctx)
         try:
             return self.function(ctx)
