@@ -52,6 +52,27 @@ WRITABLE_ROOTS = {
     "DestinationList",
     "InputLocalEnvironment",
 }
+#: The correlation names of each node kind (IBM): a Compute node sees input and output trees,
+#: Filter and Database nodes one message, of which only the environments can change.
+COMPUTE_NAMES = frozenset(
+    {
+        "InputRoot",
+        "InputBody",
+        "InputProperties",
+        "InputLocalEnvironment",
+        "InputDestinationList",
+        "InputExceptionList",
+        "Environment",
+        "OutputRoot",
+        "OutputLocalEnvironment",
+        "OutputDestinationList",
+        "OutputExceptionList",
+    }
+)
+SINGLE_MESSAGE_NAMES = frozenset(
+    {"Root", "Body", "Properties", "LocalEnvironment", "DestinationList", "ExceptionList", "Environment"}
+)
+SINGLE_MESSAGE_WRITABLE = frozenset({"LocalEnvironment", "DestinationList", "Environment"})
 SQL_STATE = {
     "SQLCODE": "ctx.sqlcode",
     "SQLSTATE": "ctx.sqlstate",
@@ -807,8 +828,10 @@ class Generator:
         if var is None and name not in CORRELATION:
             self.error(start, f"undeclared identifier '{name}'")
             return
-        if var is None and name not in WRITABLE_ROOTS:
-            self.error(start, f"'{name}' is read-only; only output trees and Environment can be changed")
+        if var is None and not self.correlation_available(start, name):
+            return
+        if var is None and not self.writable(name):
+            self.error(start, self.read_only_message(name))
             return
         last_all = (
             bool(elems)
@@ -1453,8 +1476,44 @@ class Generator:
 
     def check_writable(self, fieldref: Tree[Any]) -> None:
         name = ident(fieldref.children[0].children[0])
-        if self.lookup(name) is None and name in CORRELATION and name not in WRITABLE_ROOTS:
-            self.error(fieldref, f"'{name}' is read-only; only output trees and Environment can be changed")
+        if self.lookup(name) is None and name in CORRELATION and not self.writable(name):
+            self.error(fieldref, self.read_only_message(name))
+
+    def module_kind(self) -> str | None:
+        """COMPUTE, FILTER, DATABASE … of the module being generated (None: bare code, schema routines)."""
+        if self.module is None or self.module.node is None:
+            return None
+        return self.module.kind
+
+    def correlation_available(self, where: Any, name: str) -> bool:
+        """Whether this module kind has the correlation name; reports it where it is used if not."""
+        kind = self.module_kind()
+        if kind == "COMPUTE" and name not in COMPUTE_NAMES:
+            self.error(
+                where,
+                f"'{name}' is not a correlation name of a COMPUTE module "
+                "(a Compute node has InputRoot, OutputRoot, InputLocalEnvironment …)",
+            )
+            return False
+        if kind in ("FILTER", "DATABASE") and name not in SINGLE_MESSAGE_NAMES:
+            self.error(
+                where,
+                f"'{name}' is not a correlation name of a {kind} module "
+                f"(a {kind.title()} node has Root, Body, Properties, LocalEnvironment …)",
+            )
+            return False
+        return True
+
+    def writable(self, name: str) -> bool:
+        if self.module_kind() in ("FILTER", "DATABASE"):
+            return name in SINGLE_MESSAGE_WRITABLE
+        return name in WRITABLE_ROOTS
+
+    def read_only_message(self, name: str) -> str:
+        kind = self.module_kind()
+        if kind in ("FILTER", "DATABASE"):
+            return f"'{name}' is read-only in a {kind} module; only LocalEnvironment and Environment can be changed"
+        return f"'{name}' is read-only; only output trees and Environment can be changed"
 
     def ref_var(self, fieldref: Tree[Any], verb: str) -> Var | None:
         if len(fieldref.children) == 1:
@@ -2524,6 +2583,7 @@ class Generator:
             self.error(start, f"'{name}' is {article(var.type_name)} variable, not a field reference")
             return "None"
         if name in CORRELATION:
+            self.correlation_available(start, name)
             return CORRELATION[name]
         self.error(start, f"undeclared identifier '{name}'")
         return "None"
@@ -2582,6 +2642,9 @@ class Generator:
             nm = self.scalar(name_part.children[0])
         else:
             nm = repr(ident(name_part))
+            var = self.lookup(ident(name_part)) if name_part.data == "ident" else None
+            if var is not None and var.kind == "namespace" and var.type_name == "NAME":
+                nm = var.py  # a NAME constant stands for its value in a path (IBM)
         return nm, ns, ftype
 
     def element(self, node: Tree[Any], upto: int | None = None, base: tuple[str, int] | None = None) -> str:

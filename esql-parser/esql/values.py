@@ -540,6 +540,8 @@ def _ordered(a: Any, b: Any, op: str, test: Callable[[Any, Any], bool]) -> bool 
     if a is None or b is None:
         return None
     x, y = _cmp_prepare(a, b, op)
+    if type(x) is bool and type(y) is bool:
+        return test(int(x), int(y))  # IBM: FALSE < TRUE
     if type(x) is bool or isinstance(x, Element | list):
         raise _compare_error(a, b, op)
     if isinstance(x, float) and math.isnan(x) or isinstance(y, float) and math.isnan(y):
