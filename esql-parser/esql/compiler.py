@@ -343,8 +343,24 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             anchor.value if value is rt_missing else (None if value is None else to_element_value(value))
         )
 
+    def parser_options(options: Any, set_: Any, type_: Any, format_: Any) -> dict[str, Any]:
+        """What PARSE and ASBITSTREAM give a domain parser: OPTIONS and the SET, TYPE and FORMAT clauses."""
+        found: dict[str, Any] = {"options": options or 0}
+        for key, value in (("set", set_), ("type", type_), ("format", format_)):
+            if value is not None:
+                found[key] = str(value)
+        return found
+
     def parse_into(
-        e: Element, domain: Any, data: Any, ccsid: Any, encoding: Any, options: Any, *_: Any
+        e: Element,
+        domain: Any,
+        data: Any,
+        ccsid: Any,
+        encoding: Any,
+        options: Any,
+        set_: Any = None,
+        type_: Any = None,
+        format_: Any = None,
     ) -> None:
         from esql import domains
 
@@ -362,7 +378,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
                 data,
                 ccsid=int(ccsid or 1208),
                 encoding=int(encoding or 546),
-                options={"options": options or 0},
+                options=parser_options(options, set_, type_, format_),
             )
             if not e.name:
                 e.name = name
@@ -386,7 +402,10 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         try:
             parser = domains.get(domain.name if domain.parent is not None else e.name)
             return parser.serialize(
-                e, ccsid=int(ccsid or 1208), encoding=int(encoding or 546), options={"options": options or 0}
+                e,
+                ccsid=int(ccsid or 1208),
+                encoding=int(encoding or 546),
+                options=parser_options(options, set_, type_, format_),
             )
         except domains.DomainError as exc:
             raise EsqlRuntimeError(f"ASBITSTREAM: {exc}") from exc

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from esql.tree import NAME_VALUE, Element
+from esql.tree import NAME, NAME_VALUE, Element
 
 #: Field-type constants usable in type qualifiers ``(XMLNSC.Attribute)`` and ``TYPE`` clauses.
 #: Attribute-like types share one value so a qualifier matches every spelling of it.
@@ -376,7 +376,7 @@ def ensure(e: Element, name: str | None, ns: str | None, index: int, ftype: int 
             raise EsqlRuntimeError(
                 f"cannot create {e.path()}.{name}[{index}]: only {seen} such field(s) exist"
             )
-        return new_child(e, name, "", ftype if ftype is not None else NAME_VALUE)
+        return new_child(e, name, "", ftype if ftype is not None else _created_type(e))
     if index > 0:
         seen = 0
         node = e._first if e._lazy is None else e.first_child
@@ -399,7 +399,7 @@ def ensure(e: Element, name: str | None, ns: str | None, index: int, ftype: int 
     if name is None:
         # A wildcard target (SET OutputRoot.*[i] = …) is created nameless and takes the source's name.
         return e.add("", namespace=ns or "", type=ftype if ftype is not None else NAME_VALUE)
-    return e.add(name, namespace=ns or "", type=ftype if ftype is not None else NAME_VALUE)
+    return e.add(name, namespace=ns or "", type=ftype if ftype is not None else _created_type(e))
 
 
 def ensure_child(e: Element, name: str) -> Element:
@@ -409,7 +409,15 @@ def ensure_child(e: Element, name: str) -> Element:
         if node.name == name and not node.namespace:
             return node
         node = node.next_sibling
-    return new_child(e, name, "", NAME_VALUE)
+    return new_child(e, name, "", _created_type(e))
+
+
+def _created_type(parent: Element) -> int:
+    """The type of a field SET creates: a header or body folder (IBM's Name type) below a message
+    Root, a name-value field anywhere else."""
+    if parent.parent is None and parent.name == "Root":
+        return NAME
+    return NAME_VALUE
 
 
 def new_child(e: Element, name: str, ns: str, ftype: int) -> Element:
