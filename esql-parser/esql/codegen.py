@@ -202,6 +202,70 @@ class SqlScope:
         self.columns: dict[str, set[str]] = {alias: set() for alias in aliases}
 
 
+@dataclass
+class EvalSite:
+    """A place in the program where EVAL runs: the variables in scope and what names resolve against."""
+
+    scope: dict[str, Var]
+    locals: list[str]  # Python names of the local variables passed in (and, for statements, back)
+    module: str | None
+    filename: str
+    depth: int  # scope depth of the innermost variable: EVAL's own DECLAREs go deeper
+
+
+def generate_eval(
+    parent: Generator, tree: Tree[Any], site: EvalSite, statement: bool, name: str
+) -> Generator:
+    """A generator holding ``def name(ctx, _in)`` for EVAL text, resolved as if written at ``site``.
+
+    The function binds the caller's variables from ``_in`` and returns them again (statements)
+    or the expression's value; routines, module and schema variables resolve as at the site.
+    """
+    gen = Generator([], strict=parent.strict)
+    gen.units = parent.units
+    gen.modules = parent.modules
+    gen.schema_routines = parent.schema_routines
+    gen.schema_vars = parent.schema_vars
+    gen.functions_env = parent.functions_env
+    gen.filename = "EVAL"
+    gen.fresh_prefix = f"_{name}_"
+    gen.module = parent.modules.get(site.module) if site.module is not None else None
+    gen.unit = next((u for u in parent.units if u.filename == site.filename), None)
+    gen.scopes = [dict(site.scope)] + [{} for _ in range(site.depth)]
+    out = gen.out
+    out.where = ("EVAL", 1, 1)
+    out.line(f"def {name}(ctx, _in):")
+    out.indent += 1
+    gen.begin_function()
+    for py in site.locals:
+        out.line(f"{py} = _in[{py!r}]")
+    out.line("_stop = ctx.stop")
+    if statement:
+        items = [c for c in tree.children if c is not None]
+        for item in items:
+            if item.data in ("module", "routine", "broker_schema", "path_decl"):
+                gen.error(item, "EVAL text can hold statements only, not modules, routines or schema clauses")
+        gen.statements(
+            [i for i in items if i.data not in ("module", "routine", "broker_schema", "path_decl")]
+        )
+        out.line("return {" + ", ".join(f"{py!r}: {py}" for py in site.locals) + "}")
+    else:
+        expr = tree.children[0]
+        out.where = ("EVAL", *position(expr))
+        gen.pre.append([])
+        start = len(out.lines)
+        code = gen.scalar(expr)
+        pre = gen.pre.pop()
+        if pre:
+            indent = "    " * out.indent
+            out.lines[start:start] = [indent + p for p in pre]
+            out.positions[start:start] = [out.where] * len(pre)
+        out.line(f"return {code}")
+    gen.end_function()
+    out.indent -= 1
+    return gen
+
+
 class CodegenError(Exception):
     pass
 
@@ -324,6 +388,7 @@ class Generator:
         self.bare = False
         self.function_globals: list[set[str]] = []
         self.function_starts: list[int] = []
+        self.fresh_prefix = ""  # EVAL code names its temporaries apart from the program's
         self.depth = 0  # expression nesting of the expression being generated (parentheses aside)
         self.raw_depth = 0
         self.too_deep = False
@@ -337,7 +402,7 @@ class Generator:
 
     def fresh(self, stem: str = "_t") -> str:
         self.counter += 1
-        return f"{stem}{self.counter}"
+        return f"{stem}{self.fresh_prefix}{self.counter}"
 
     def const(self, value: Any) -> str:
         """A module-level constant holding ``value`` (for values with no Python literal form)."""
@@ -1621,10 +1686,30 @@ class Generator:
         self.out.line(f"raise {self.handler_exc[-1]}")
 
     def s_eval_stmt(self, node: Tree[Any]) -> None:
-        self.scalar(node.children[0])
+        """EVAL('statements'): compiled at run time by this compiler, run in this scope.
+
+        The variables in scope go in by value and the assignable ones come back, so the text
+        reads and sets them as the surrounding code would.
+        """
+        site = self.eval_site()
+        values = "{" + ", ".join(f"{py!r}: {py}" for py in site.locals) + "}"
+        result = self.fresh()
         self.out.line(
-            "raise _EsqlRuntimeError('EVAL is not supported: flowbroker never runs ESQL text built at run time')"
+            f"{result} = _eval(ctx, {self.scalar(node.children[0])}, {self.const(site)}, {values}, True)"
         )
+        for var in site.scope.values():
+            if var.py in site.locals and var.kind in ("scalar", "ref") and not var.constant:
+                self.out.line(f"{var.py} = {result}[{var.py!r}]")
+
+    def eval_site(self) -> EvalSite:
+        """What EVAL text compiled at run time needs to see of this place in the program."""
+        scope: dict[str, Var] = {}
+        for table in self.scopes:
+            scope.update({name: var for name, var in table.items() if var.kind != "column"})
+        local = [var.py for var in scope.values() if var.py.startswith("v_")]
+        depth = max((var.scope_level for var in scope.values()), default=0) + 1
+        module = self.module.name if self.module is not None else None
+        return EvalSite(scope, local, module, self.filename, depth)
 
     def s_log_stmt(self, node: Tree[Any]) -> None:
         parts = []
@@ -2068,6 +2153,13 @@ class Generator:
             self.error(node, f"{upper} is only valid in a SELECT list")
             return "scalar", "None"
         routine = self.resolve_routine(node, fieldref)
+        if routine is None and upper == "EVAL" and "." not in name:
+            if len(args) != 1:
+                self.error(node, f"function EVAL takes 1 argument(s) but {len(args)} were given")
+                return "scalar", "None"
+            site = self.eval_site()
+            values = "{" + ", ".join(f"{py!r}: {py}" for py in site.locals) + "}"
+            return "scalar", f"_eval(ctx, {self.scalar(args[0])}, {self.const(site)}, {values}, False)"
         if routine is not None:
             call = self.routine_call(routine, args, node)
             if routine.returns is None and not any(p[0] in ("OUT", "INOUT") for p in routine.params):

@@ -98,6 +98,76 @@ class Program:
         self.code_name = f"<esql:{','.join(filenames)}>"
         code = getattr(generator, "code", None) or compile(source, self.code_name, "exec")
         exec(code, self.namespace)
+        # EVAL compiles its text with this program's names and runs it in this namespace.
+        self.generator = generator
+        self.namespace["_eval"] = self.evaluate
+        self._evals: OrderedDict[tuple[str, int, bool], tuple[Callable[..., Any], list[Any], str]] = (
+            OrderedDict()
+        )
+        self._eval_lock = threading.Lock()
+
+    def evaluate(
+        self, ctx: ExecutionContext, text: Any, site: Any, values: dict[str, Any], statement: bool
+    ) -> Any:
+        """EVAL: run ESQL text at ``site``, compiled by this compiler (never Python's eval), cached by text.
+
+        Statements return the caller's variables as they left them; an expression, its value.
+        An error in the text is an ESQL error that says where in the text it happened.
+        """
+        if text is None:
+            return None if not statement else values
+        if not isinstance(text, str):
+            raise EsqlRuntimeError(f"EVAL needs CHARACTER text, not {rt.values_module().type_name(text)}")
+        key = (text, id(site), statement)
+        with self._eval_lock:
+            entry = self._evals.get(key)
+            if entry is not None:
+                self._evals.move_to_end(key)
+        if entry is None:
+            entry = self._compile_eval(text, site, statement)
+            with self._eval_lock:
+                self._evals[key] = entry
+                while len(self._evals) > _CACHE_SIZE:
+                    self._evals.popitem(last=False)
+        function, positions, code_name = entry
+        try:
+            return function(ctx, values)
+        except (UserException, rt.StopRequested, rt.LeaveSignal, rt.IterateSignal):
+            raise
+        except (EsqlRuntimeError, self.value_error, DomainError) as exc:
+            where = _frame_position(exc, code_name, positions)
+            message = getattr(exc, "message", None) or str(exc)
+            err = EsqlRuntimeError(f"EVAL text, {where}: {message}" if where else f"EVAL text: {message}")
+            err.sqlstate = _sqlstate(exc)
+            raise err from exc
+
+    def _compile_eval(
+        self, text: str, site: Any, statement: bool
+    ) -> tuple[Callable[..., Any], list[Any], str]:
+        from esql.codegen import generate_eval
+
+        result = parse(text, "EVAL", start="start" if statement else "eval_expr")
+        diagnostics = list(result.diagnostics)
+        generator = None
+        with self._eval_lock:
+            self._eval_count = getattr(self, "_eval_count", 0) + 1
+            name = f"_evalfn{self._eval_count}"
+        if result.tree is not None:
+            generator = generate_eval(self.generator, result.tree, site, statement, name)
+            diagnostics += [d for d in generator.diagnostics if d.severity == "error"]
+        if diagnostics or generator is None:
+            first = diagnostics[0]
+            raise EsqlRuntimeError(f"EVAL text, line {first.line}, column {first.column}: {first.message}")
+        source = "\n".join(generator.out.lines) + "\n"
+        code_name = f"<esql-eval:{name}>"
+        code = compile(source, code_name, "exec")
+        with self._eval_lock:
+            for fn in generator.used_functions:
+                self.namespace.setdefault(f"_fn_{fn}", _wrap_function(generator.functions_env[fn].impl))
+            self.namespace.update(generator.constants)
+            exec(code, self.namespace)
+            function = self.namespace.pop(name)
+        return function, generator.out.positions, code_name
 
     def ensure_initialised(self, ctx: ExecutionContext) -> None:
         if self._initialised:
@@ -142,6 +212,20 @@ class Program:
             _file, line, col = self.positions[found - 1]
             err.line, err.column = line, col
             err.filename = _file  # type: ignore[attr-defined]
+
+
+def _frame_position(exc: BaseException, code_name: str, positions: list[Any]) -> str:
+    """'line L, column C' of the innermost frame of ``code_name`` that ``exc`` passed through."""
+    tb = exc.__traceback__
+    found = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == code_name:
+            found = tb.tb_lineno
+        tb = tb.tb_next
+    if found is None or not 0 < found <= len(positions):
+        return ""
+    _file, line, col = positions[found - 1]
+    return f"line {line}, column {col}"
 
 
 _CACHE: OrderedDict[str, Program] = OrderedDict()

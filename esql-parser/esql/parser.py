@@ -53,6 +53,7 @@ class _Grammar:
             parser="lalr",
             propagate_positions=True,
             maybe_placeholders=True,
+            start=["start", "eval_expr"],
             # Building the LALR tables takes about a second; lark keeps them in a temp-dir cache
             # keyed by the grammar's hash, so command start-up pays it once per grammar version.
             cache=True,
@@ -135,11 +136,14 @@ def _line_col(source: str, pos: int) -> tuple[int, int]:
 _OPENERS = frozenset({"IF", "WHILE", "LOOP", "REPEAT", "FOR", "CASE", "BEGIN"})
 
 
-def parse(source: str, filename: str = "main.esql", max_errors: int = 20) -> ParseResult:
-    """Parse one ESQL file; the tree is None when any syntax error was found."""
+def parse(
+    source: str, filename: str = "main.esql", max_errors: int = 20, start: str = "start"
+) -> ParseResult:
+    """Parse one ESQL file (or, with ``start="eval_expr"``, one expression); the tree is None when
+    any syntax error was found."""
     g = grammar()
     diagnostics: list[Diagnostic] = []
-    interactive = g.lark.parse_interactive("")
+    interactive = g.lark.parse_interactive("", start=start)
     state = interactive.parser_state
     states = state.parse_conf.states
     kw_types = g.keywords
