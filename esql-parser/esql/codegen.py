@@ -1456,9 +1456,9 @@ class Generator:
             var = self.lookup(ident(target.children[0].children[0]))
             if var is not None and var.kind in ("scalar",):
                 self.note_global(var)
-                target = checks.normal_type(var.type_name)
-                if target in checks.CASTABLE:
-                    code = f"_as_type({code}, {target!r})"
+                declared = checks.normal_type(var.type_name)
+                if declared in checks.CASTABLE:
+                    code = f"_as_type({code}, {declared!r})"
                 self.out.line(f"{var.py} = {code}")
                 return
         if target.data != "fieldref":
@@ -2431,8 +2431,8 @@ class Generator:
         by lambdas over the table aliases, so every program value in it is a bound parameter.
         """
         tables = []
-        for item in froms:
-            ref, alias_node = item.children
+        for from_item in froms:
+            ref, alias_node = from_item.children
             if ident(ref.children[0].children[0]) != "Database":
                 self.error(ref, "a SELECT cannot join a database table with a message tree")
                 return "list", "[]"

@@ -108,7 +108,9 @@ class SqlBuilder:
     def cast(a: Any, type_name: str, precision: list[int]) -> Any:
         types: dict[str, Any] = {
             "INTEGER": sa.BigInteger(),
-            "DECIMAL": sa.Numeric(*precision) if precision else sa.Numeric(),
+            "DECIMAL": sa.Numeric(
+                precision[0] if precision else None, precision[1] if len(precision) > 1 else None
+            ),
             "FLOAT": sa.Float(),
             "CHARACTER": sa.String(),
             "DATE": sa.Date(),
@@ -320,7 +322,7 @@ def select(
     aliased: dict[str, Any] = {}
     for alias, parts, used in tables:
         table, _dsn = _table(parts, ctx.data_source)
-        cols = [sa.column(_check_name(c, "column")) for c in used]
+        cols: list[Any] = [sa.column(_check_name(c, "column")) for c in used]
         aliased[alias] = sa.table(table.name, *cols, schema=table.schema).alias(alias)
     chosen = columns(aliased)
     if chosen is None:

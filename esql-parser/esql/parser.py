@@ -228,7 +228,7 @@ def parse(
             return kw, True
         if as_kw is None or as_id is None:
             chosen, ttype = (as_id, ident_type) if as_kw is None else (as_kw, kw)
-            if ttype == ident_type:
+            if ttype == ident_type and chosen is not None:
                 nxt = lex(end)
                 follow = type_of(nxt, chosen)
                 if follow is not None and not _can_shift(states, chosen, follow):
@@ -266,34 +266,34 @@ def parse(
                 pos += 1
                 continue
             kind, text = "punct", pm.group()
-        start = pos
+        begin = pos
         newlines = text.count("\n")
         if kind in ("ws", "comment", "block"):
             if newlines:
                 line += newlines
-                line_start = start + text.rfind("\n") + 1
+                line_start = begin + text.rfind("\n") + 1
             pos = m.end() if m is not None else pos + len(text)
             continue
         if kind == "badblock":
-            error(start, "unterminated block comment")
+            error(begin, "unterminated block comment")
             break
         if kind == "badstring":
-            error(start, "unterminated string literal" if text == "'" else "unterminated quoted identifier")
+            error(begin, "unterminated string literal" if text == "'" else "unterminated quoted identifier")
             break
-        col = start - line_start + 1
+        col = begin - line_start + 1
         wrong = False
         upper = text.upper() if kind == "word" else ""
         if skip_to:
-            pos = start + len(text)
+            pos = begin + len(text)
             if upper == skip_to or (skip_to == ";" and text == ";"):
                 skip_to = ""
             elif skip_to == "END" and upper == "END":
                 skip_to = ""
-                pos = start  # the END itself closes the dropped construct: handle it below
+                pos = begin  # the END itself closes the dropped construct: handle it below
                 continue
             if newlines:
                 line += newlines
-                line_start = start + text.rfind("\n") + 1
+                line_start = begin + text.rfind("\n") + 1
             continue
         if (
             kind == "word"
@@ -304,7 +304,7 @@ def parse(
             and _can_shift(states, state.state_stack, declare)
         ):
             # A part of a construct that recovery dropped: skip it instead of misreading it.
-            pos = start + len(text)
+            pos = begin + len(text)
             if upper == "END":
                 pending.pop()
                 skip_to = ";"
@@ -318,16 +318,16 @@ def parse(
                 kw = kw_types.get(upper)
                 ttype = kw if kw is not None else ident_type
             else:
-                ttype, wrong = classify(text, start + len(text))
+                ttype, wrong = classify(text, begin + len(text))
         elif kind == "punct":
             ttype = g.punct[text]
         else:
             ttype = kind
-        token = Token(ttype, text, start, line, col, line, col + len(text), start + len(text))
+        token = Token(ttype, text, begin, line, col, line, col + len(text), begin + len(text))
         if newlines:
             line += newlines
-            line_start = start + text.rfind("\n") + 1
-        pos = start + len(text)
+            line_start = begin + text.rfind("\n") + 1
+        pos = begin + len(text)
         if skipping:
             if ttype == semicolon:
                 skipping = False
@@ -345,7 +345,7 @@ def parse(
             if precision is not None:
                 error(precision.start_pos or 0, DECIMAL_PRECISION_IN_DECLARE)
             else:
-                error(start, _unexpected(g, token, exc.expected))
+                error(begin, _unexpected(g, token, exc.expected))
             if len(diagnostics) >= max_errors:
                 break
             if ttype == semicolon:
