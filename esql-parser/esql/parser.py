@@ -1,10 +1,13 @@
 """ESQL source text to a positioned lark parse tree, with keyword-in-context lexing and recovery.
 
 ESQL keywords are case-insensitive and almost all of them are also valid field and variable
-names (``.Type``, ``.Name``, ``DECLARE count``). The tokenizer therefore emits a keyword token
+names (``.Type``, ``.Name``, ``DECLARE position``). The tokenizer therefore emits a keyword token
 only when the LALR parser, after the reductions it would make, can actually shift that keyword;
-otherwise the word is an identifier. On a syntax error the parser reports it, skips to the next
-``;`` and resumes at the enclosing statement list, so one run reports several errors.
+otherwise the word is an identifier. Where both could follow (``SET date = date || 'x'``), the
+token after the word decides. On a syntax error the parser reports it, skips to the next ``;``
+and resumes at the enclosing statement list, so one run reports several errors; the END, ELSE,
+ELSEIF … THEN, WHEN … THEN and UNTIL parts of the blocks it dropped are skipped, so they do not
+close the blocks around them.
 """
 
 from __future__ import annotations
@@ -154,6 +157,7 @@ def parse(
     # Constructs (IF, WHILE …) that recovery dropped from the parser stack: their END, ELSE,
     # ELSEIF … THEN, WHEN … THEN and UNTIL parts are skipped so they do not close outer blocks.
     pending: list[str] = []
+    skipped: list[str] = []  # the words skipped since the last error, upper case
     # Length of the value stack right after the last recovery: opener tokens above it were
     # opened since, and their END belongs to them.
     floor = 0
@@ -172,6 +176,9 @@ def parse(
                 value = state.value_stack.pop()
                 if isinstance(value, Token) and str(value).upper() in _OPENERS and value.type != ident_type:
                     dropped.append(str(value).upper())
+        # the skipped text may already hold the END … of the innermost dropped constructs
+        del dropped[: _unmatched_ends(skipped)]
+        skipped.clear()
         pending.extend(reversed(dropped))
         floor = len(state.value_stack)
 
@@ -332,6 +339,8 @@ def parse(
             if ttype == semicolon:
                 skipping = False
                 recover()
+            elif kind == "word":
+                skipped.append(upper)
             continue
         try:
             if wrong:
@@ -340,7 +349,11 @@ def parse(
             state.feed_token(token)
             recent.append(token)
             del recent[:-8]
+            floor = min(floor, len(state.value_stack))
         except UnexpectedToken as exc:
+            skipped.clear()
+            if kind == "word":
+                skipped.append(upper)
             precision = _declared_precision(recent)
             if precision is not None:
                 error(precision.start_pos or 0, DECIMAL_PRECISION_IN_DECLARE)
@@ -361,6 +374,22 @@ def parse(
         diagnostics.append(Diagnostic(filename, ln, col, _unexpected(g, exc.token, exc.expected), "error"))
         return ParseResult(None, diagnostics)
     return ParseResult(tree, diagnostics)
+
+
+def _unmatched_ends(words: list[str]) -> int:
+    """How many ``END``s in skipped words close constructs opened before them (END IF counts once)."""
+    opens = ends = 0
+    after_end = False
+    for word in words:
+        if after_end and word in _OPENERS:
+            after_end = False
+            continue
+        after_end = word == "END"
+        if after_end:
+            ends += 1
+        elif word in _OPENERS and word != "FOR":  # FOR also appears in SUBSTRING and FOR ALL
+            opens += 1
+    return max(0, ends - opens)
 
 
 def _declared_precision(recent: list[Token]) -> Token | None:

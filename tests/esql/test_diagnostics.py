@@ -187,6 +187,17 @@ CASES = [
         ],
     ),
     (
+        "recovery_end_in_skipped_text",
+        "CREATE COMPUTE MODULE M\nCREATE FUNCTION Main() RETURNS BOOLEAN BEGIN\n  IF x = THEN END IF;\n"
+        "  IF x = THEN SET y = CASE WHEN a THEN 1 ELSE 2 END; END IF;\n  SET OutputRoot.XMLNSC.C = ;\n"
+        "  RETURN TRUE;\nEND;\nEND MODULE;\n",
+        [
+            "recovery_end_in_skipped_text.esql:3:10: error: syntax error: unexpected 'THEN'",
+            "recovery_end_in_skipped_text.esql:4:10: error: syntax error: unexpected 'THEN'",
+            "recovery_end_in_skipped_text.esql:5:29: error: syntax error: unexpected ';'",
+        ],
+    ),
+    (
         "decimal_precision_in_declare",
         "DECLARE d DECIMAL(10,2) 1.234;\nBEGIN DECLARE e DECIMAL(10, 2); END;\n",
         [
