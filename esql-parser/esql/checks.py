@@ -74,14 +74,16 @@ _NUMBER_TEXT = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 
 def literal_type(node: Any) -> str | None:
     """The ESQL type of a literal expression, or None when it is not known at compile time."""
+    signed = False
+    while isinstance(node, Tree) and node.data in ("paren", "unary_op"):
+        signed = signed or node.data == "unary_op"
+        node = node.children[0] if node.data == "paren" else node.children[1]
     if not isinstance(node, Tree):
         return None
-    d = node.data
-    if d == "unary_op":
-        inner = literal_type(node.children[1])
+    if signed:
+        inner = literal_type(node)
         return inner if inner in NUMERIC else None
-    if d == "paren":
-        return literal_type(node.children[0])
+    d = node.data
     if d == "concat":
         return "CHARACTER" if _all_char(node) else None
     return {

@@ -1041,11 +1041,11 @@ class Generator:
 
     def static_type(self, node: Any) -> str | None:
         """The ESQL type ``node`` certainly has at run time (NULL aside), or None when unknown."""
+        while isinstance(node, Tree) and node.data in ("paren", "unary_op"):
+            node = node.children[0] if node.data == "paren" else node.children[1]
         if not isinstance(node, Tree):
             return None
         d = node.data
-        if d in ("paren", "unary_op"):
-            return self.static_type(node.children[-1]) if d == "paren" else self.static_type(node.children[1])
         if d in ("compare", "and_op", "or_op", "not_op", "between", "in_list", "like", "is_test", "bool_lit"):
             return "BOOLEAN"
         if d == "fieldref" and len(node.children) == 1 and node.children[0].children[1] is None:
@@ -1054,10 +1054,10 @@ class Generator:
                 return checks.normal_type(var.type_name)
             return None
         if d == "binop":
-            a, b = self.static_type(node.children[0]), self.static_type(node.children[2])
-            if a == b and a in ("INTEGER", "DECIMAL", "FLOAT"):
-                return a
-            return None
+            first, links = left_chain(node, ("binop",))
+            found = {self.static_type(first)} | {self.static_type(link.children[2]) for link in links}
+            kind = found.pop() if len(found) == 1 else None
+            return kind if kind in ("INTEGER", "DECIMAL", "FLOAT") else None
         if d == "cast_expr" and node.children[1].data == "cast_type":
             type_node = node.children[1]
             return (

@@ -33,6 +33,22 @@ def test_long_left_associative_chains_compile_and_run(count: int) -> None:
     assert out == {"C": "a" * count, "S": count - 2, "A": True, "O": False}
 
 
+def test_long_chains_and_deep_nesting_assigned_to_typed_variables() -> None:
+    source = (
+        "DECLARE i INTEGER;\nDECLARE c CHARACTER;\nDECLARE b BOOLEAN;\n"
+        "SET i = " + " + ".join(["1"] * 3000) + ";\n"
+        "SET c = " + " || ".join(["'a'"] * 3000) + ";\n"
+        "SET b = " + " OR ".join(["FALSE"] * 3000) + ";\n"
+        "SET OutputRoot.XMLNSC.I = i;\nSET OutputRoot.XMLNSC.C = LENGTH(c);\nSET OutputRoot.XMLNSC.B = b;\n"
+    )
+    assert run(source) == {"I": 3000, "C": 3000, "B": False}
+    deep = "DECLARE i INTEGER;\nSET i = " + "(" * 1000 + "-1" + ")" * 1000 + ";\n"
+    diagnostics, _ = check_sources({"deep.esql": deep})
+    assert [str(d) for d in diagnostics] == [
+        "deep.esql:2:265: error: expression nested too deeply (more than 64 levels)"
+    ]
+
+
 def test_long_chain_keeps_left_to_right_evaluation_and_short_circuit() -> None:
     # A chain long enough to be generated flat still stops at the first FALSE of an AND.
     terms = ["TRUE"] * 30 + ["FALSE"] + ["1 / 0 = 1"] * 30
