@@ -58,3 +58,17 @@ def string_value(token: Any) -> str:
     """The text of a STRING token ('it''s' → it's)."""
     text = str(token)
     return text[1:-1].replace("''", "'")
+
+
+def left_chain(node: Any, kinds: tuple[str, ...]) -> tuple[Any, list[Tree[Any]]]:
+    """The first operand and the operator nodes, innermost first, of a left-associative chain.
+
+    ``a || b || c`` parses as concat(concat(a, b), c); this walks its left spine without recursion
+    (chains of thousands of operands are too deep to recurse over).
+    """
+    links: list[Tree[Any]] = []
+    while isinstance(node, Tree) and node.data in kinds:
+        links.append(node)
+        node = node.children[0]
+    links.reverse()
+    return node, links

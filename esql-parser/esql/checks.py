@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from lark import Tree
 
-from esql.ast import keyword, string_value
+from esql.ast import keyword, left_chain, string_value
 
 
 def article(word: str) -> str:
@@ -43,19 +43,49 @@ TYPE_NAMES = {
     "NAME",
 }
 NUMERIC = {"INTEGER", "INT", "FLOAT", "DECIMAL"}
+#: Declared types a value is cast to on assignment (IBM's implicit casts for assignment).
+CASTABLE = frozenset(
+    {
+        "CHARACTER",
+        "INTEGER",
+        "FLOAT",
+        "DECIMAL",
+        "BOOLEAN",
+        "DATE",
+        "TIME",
+        "GMTTIME",
+        "TIMESTAMP",
+        "GMTTIMESTAMP",
+        "INTERVAL",
+        "BLOB",
+        "BIT",
+    }
+)
+
+
+def normal_type(name: str) -> str:
+    """The canonical spelling of a type name (INT is INTEGER, CHAR is CHARACTER …)."""
+    upper = name.upper()
+    return {"INT": "INTEGER", "CHAR": "CHARACTER", "DEC": "DECIMAL"}.get(upper, upper)
+
+
 _NUMBER_TEXT = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 
 
 def literal_type(node: Any) -> str | None:
     """The ESQL type of a literal expression, or None when it is not known at compile time."""
+    signed = False
+    while isinstance(node, Tree) and node.data in ("paren", "unary_op"):
+        signed = signed or node.data == "unary_op"
+        node = node.children[0] if node.data == "paren" else node.children[1]
     if not isinstance(node, Tree):
         return None
-    d = node.data
-    if d == "unary_op":
-        inner = literal_type(node.children[1])
+    if signed:
+        inner = literal_type(node)
         return inner if inner in NUMERIC else None
-    if d == "paren":
-        return literal_type(node.children[0])
+    d = node.data
+    if d == "concat":
+        return "CHARACTER" if _all_char(node) else None
     return {
         "int_lit": "INTEGER",
         "hex_int_lit": "INTEGER",
@@ -64,7 +94,6 @@ def literal_type(node: Any) -> str | None:
         "string_lit": "CHARACTER",
         "blob_lit": "BLOB",
         "bit_lit": "BIT",
-        "concat": "CHARACTER" if _all_char(node) else None,
     }.get(d) or (
         keyword(node.children[0])
         if d == "typed_lit"
@@ -77,7 +106,10 @@ def literal_type(node: Any) -> str | None:
 
 
 def _all_char(node: Tree[Any]) -> bool:
-    return all(literal_type(c) == "CHARACTER" for c in node.children)
+    first, links = left_chain(node, ("concat",))
+    return literal_type(first) == "CHARACTER" and all(
+        literal_type(link.children[1]) == "CHARACTER" for link in links
+    )
 
 
 def _compatible(target: str, value_type: str, node: Any) -> bool:
@@ -113,10 +145,21 @@ def _compatible(target: str, value_type: str, node: Any) -> bool:
     return False
 
 
-def check_initial_type(gen: Generator, var: Var, init: Any) -> None:
+DECIMAL_PRECISION_IN_DECLARE = (
+    "a DECIMAL variable takes no precision or scale (IBM assigns them; give them in CAST)"
+)
+
+
+def check_initial_type(gen: Generator, var: Var, init: Any) -> bool:
+    """Report an initial value that can never suit the variable; False when it must not be generated."""
     if init is None:
-        return
+        return True
+    if var.type_name in ("DECIMAL", "DEC") and isinstance(init, Tree) and init.data == "paren_list":
+        # DECLARE d DECIMAL(10, 2); reads as a DECIMAL initialised with a list
+        gen.error(init, DECIMAL_PRECISION_IN_DECLARE)
+        return False
     _check_value(gen, var, init, "initialise")
+    return True
 
 
 def check_assign_type(gen: Generator, var: Var, expr: Any) -> None:

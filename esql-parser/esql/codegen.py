@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from lark import Token, Tree
+from lark import Tree
 
 from esql import checks
-from esql.ast import ident, keyword, kids, position, string_value
+from esql.ast import ident, keyword, kids, left_chain, position, string_value
 from esql.diagnostics import Diagnostic
 from esql.runtime import FIELD_TYPES
 
@@ -52,6 +52,27 @@ WRITABLE_ROOTS = {
     "DestinationList",
     "InputLocalEnvironment",
 }
+#: The correlation names of each node kind (IBM): a Compute node sees input and output trees,
+#: Filter and Database nodes one message, of which only the environments can change.
+COMPUTE_NAMES = frozenset(
+    {
+        "InputRoot",
+        "InputBody",
+        "InputProperties",
+        "InputLocalEnvironment",
+        "InputDestinationList",
+        "InputExceptionList",
+        "Environment",
+        "OutputRoot",
+        "OutputLocalEnvironment",
+        "OutputDestinationList",
+        "OutputExceptionList",
+    }
+)
+SINGLE_MESSAGE_NAMES = frozenset(
+    {"Root", "Body", "Properties", "LocalEnvironment", "DestinationList", "ExceptionList", "Environment"}
+)
+SINGLE_MESSAGE_WRITABLE = frozenset({"LocalEnvironment", "DestinationList", "Environment"})
 SQL_STATE = {
     "SQLCODE": "ctx.sqlcode",
     "SQLSTATE": "ctx.sqlstate",
@@ -132,6 +153,119 @@ BINOPS = {"+": "_add", "-": "_sub", "*": "_mul", "/": "_div"}
 COMPARE = {"=": "_eq", "<>": "_ne", "<": "_lt", "<=": "_le", ">": "_gt", ">=": "_ge"}
 
 
+#: Operators chained this long are generated flat (see Generator.fold).
+FLAT_CHAIN = 16
+#: How deeply expressions and statements may nest: each level costs the generated Python a few
+#: parentheses or an indentation level, and Python allows 200 and 100 of those.
+MAX_NESTING = 64
+MAX_STATEMENT_NESTING = 30
+
+
+#: ESQL functions that translate to SQL inside database statements: name → (min, max) arguments.
+SQL_FUNCTIONS = {
+    "UPPER": (1, 1),
+    "UCASE": (1, 1),
+    "LOWER": (1, 1),
+    "LCASE": (1, 1),
+    "LENGTH": (1, 1),
+    "CHARACTER_LENGTH": (1, 1),
+    "CHAR_LENGTH": (1, 1),
+    "ABS": (1, 1),
+    "ABSVAL": (1, 1),
+    "COALESCE": (1, 99),
+    "NULLIF": (2, 2),
+    "LTRIM": (1, 1),
+    "RTRIM": (1, 1),
+    "TRIM": (1, 1),
+    "REPLACE": (2, 3),
+    "ROUND": (1, 2),
+    "MOD": (2, 2),
+}
+#: Types CAST(column AS …) can give inside a database statement.
+SQL_CASTS = ("INTEGER", "DECIMAL", "FLOAT", "CHARACTER", "DATE", "TIMESTAMP", "TIME")
+SQL_NAMES = {
+    "call": "this function",
+    "case_expr": "this CASE",
+    "cast_expr": "this CAST",
+    "is_test": "this IS test",
+    "select_expr": "a nested SELECT",
+    "quantified": "a quantified predicate",
+}
+
+
+class SqlScope:
+    """The tables of one database statement: their aliases and the columns the statement uses."""
+
+    def __init__(self, aliases: list[str], qualified: bool = False) -> None:
+        self.aliases = aliases
+        self.qualified = qualified  # SELECT names columns through its aliases: T['A'].c['col']
+        self.columns: dict[str, set[str]] = {alias: set() for alias in aliases}
+
+
+@dataclass
+class EvalSite:
+    """A place in the program where EVAL runs: the variables in scope and what names resolve against."""
+
+    scope: dict[str, Var]
+    locals: list[str]  # Python names of the local variables passed in (and, for statements, back)
+    module: str | None
+    filename: str
+    depth: int  # scope depth of the innermost variable: EVAL's own DECLAREs go deeper
+
+
+def generate_eval(
+    parent: Generator, tree: Tree[Any], site: EvalSite, statement: bool, name: str
+) -> Generator:
+    """A generator holding ``def name(ctx, _in)`` for EVAL text, resolved as if written at ``site``.
+
+    The function binds the caller's variables from ``_in`` and returns them again (statements)
+    or the expression's value; routines, module and schema variables resolve as at the site.
+    """
+    gen = Generator([], strict=parent.strict)
+    gen.units = parent.units
+    gen.modules = parent.modules
+    gen.schema_routines = parent.schema_routines
+    gen.schema_vars = parent.schema_vars
+    gen.functions_env = parent.functions_env
+    gen.filename = "EVAL"
+    gen.fresh_prefix = f"_{name}_"
+    gen.module = parent.modules.get(site.module) if site.module is not None else None
+    gen.unit = next((u for u in parent.units if u.filename == site.filename), None)
+    gen.scopes = [dict(site.scope)] + [{} for _ in range(site.depth)]
+    out = gen.out
+    out.where = ("EVAL", 1, 1)
+    out.line(f"def {name}(ctx, _in):")
+    out.indent += 1
+    gen.begin_function()
+    for py in site.locals:
+        out.line(f"{py} = _in[{py!r}]")
+    out.line("_stop = ctx.stop")
+    if statement:
+        items = [c for c in tree.children if c is not None]
+        for item in items:
+            if item.data in ("module", "routine", "broker_schema", "path_decl"):
+                gen.error(item, "EVAL text can hold statements only, not modules, routines or schema clauses")
+        gen.statements(
+            [i for i in items if i.data not in ("module", "routine", "broker_schema", "path_decl")]
+        )
+        out.line("return {" + ", ".join(f"{py!r}: {py}" for py in site.locals) + "}")
+    else:
+        expr = tree.children[0]
+        out.where = ("EVAL", *position(expr))
+        gen.pre.append([])
+        start = len(out.lines)
+        code = gen.scalar(expr)
+        pre = gen.pre.pop()
+        if pre:
+            indent = "    " * out.indent
+            out.lines[start:start] = [indent + p for p in pre]
+            out.positions[start:start] = [out.where] * len(pre)
+        out.line(f"return {code}")
+    gen.end_function()
+    out.indent -= 1
+    return gen
+
+
 class CodegenError(Exception):
     pass
 
@@ -173,6 +307,12 @@ class Routine:
     module: str | None
     filename: str
     schema: str
+    external: str | None = None  # EXTERNAL NAME of a LANGUAGE DATABASE/JAVA/.NET routine
+    result_sets: int = 0  # DYNAMIC RESULT SETS n: that many list arguments follow the parameters
+
+
+#: Languages whose routines flowbroker runs; the others fail where they are called.
+RUNNABLE_LANGUAGES = ("ESQL", "DATABASE")
 
 
 @dataclass
@@ -246,6 +386,13 @@ class Generator:
         self.continue_stack: list[tuple[Tree[Any], list[Tree[Any]]]] = []
         self.pre: list[list[str]] = []
         self.bare = False
+        self.function_globals: list[set[str]] = []
+        self.function_starts: list[int] = []
+        self.fresh_prefix = ""  # EVAL code names its temporaries apart from the program's
+        self.depth = 0  # expression nesting of the expression being generated (parentheses aside)
+        self.raw_depth = 0
+        self.too_deep = False
+        self.statement_depth = 0
 
     # ------------------------------------------------------------------ diagnostics
 
@@ -255,7 +402,7 @@ class Generator:
 
     def fresh(self, stem: str = "_t") -> str:
         self.counter += 1
-        return f"{stem}{self.counter}"
+        return f"{stem}{self.fresh_prefix}{self.counter}"
 
     def const(self, value: Any) -> str:
         """A module-level constant holding ``value`` (for values with no Python literal form)."""
@@ -343,12 +490,23 @@ class Generator:
         returns = str(returns_node[0].children[0].children[0]).upper() if returns_node else None
         body = node.children[-1]
         language = "ESQL"
+        external = None
+        result_sets = 0
         if body.data == "external_body":
             lang = body.children[0]
             # LANGUAGE .NET arrives as the word NET (the dot is punctuation in the grammar).
             language = "".join(str(t) for t in lang.children).upper()
             if language == "NET":
                 language = ".NET"
+            words = [c.children[0] if c.children else None for c in body.children[1:] if c is not None]
+            texts = [keyword(w) if isinstance(w, Tree) else str(w) if w is not None else "" for w in words]
+            for i, text in enumerate(texts):
+                upper = text.upper()
+                if upper == "NAME" and i > 0 and texts[i - 1].upper() == "EXTERNAL" and i + 1 < len(texts):
+                    external = texts[i + 1][1:-1] if texts[i + 1][:1] in "'\"" else texts[i + 1]
+                if upper == "SETS" and i >= 2 and texts[i - 1].upper() == "RESULT" and i + 1 < len(texts):
+                    if texts[i + 1].isdigit():
+                        result_sets = int(texts[i + 1])
         if name in table:
             self.error(node.children[1], f"routine '{name}' is already defined")
         qualified = f"{module.name}.{name}" if module else (f"{unit.schema}.{name}" if unit.schema else name)
@@ -363,6 +521,8 @@ class Generator:
             module.name if module else None,
             unit.filename,
             unit.schema,
+            external,
+            result_sets,
         )
 
     def var_for_declare(self, name: str, node: Tree[Any], level: int, global_: bool) -> Var:
@@ -391,6 +551,7 @@ class Generator:
         out = self.out
         out.line("def _init(ctx):")
         out.indent += 1
+        self.begin_function()
         out.line("pass")
         for unit, node in self.schema_var_nodes:
             self.unit, self.filename = unit, unit.filename
@@ -415,6 +576,7 @@ class Generator:
                         module_vars[name] = var
                 self.global_declare(node, module_vars, declared=True)
             module.declares_vars = module_vars  # type: ignore[attr-defined]
+        self.end_function()
         out.indent -= 1
         for module in self.modules.values():
             self.module = module
@@ -449,23 +611,23 @@ class Generator:
                 self.error(
                     node, f"'{name}': a schema or module level variable must be CONSTANT, EXTERNAL or SHARED"
                 )
-            self.out.line(f"global {var.py}")
+            self.function_globals[-1].add(var.py)
             if var.kind == "row":
                 self.out.line(f"{var.py} = _new_row()")
                 continue
-            if init is None:
+            if init is None or not checks.check_initial_type(self, var, init):
                 self.out.line(f"{var.py} = None")
             else:
-                code = self.scalar(init)
-                checks.check_initial_type(self, var, init)
-                self.out.line(f"{var.py} = {code}")
+                self.out.line(f"{var.py} = {self.typed(var.type_name, init)}")
 
     # ------------------------------------------------------------------ routines
 
     def routine_header(self, routine: Routine) -> None:
-        params = ", ".join(mangle("v_", p[1]) for p in routine.params)
+        params = "".join(", " + mangle("v_", p[1]) for p in routine.params)
+        if routine.language == "DATABASE":
+            params += ", _schema=None"  # CALL … IN Database.{schema} / EXTERNAL SCHEMA 'schema'
         self.out.where = (self.filename, *position(routine.node))
-        self.out.line(f"def {routine.py}(ctx{', ' if params else ''}{params}):")
+        self.out.line(f"def {routine.py}(ctx{params}):")
 
     def gen_routine(self, routine: Routine) -> None:
         self.routine = routine
@@ -473,8 +635,10 @@ class Generator:
         body = routine.node.children[-1]
         self.routine_header(routine)
         self.out.indent += 1
+        self.begin_function()
         if routine.language == "DATABASE":
             self.database_routine(routine, body)
+            self.end_function()
             self.out.indent -= 1
             return
         if routine.language != "ESQL":
@@ -482,6 +646,7 @@ class Generator:
             self.out.line(
                 f"raise _EsqlRuntimeError({('routine ' + routine.qualified + ' is LANGUAGE ' + lang + ': ' + lang + ' routines cannot run in flowbroker')!r})"
             )
+            self.end_function()
             self.out.indent -= 1
             return
         scope: dict[str, Var] = {}
@@ -497,31 +662,31 @@ class Generator:
             self.out.line(f"return (None, {', '.join(outs)})")
         else:
             self.out.line("return None")
+        self.end_function()
         self.out.indent -= 1
         self.routine = None
 
     def database_routine(self, routine: Routine, body: Tree[Any]) -> None:
-        """LANGUAGE DATABASE: call the stored procedure named by EXTERNAL NAME on the node's data source."""
-        items = [c for c in body.children[1:] if c is not None]
-        external = None
-        for i, item in enumerate(items):
-            tok = item.children[0] if item.children else None
-            if isinstance(tok, Token) and tok.type in ("QUOTED", "STRING") and i > 0:
-                external = str(tok)[1:-1]
-        if external is None:
+        """LANGUAGE DATABASE: call the stored procedure named by EXTERNAL NAME on the node's data source.
+
+        The generated function returns (value, OUT/INOUT values …, result sets); whether the
+        data source's dialect can do what the declaration asks is decided at the call.
+        """
+        if routine.external is None:
             self.error(
                 routine.node, f'LANGUAGE DATABASE routine {routine.name} needs EXTERNAL NAME "schema.proc"'
             )
             self.out.line("return None")
             return
-        outs = [p for p in routine.params if p[0] != "IN"]
-        if outs:
-            self.error(
-                routine.node,
-                f"routine {routine.name}: OUT and INOUT parameters of database routines are not supported",
-            )
+        for _direction, name, ptype in routine.params:
+            if ptype in ("ROW", "REFERENCE"):
+                self.error(routine.node, f"parameter '{name}' of a database routine cannot be {ptype}")
         args = ", ".join(mangle("v_", p[1]) for p in routine.params)
-        self.out.line(f"return _db_call(ctx, {external!r}, [{args}], {routine.returns is not None})")
+        directions = [p[0] for p in routine.params]
+        self.out.line(
+            f"return _db_call(ctx, {routine.external!r}, [{args}], {directions!r}, "
+            f"{routine.returns is not None}, _schema, {routine.result_sets})"
+        )
 
     def base_scopes(self) -> list[dict[str, Var]]:
         scopes = [self.schema_vars.get(self.unit.schema if self.unit else "", {})]
@@ -546,10 +711,12 @@ class Generator:
         self.out.where = (self.filename, *position(module.bare_body[0]))
         self.out.line("def f__bare_main(ctx):")
         self.out.indent += 1
+        self.begin_function()
         self.out.line("_stop = ctx.stop")
         self.scopes = self.base_scopes() + [{}]
         self.statements(module.bare_body)
         self.out.line("return True")
+        self.end_function()
         self.out.indent -= 1
         self.routine = None
         self.bare = False
@@ -606,6 +773,9 @@ class Generator:
                 esc = string_value(cond.children[1]) if cond.children[1] is not None else None
                 tests.append(f"_like(_sqlstate({exc}), {string_value(cond.children[0])!r}, {esc!r})")
         test = " or ".join(f"({t}) is True" for t in tests) or "True"
+        # A stop request ends the node whatever the handlers say (it is no ESQL error).
+        self.out.line("except _StopRequested:")
+        self.out.line("    raise")
         self.out.line(f"except _CATCHABLE as {exc}:")
         self.out.indent += 1
         self.out.line(f"if not ({test}):")
@@ -641,9 +811,17 @@ class Generator:
         if method is None:
             self.error(stmt, f"statement {stmt.data} is not supported")
             return
+        if self.statement_depth >= MAX_STATEMENT_NESTING:
+            self.error(stmt, f"statements nested too deeply (more than {MAX_STATEMENT_NESTING} levels)")
+            self.out.line("pass")
+            return
         self.pre.append([])
         start = len(self.out.lines)
-        method(stmt)
+        self.statement_depth += 1
+        try:
+            method(stmt)
+        finally:
+            self.statement_depth -= 1
         pre = self.pre.pop()
         if pre:
             indent = "    " * self.out.indent
@@ -692,8 +870,10 @@ class Generator:
                 if init is not None:
                     self.out.line(f"_assign_tree({var.py}, _deref({self.element_or_value(init)}))")
                 continue
-            checks.check_initial_type(self, var, init)
-            self.out.line(f"{var.py} = {self.scalar(init) if init is not None else 'None'}")
+            if init is None or not checks.check_initial_type(self, var, init):
+                self.out.line(f"{var.py} = None")
+            else:
+                self.out.line(f"{var.py} = {self.typed(var.type_name, init)}")
 
     # -- SET
 
@@ -713,8 +893,10 @@ class Generator:
         if var is None and name not in CORRELATION:
             self.error(start, f"undeclared identifier '{name}'")
             return
-        if var is None and name not in WRITABLE_ROOTS:
-            self.error(start, f"'{name}' is read-only; only output trees and Environment can be changed")
+        if var is None and not self.correlation_available(start, name):
+            return
+        if var is None and not self.writable(name):
+            self.error(start, self.read_only_message(name))
             return
         last_all = (
             bool(elems)
@@ -725,7 +907,8 @@ class Generator:
             value = self.scalar(expr)
             tgt = self.target(target)
             if attr_kw == "VALUE":
-                self.out.line(f"_assign_value({tgt}, {value}, _to_element_value)")
+                # SET … VALUE = NULL keeps the field, with a NULL value (IBM); plain SET deletes it.
+                self.out.line(f"_set_value({tgt}, {value})")
             elif attr_kw == "NAME":
                 self.out.line(f"_set_name({tgt}, {value})")
             elif attr_kw == "NAMESPACE":
@@ -845,15 +1028,67 @@ class Generator:
             self.out.line(f"_assign_tree({var.py}, _deref({code}))")
             return
         checks.check_assign_type(self, var, expr)
-        prefix = self.global_prefix(var)
-        if prefix:
-            self.out.line(prefix)
-        self.out.line(f"{var.py} = {self.scalar(expr)}")
+        self.note_global(var)
+        self.out.line(f"{var.py} = {self.typed(var.type_name, expr)}")
 
-    def global_prefix(self, var: Var) -> str:
-        if var.py.startswith("g_"):
-            return f"global {var.py}"
-        return ""
+    def typed(self, type_name: str, expr: Tree[Any]) -> str:
+        """Code for ``expr`` as a value of a declared type: IBM casts on assignment (or raises)."""
+        code = self.scalar(expr)
+        target = checks.normal_type(type_name)
+        if target not in checks.CASTABLE or self.static_type(expr) == target:
+            return code
+        return f"_as_type({code}, {target!r})"
+
+    def static_type(self, node: Any) -> str | None:
+        """The ESQL type ``node`` certainly has at run time (NULL aside), or None when unknown."""
+        while isinstance(node, Tree) and node.data in ("paren", "unary_op"):
+            node = node.children[0] if node.data == "paren" else node.children[1]
+        if not isinstance(node, Tree):
+            return None
+        d = node.data
+        if d in ("compare", "and_op", "or_op", "not_op", "between", "in_list", "like", "is_test", "bool_lit"):
+            return "BOOLEAN"
+        if d == "fieldref" and len(node.children) == 1 and node.children[0].children[1] is None:
+            var = self.lookup(ident(node.children[0].children[0]))
+            if var is not None and var.kind == "scalar":
+                return checks.normal_type(var.type_name)
+            return None
+        if d == "binop":
+            first, links = left_chain(node, ("binop",))
+            found = {self.static_type(first)} | {self.static_type(link.children[2]) for link in links}
+            kind = found.pop() if len(found) == 1 else None
+            return kind if kind in ("INTEGER", "DECIMAL", "FLOAT") else None
+        if d == "cast_expr" and node.children[1].data == "cast_type":
+            type_node = node.children[1]
+            return (
+                None if type_node.children[1] is not None else checks.normal_type(str(type_node.children[0]))
+            )
+        if d == "call":
+            routine = self.resolve_routine(node, node.children[0]) if self.routine is not None else None
+            if routine is not None and routine.language == "ESQL" and routine.returns:
+                return checks.normal_type(routine.returns)
+            return None
+        return checks.literal_type(node)
+
+    def note_global(self, var: Var) -> None:
+        """Record that the function being generated assigns the schema/module variable ``var``."""
+        if var.py.startswith("g_") and self.function_globals:
+            self.function_globals[-1].add(var.py)
+
+    def begin_function(self) -> None:
+        """Start a generated function body: its ``global`` line goes here once the body is known."""
+        self.function_globals.append(set())
+        self.function_starts.append(len(self.out.lines))
+
+    def end_function(self) -> None:
+        # Python wants ``global`` before any use of the name in the function, so the declaration of
+        # every schema/module variable the body assigns is hoisted to the top of the body.
+        names = self.function_globals.pop()
+        start = self.function_starts.pop()
+        if names:
+            indent = self.out.lines[start][: len(self.out.lines[start]) - len(self.out.lines[start].lstrip())]
+            self.out.lines.insert(start, f"{indent}global {', '.join(sorted(names))}")
+            self.out.positions.insert(start, self.out.positions[start])
 
     # -- control flow
 
@@ -886,11 +1121,8 @@ class Generator:
         return f"_truth({code}) is True"
 
     def s_labelled(self, node: Tree[Any]) -> None:
-        label = ident(node.children[0])
-        end_label = node.children[2]
-        if end_label is not None and ident(end_label) != label:
-            self.error(end_label, f"end label '{ident(end_label)}' does not match '{label}'")
-        self.loop_statement(node.children[1], label)
+        # The end label belongs to the loop or block itself (END WHILE label;), checked there.
+        self.loop_statement(node.children[1], ident(node.children[0]))
 
     def s_while_stmt(self, node: Tree[Any]) -> None:
         self.loop_statement(node, None)
@@ -1085,6 +1317,8 @@ class Generator:
             value = "None"
         elif self.routine.returns in ("ROW", "REFERENCE"):
             value = f"_deref({self.element_or_value(expr)})"
+        elif self.routine.returns is not None:
+            value = self.typed(self.routine.returns, expr)
         else:
             value = self.scalar(expr)
         if expr is not None and self.routine.returns is None and not self.bare:
@@ -1121,10 +1355,11 @@ class Generator:
         self.error(node, f"routine '{name}' is not defined", "error" if self.strict else "warning")
 
     def call_args(self, routine: Routine, args: list[Tree[Any]], node: Tree[Any]) -> list[str]:
-        if len(args) != len(routine.params):
+        wanted = len(routine.params) + routine.result_sets
+        if len(args) != wanted:
+            sets = f" (with {routine.result_sets} result set(s))" if routine.result_sets else ""
             self.error(
-                node,
-                f"routine '{routine.name}' takes {len(routine.params)} argument(s) but {len(args)} were given",
+                node, f"routine '{routine.name}' takes {wanted} argument(s){sets} but {len(args)} were given"
             )
         codes = []
         for (direction, _pname, ptype), arg in zip(routine.params, args, strict=False):
@@ -1155,16 +1390,22 @@ class Generator:
                 self.unresolved(node, name)
             self.out.line(f"raise _EsqlRuntimeError({('routine ' + name + ' is not defined')!r})")
             return
-        if call_in is not None:
-            self.error(call_in, "CALL … IN Database… is only valid for LANGUAGE DATABASE routines")
-        codes = self.call_args(routine, args, node)
-        call = f"{routine.py}(ctx{''.join(', ' + c for c in codes)})"
+        if call_in is not None and routine.language != "DATABASE":
+            self.error(call_in, "CALL … IN and EXTERNAL SCHEMA are only valid for LANGUAGE DATABASE routines")
+        call = self.routine_call(routine, args, node, call_in)
         outs = [
             (i, p) for i, p in enumerate(routine.params) if p[0] in ("OUT", "INOUT") and p[2] != "REFERENCE"
         ]
         result = self.fresh()
         self.out.line(f"{result} = {call}")
-        if outs:
+        if routine.language == "DATABASE":
+            for n, (i, _p) in enumerate(outs, 1):
+                if i < len(args):
+                    self.assign_to(args[i], f"{result}[{n}]")
+            for n, target in enumerate(args[len(routine.params) :]):
+                self.assign_result_set(target, f"{result}[-1][{n}]")
+            self.out.line(f"{result} = {result}[0]")
+        elif outs and routine.language in RUNNABLE_LANGUAGES:
             for n, (i, _p) in enumerate(outs, 1):
                 if i < len(args):
                     self.assign_to(args[i], f"{result}[{n}]")
@@ -1172,13 +1413,52 @@ class Generator:
         if call_into is not None:
             self.assign_to(call_into.children[0], result)
 
+    def routine_call(
+        self, routine: Routine, args: list[Tree[Any]], node: Tree[Any], qualifier: Tree[Any] | None = None
+    ) -> str:
+        """Code calling a user routine; a routine that cannot run here fails at the call, not its declaration."""
+        codes = self.call_args(routine, args, node)
+        if routine.language not in RUNNABLE_LANGUAGES:
+            return f"_foreign_routine({routine.qualified!r}, {routine.language!r})"
+        if routine.language == "DATABASE":
+            # Called in place, so a database error or a dialect's refusal points at the CALL.
+            if routine.external is None:
+                return f"_undefined({routine.qualified!r})"
+            schema = self.call_schema(qualifier) if qualifier is not None else "None"
+            directions = [p[0] for p in routine.params]
+            return (
+                f"_db_call(ctx, {routine.external!r}, [{', '.join(codes)}], {directions!r}, "
+                f"{routine.returns is not None}, {schema}, {routine.result_sets})"
+            )
+        return f"{routine.py}(ctx{''.join(', ' + c for c in codes)})"
+
+    def call_schema(self, qualifier: Tree[Any]) -> str:
+        """The database schema of CALL … IN Database[.dsn].schema or … EXTERNAL SCHEMA 'schema'."""
+        if qualifier.data == "call_external_schema":
+            return self.scalar(qualifier.children[0])
+        parts = self.db_table(qualifier.children[0], what="schema")
+        return f"{parts}[-1]"
+
+    def assign_result_set(self, target: Tree[Any], code: str) -> None:
+        """A DYNAMIC RESULT SETS argument: a field reference ending in [] receives the rows."""
+        elems = target.children[1:] if target.data == "fieldref" else []
+        if not elems or not (
+            isinstance(elems[-1].children[2], Tree) and elems[-1].children[2].data == "index_all"
+        ):
+            self.error(target, "a result set argument must be a field reference ending in []")
+            return
+        parent = self.target(target, upto=len(elems) - 1)
+        nm, ns, ftype = self.step_parts(elems[-1])
+        self.out.line(f"_assign_list({parent}, {nm}, {ns}, {ftype}, {code}, _to_element_value)")
+
     def assign_to(self, target: Tree[Any], code: str) -> None:
         if target.data == "fieldref" and len(target.children) == 1 and target.children[0].children[1] is None:
             var = self.lookup(ident(target.children[0].children[0]))
             if var is not None and var.kind in ("scalar",):
-                prefix = self.global_prefix(var)
-                if prefix:
-                    self.out.line(prefix)
+                self.note_global(var)
+                declared = checks.normal_type(var.type_name)
+                if declared in checks.CASTABLE:
+                    code = f"_as_type({code}, {declared!r})"
                 self.out.line(f"{var.py} = {code}")
                 return
         if target.data != "fieldref":
@@ -1206,11 +1486,9 @@ class Generator:
         else:
             relation = keyword(where.children[0])
             anchor = self.fresh()
-            self.out.line(f"{anchor} = {self.element(target)}")
-            self.out.line(f"if {anchor} is None:")
-            self.out.line(
-                f"    raise _EsqlRuntimeError({('CREATE: ' + self.dotted(target) + ' does not exist')!r})"
-            )
+            # IBM navigates to the target field creating the fields on the way, as SET does.
+            self.check_writable(target)
+            self.out.line(f"{anchor} = {self.target(target)}")
             new = self.fresh()
             self.out.line(f"{new} = _place({anchor}, {relation!r}, _new_field({dom}))")
         if tail is not None:
@@ -1263,8 +1541,44 @@ class Generator:
 
     def check_writable(self, fieldref: Tree[Any]) -> None:
         name = ident(fieldref.children[0].children[0])
-        if self.lookup(name) is None and name in CORRELATION and name not in WRITABLE_ROOTS:
-            self.error(fieldref, f"'{name}' is read-only; only output trees and Environment can be changed")
+        if self.lookup(name) is None and name in CORRELATION and not self.writable(name):
+            self.error(fieldref, self.read_only_message(name))
+
+    def module_kind(self) -> str | None:
+        """COMPUTE, FILTER, DATABASE … of the module being generated (None: bare code, schema routines)."""
+        if self.module is None or self.module.node is None:
+            return None
+        return self.module.kind
+
+    def correlation_available(self, where: Any, name: str) -> bool:
+        """Whether this module kind has the correlation name; reports it where it is used if not."""
+        kind = self.module_kind()
+        if kind == "COMPUTE" and name not in COMPUTE_NAMES:
+            self.error(
+                where,
+                f"'{name}' is not a correlation name of a COMPUTE module "
+                "(a Compute node has InputRoot, OutputRoot, InputLocalEnvironment …)",
+            )
+            return False
+        if kind in ("FILTER", "DATABASE") and name not in SINGLE_MESSAGE_NAMES:
+            self.error(
+                where,
+                f"'{name}' is not a correlation name of a {kind} module "
+                f"(a {kind.title()} node has Root, Body, Properties, LocalEnvironment …)",
+            )
+            return False
+        return True
+
+    def writable(self, name: str) -> bool:
+        if self.module_kind() in ("FILTER", "DATABASE"):
+            return name in SINGLE_MESSAGE_WRITABLE
+        return name in WRITABLE_ROOTS
+
+    def read_only_message(self, name: str) -> str:
+        kind = self.module_kind()
+        if kind in ("FILTER", "DATABASE"):
+            return f"'{name}' is read-only in a {kind} module; only LocalEnvironment and Environment can be changed"
+        return f"'{name}' is read-only; only output trees and Environment can be changed"
 
     def ref_var(self, fieldref: Tree[Any], verb: str) -> Var | None:
         if len(fieldref.children) == 1:
@@ -1288,7 +1602,13 @@ class Generator:
             name = ns = ftype = "None"
             repeat_type = repeat_name = False
             for qual in target.children[1:]:
-                if qual.data == "move_filter":
+                if qual.data == "move_any_namespace":
+                    ns = "None"
+                elif qual.data == "move_identity":
+                    name, ns, ftype = self.step_parts(qual.children[0])
+                    if qual.children[0].children[2] is not None:
+                        self.error(qual, "an index is not valid in a MOVE … IDENTITY path element")
+                elif qual.data == "move_filter":
                     attr = keyword(qual.children[0])
                     value = self.scalar(qual.children[1])
                     if attr == "NAME":
@@ -1366,10 +1686,30 @@ class Generator:
         self.out.line(f"raise {self.handler_exc[-1]}")
 
     def s_eval_stmt(self, node: Tree[Any]) -> None:
-        self.scalar(node.children[0])
+        """EVAL('statements'): compiled at run time by this compiler, run in this scope.
+
+        The variables in scope go in by value and the assignable ones come back, so the text
+        reads and sets them as the surrounding code would.
+        """
+        site = self.eval_site()
+        values = "{" + ", ".join(f"{py!r}: {py}" for py in site.locals) + "}"
+        result = self.fresh()
         self.out.line(
-            "raise _EsqlRuntimeError('EVAL is not supported: flowbroker never runs ESQL text built at run time')"
+            f"{result} = _eval(ctx, {self.scalar(node.children[0])}, {self.const(site)}, {values}, True)"
         )
+        for var in site.scope.values():
+            if var.py in site.locals and var.kind in ("scalar", "ref") and not var.constant:
+                self.out.line(f"{var.py} = {result}[{var.py!r}]")
+
+    def eval_site(self) -> EvalSite:
+        """What EVAL text compiled at run time needs to see of this place in the program."""
+        scope: dict[str, Var] = {}
+        for table in self.scopes:
+            scope.update({name: var for name, var in table.items() if var.kind != "column"})
+        local = [var.py for var in scope.values() if var.py.startswith("v_")]
+        depth = max((var.scope_level for var in scope.values()), default=0) + 1
+        module = self.module.name if self.module is not None else None
+        return EvalSite(scope, local, module, self.filename, depth)
 
     def s_log_stmt(self, node: Tree[Any]) -> None:
         parts = []
@@ -1385,10 +1725,10 @@ class Generator:
 
     # -- database statements
 
-    def db_table(self, fieldref: Tree[Any]) -> str:
+    def db_table(self, fieldref: Tree[Any], what: str = "table") -> str:
         start = ident(fieldref.children[0].children[0])
         if start != "Database":
-            self.error(fieldref, "a table reference must start with Database")
+            self.error(fieldref, f"a {what} reference must start with Database")
         parts = []
         for elem in fieldref.children[1:]:
             part = elem.children[1].children[0]
@@ -1397,7 +1737,7 @@ class Generator:
             else:
                 parts.append(repr(ident(part)))
         if not parts:
-            self.error(fieldref, "a table name is missing after Database")
+            self.error(fieldref, f"a {what} name is missing after Database")
         return "[" + ", ".join(parts) + "]"
 
     def s_insert_stmt(self, node: Tree[Any]) -> None:
@@ -1410,8 +1750,8 @@ class Generator:
             self.error(node, f"INSERT names {len(cols)} column(s) but gives {len(values)} value(s)")
         self.out.line(f"_db_insert(ctx, {table}, {cols!r}, [{', '.join(values)}])")
 
-    def db_scope(self, alias: str) -> None:
-        self.scopes.append({alias: Var(alias, "_COLUMN", "column")})
+    def db_scope(self, *aliases: str) -> None:
+        self.scopes.append({alias: Var(alias, "_COLUMN", "column") for alias in aliases})
 
     def s_update_stmt(self, node: Tree[Any]) -> None:
         table = self.db_table(node.children[0])
@@ -1424,8 +1764,9 @@ class Generator:
             else None
         )
         self.db_scope(alias)
-        assigns = ", ".join(f"({ident(s.children[0])!r}, {self.sql(s.children[1], alias)})" for s in sets)
-        cond = self.sql(where, alias) if where is not None else "None"
+        scope = SqlScope([alias])
+        assigns = ", ".join(f"({ident(s.children[0])!r}, {self.sql(s.children[1], scope)})" for s in sets)
+        cond = self.sql(where, scope) if where is not None else "None"
         self.scopes.pop()
         self.out.line(f"_db_update(ctx, {table}, [{assigns}], {cond})")
 
@@ -1433,13 +1774,19 @@ class Generator:
         table = self.db_table(node.children[0])
         alias = ident(node.children[1]) if node.children[1] is not None else self.last_part(node.children[0])
         self.db_scope(alias)
-        cond = self.sql(node.children[2], alias) if node.children[2] is not None else "None"
+        cond = self.sql(node.children[2], SqlScope([alias])) if node.children[2] is not None else "None"
         self.scopes.pop()
         self.out.line(f"_db_delete(ctx, {table}, {cond})")
 
     def last_part(self, fieldref: Tree[Any]) -> str:
         part = fieldref.children[-1].children[1].children[0] if len(fieldref.children) > 1 else None
         return ident(part) if isinstance(part, Tree) and part.data in ("ident", "quoted") else "T"
+
+    def s_commit_stmt(self, node: Tree[Any]) -> None:
+        """COMMIT / ROLLBACK [Database.dsn]: end the data source's transaction now, not with the flow."""
+        kind, ref = node.children
+        parts = self.db_table(ref, what="data source") if ref is not None else "[]"
+        self.out.line(f"_db_end(ctx, {keyword(kind) == 'COMMIT'}, {parts})")
 
     def s_passthru_stmt(self, node: Tree[Any]) -> None:
         self.out.line(f"{self.passthru_call(node)}")
@@ -1497,7 +1844,22 @@ class Generator:
         if method is None:
             self.error(node, f"expression {node.data} is not supported")
             return "scalar", "None"
-        return method(node)  # type: ignore[no-any-return]
+        # Parentheses cost the generated code nothing, but the generator recursion all the same.
+        weight = 0 if node.data == "paren" else 1
+        if self.depth + weight > MAX_NESTING or self.raw_depth >= 4 * MAX_NESTING:
+            if not self.too_deep:
+                self.error(node, f"expression nested too deeply (more than {MAX_NESTING} levels)")
+            self.too_deep = True
+            return "scalar", "None"
+        self.depth += weight
+        self.raw_depth += 1
+        try:
+            return method(node)  # type: ignore[no-any-return]
+        finally:
+            self.depth -= weight
+            self.raw_depth -= 1
+            if self.raw_depth == 0:
+                self.too_deep = False
 
     # literals
     def e_int_lit(self, node: Tree[Any]) -> tuple[str, str]:
@@ -1562,15 +1924,43 @@ class Generator:
         )
 
     # operators
-    def e_or_op(self, node: Tree[Any]) -> tuple[str, str]:
-        a, b = self.scalar(node.children[0]), self.scalar(node.children[1])
-        t = self.fresh()
-        return "bool", f"(True if ({t} := {a}) is True else _or({t}, {b}))"
+    def fold(self, node: Tree[Any], kinds: tuple[str, ...]) -> str:
+        """Code for a left-associative chain of operators (``a || b || c …``, ``a AND b AND …``).
 
-    def e_and_op(self, node: Tree[Any]) -> tuple[str, str]:
-        a, b = self.scalar(node.children[0]), self.scalar(node.children[1])
+        The chain is walked without recursion, and a long one becomes one flat tuple of
+        assignments to a temporary, so thousands of operands neither exhaust Python's parser
+        (200 nested parentheses) nor the compiler's own stack; evaluation order is unchanged.
+        """
+        first, links = left_chain(node, kinds)
+        code = self.scalar(first)
+        steps = [self.link(link) for link in links]
+        if len(steps) < FLAT_CHAIN:
+            for step in steps:
+                code = step(code)
+            return code
         t = self.fresh()
-        return "bool", f"(False if ({t} := {a}) is False else _and({t}, {b}))"
+        parts = [f"{t} := {code}"] + [f"{t} := {step(t)}" for step in steps]
+        return "(" + ", ".join(f"({p})" for p in parts) + ")[-1]"
+
+    def link(self, node: Tree[Any]) -> Any:
+        """How one operator of a chain combines the value so far (code) with its right operand."""
+        d = node.data
+        if d == "binop":
+            checks.check_arithmetic(self, node)
+            func, right = BINOPS[keyword(node.children[1])], self.scalar(node.children[2])
+            return lambda left: f"{func}({left}, {right})"
+        right = self.scalar(node.children[1])
+        if d == "concat":
+            return lambda left: f"_concat({left}, {right})"
+        t = self.fresh()
+        if d == "and_op":
+            return lambda left: f"(False if ({t} := {left}) is False else _and({t}, {right}))"
+        return lambda left: f"(True if ({t} := {left}) is True else _or({t}, {right}))"
+
+    def e_or_op(self, node: Tree[Any]) -> tuple[str, str]:
+        return "bool", self.fold(node, ("and_op", "or_op"))
+
+    e_and_op = e_or_op
 
     def e_not_op(self, node: Tree[Any]) -> tuple[str, str]:
         return "bool", f"_not({self.scalar(node.children[0])})"
@@ -1611,8 +2001,12 @@ class Generator:
         return "bool", f"_not({code})" if neg is not None else code
 
     def e_is_test(self, node: Tree[Any]) -> tuple[str, str]:
-        v, neg, what = node.children
+        v, neg, sign, what = node.children
         word = keyword(what)
+        if sign is not None:
+            if word not in ("INF", "INFINITY"):
+                self.error(sign, f"a sign is only valid before INF or INFINITY, not {word}")
+            word = keyword(sign) + "INF"
         value = self.scalar(v)
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", value):
             value = f"_same({value})"  # "is" on a literal is a SyntaxWarning in Python
@@ -1625,12 +2019,9 @@ class Generator:
         return "bool", f"(not {code})" if neg is not None else code
 
     def e_binop(self, node: Tree[Any]) -> tuple[str, str]:
-        a, op, b = node.children
-        checks.check_arithmetic(self, node)
-        return "scalar", f"{BINOPS[keyword(op)]}({self.scalar(a)}, {self.scalar(b)})"
+        return "scalar", self.fold(node, ("binop", "concat"))
 
-    def e_concat(self, node: Tree[Any]) -> tuple[str, str]:
-        return "scalar", f"_concat({self.scalar(node.children[0])}, {self.scalar(node.children[1])})"
+    e_concat = e_binop
 
     def e_unary_op(self, node: Tree[Any]) -> tuple[str, str]:
         op, v = node.children
@@ -1683,9 +2074,14 @@ class Generator:
 
     def e_cast_expr(self, node: Tree[Any]) -> tuple[str, str]:
         args, type_node = node.children[0], node.children[1]
-        tname = str(type_node.children[0]).upper()
-        checks.check_type_name(self, type_node, tname)
-        precision = [str(t) for t in type_node.children[1:] if t is not None]
+        if type_node.data == "cast_interval":
+            qualifier = type_node.children[0]
+            tname = "INTERVAL" + (f" {self.qualifier(qualifier)}" if qualifier is not None else "")
+            precision = []
+        else:
+            tname = str(type_node.children[0]).upper()
+            checks.check_type_name(self, type_node, tname)
+            precision = [str(t) for t in type_node.children[1:] if t is not None]
         if precision:
             if tname not in ("DECIMAL", "DEC"):
                 self.error(type_node, f"only DECIMAL takes a precision, not {tname}")
@@ -1706,16 +2102,31 @@ class Generator:
             if f is None:
                 continue
             value_node, name_node = f.children
-            name = self.alias_name(value_node, name_node)
-            fields.append(f"({name!r}, {self.element_or_value(value_node)})")
+            name = self.alias_code(value_node, name_node)
+            fields.append(f"({name}, {self.element_or_value(value_node)})")
         return "elem", f"_row_of([{', '.join(fields)}], _to_element_value)"
 
-    def alias_name(self, value_node: Tree[Any], name_node: Any) -> str | None:
+    def alias_code(self, value_node: Tree[Any], name_node: Any) -> str:
+        """Code for the name a SELECT or ROW item gets: 'Name', None, or a path [(name, ns, type), …].
+
+        ``AS Info.Name`` is a path below the row (IBM builds the Info level), each step optionally
+        typed: ``AS (XMLNSC.Attribute)id``.
+        """
         if name_node is not None:
-            return self.dotted(name_node).split(".")[-1]
+            steps = []
+            for elem in name_node.children:
+                if elem.children[2] is not None:
+                    self.error(elem, "an index is not valid in the name after AS")
+                nm, ns, ftype = self.step_parts(elem)
+                if nm == "None":
+                    self.error(elem, "a wildcard is not valid in the name after AS")
+                steps.append((nm, ns, ftype))
+            if len(steps) == 1 and steps[0][1] == "''" and steps[0][2] == "None" and steps[0][0][:1] in "'\"":
+                return steps[0][0]
+            return "[" + ", ".join(f"({nm}, {ns}, {ftype})" for nm, ns, ftype in steps) + "]"
         if value_node.data == "fieldref" and len(value_node.children) > 1:
-            return self.dotted(value_node).split(".")[-1]
-        return None
+            return repr(self.dotted(value_node).split(".")[-1])
+        return "None"
 
     def e_list_expr(self, node: Tree[Any]) -> tuple[str, str]:
         args = node.children[0].children if node.children[0] is not None else []
@@ -1742,14 +2153,25 @@ class Generator:
             self.error(node, f"{upper} is only valid in a SELECT list")
             return "scalar", "None"
         routine = self.resolve_routine(node, fieldref)
+        if routine is None and upper == "EVAL" and "." not in name:
+            if len(args) != 1:
+                self.error(node, f"function EVAL takes 1 argument(s) but {len(args)} were given")
+                return "scalar", "None"
+            site = self.eval_site()
+            values = "{" + ", ".join(f"{py!r}: {py}" for py in site.locals) + "}"
+            return "scalar", f"_eval(ctx, {self.scalar(args[0])}, {self.const(site)}, {values}, False)"
         if routine is not None:
-            codes = self.call_args(routine, args, node)
-            call = f"{routine.py}(ctx{''.join(', ' + c for c in codes)})"
+            call = self.routine_call(routine, args, node)
             if routine.returns is None and not any(p[0] in ("OUT", "INOUT") for p in routine.params):
                 self.error(
                     node, f"procedure '{routine.name}' returns no value and cannot be used in an expression"
                 )
-            if any(p[0] in ("OUT", "INOUT") and p[2] != "REFERENCE" for p in routine.params):
+            if routine.result_sets:
+                self.error(node, f"routine '{routine.name}' returns result sets: use it in a CALL statement")
+            if routine.language == "DATABASE" or (
+                routine.language in RUNNABLE_LANGUAGES
+                and any(p[0] in ("OUT", "INOUT") and p[2] != "REFERENCE" for p in routine.params)
+            ):
                 call += "[0]"
             return ("elem" if routine.returns in ("ROW", "REFERENCE") else "scalar"), call
         fdef = self.functions_env.get(upper)
@@ -1970,15 +2392,15 @@ class Generator:
                 self.scopes.pop()
                 lines.append(f"    return _aggregate(_res, {[a[0] for a in aggs]!r})")  # type: ignore[index]
                 self.pre[-1].extend(lines)
-                names = [self.alias_name(f.children[0], f.children[1]) for f in fields]
+                names = [self.alias_code(f.children[0], f.children[1]) for f in fields]
                 if len(fields) == 1 and fields[0].children[1] is None:
                     return "scalar", f"{fn}()[0]"
-                return "elem", f"_row_of(_zip_names({names!r}, {fn}()), _to_element_value)"
+                return "elem", f"_row_of(_zip_names([{', '.join(names)}], {fn}()), _to_element_value)"
             parts = []
             for f in fields:
                 value_node, name_node = f.children
-                name = self.alias_name(value_node, name_node)
-                parts.append(f"({name!r}, {self.element_or_value(value_node)})")
+                name = self.alias_code(value_node, name_node)
+                parts.append(f"({name}, {self.element_or_value(value_node)})")
             lines.append(f"{indent}_res.append(_row_of([{', '.join(parts)}], _to_element_value))")
         self.scopes.pop()
         lines.append("    return _res")
@@ -2003,75 +2425,183 @@ class Generator:
     def db_select(
         self, node: Tree[Any], select_list: Tree[Any], froms: list[Tree[Any]], where: Any
     ) -> tuple[str, str]:
-        if len(froms) != 1:
-            self.error(node, "a SELECT from Database takes exactly one table")
-            return "list", "[]"
-        ref, alias_node = froms[0].children
-        table = self.db_table(ref)
-        alias = ident(alias_node) if alias_node is not None else self.last_part(ref)
-        self.db_scope(alias)
+        """SELECT … FROM Database.t [AS A][, Database.u AS B …] [WHERE …] as one SQL statement.
+
+        Several tables join as SQL does (FROM a, b WHERE a.id = b.id). The SQL is built at run time
+        by lambdas over the table aliases, so every program value in it is a bound parameter.
+        """
+        tables = []
+        for from_item in froms:
+            ref, alias_node = from_item.children
+            if ident(ref.children[0].children[0]) != "Database":
+                self.error(ref, "a SELECT cannot join a database table with a message tree")
+                return "list", "[]"
+            alias = ident(alias_node) if alias_node is not None else self.last_part(ref)
+            tables.append((alias, self.db_table(ref)))
+        aliases = [a for a, _t in tables]
+        self.db_scope(*aliases)
+        scope = SqlScope(aliases, qualified=True)
+        result_kind, wrap = "list", "{}"
         if select_list.data == "select_star":
             cols = "None"
             item = False
         elif select_list.data == "select_item":
-            cols = f"[(None, {self.sql(select_list.children[0], alias)})]"
+            cols = f"[(None, {self.sql(select_list.children[0], scope)})]"
             item = True
         else:
             parts = []
-            for f in select_list.children:
+            fields = select_list.children
+            for f in fields:
                 value_node, name_node = f.children
-                name = self.alias_name(value_node, name_node)
-                parts.append(f"({name!r}, {self.sql(value_node, alias)})")
+                name = self.alias_code(value_node, name_node)
+                parts.append(f"({name}, {self.sql(value_node, scope)})")
             cols = "[" + ", ".join(parts) + "]"
             item = False
-        cond = self.sql(where, alias) if where is not None else "None"
+            if len(fields) == 1 and fields[0].children[1] is None and self.aggregate(fields[0].children[0]):
+                # SELECT MAX(T.x) FROM Database.t gives its one value, as the message-tree form does
+                item = True
+                result_kind, wrap = "scalar", "_first({})"
+        cond = self.sql(where, scope) if where is not None else "None"
         self.scopes.pop()
-        return "list", f"_db_select(ctx, {table}, {cols}, {cond}, {item})"
+        specs = ", ".join(
+            f"({alias!r}, {parts}, {sorted(scope.columns[alias])!r})" for alias, parts in tables
+        )
+        call = f"_db_select(ctx, [{specs}], lambda T: {cols}, lambda T: {cond}, {item})"
+        return result_kind, wrap.format(call)
 
-    def sql(self, node: Tree[Any], alias: str) -> str:
-        """Python code building a SQL expression: table columns become columns, the rest parameters."""
+    def sql(self, node: Tree[Any], scope: SqlScope) -> str:
+        """Python code building a SQL expression: table columns become columns, the rest parameters.
+
+        Anything that mentions no column is evaluated by ESQL and bound as one parameter; what
+        does mention a column must translate to SQL, or it is reported here.
+        """
         d = node.data
-        if d == "fieldref":
-            start = ident(node.children[0].children[0])
-            if start == alias and len(node.children) == 2:
-                return f"_sql.col({self.dotted(node).split('.')[-1]!r})"
-            if start == alias:
-                self.error(node, f"a column reference '{self.dotted(node)}' must name one column")
-                return "None"
-            return f"_sql.param({self.scalar(node)})"
-        if d == "compare":
-            a, op, b = node.children
-            return f"_sql.compare({keyword(op)!r}, {self.sql(a, alias)}, {self.sql(b, alias)})"
-        if d in ("and_op", "or_op"):
-            return f"_sql.{d[:-3]}_({self.sql(node.children[0], alias)}, {self.sql(node.children[1], alias)})"
-        if d == "not_op":
-            return f"_sql.not_({self.sql(node.children[0], alias)})"
-        if d == "binop":
-            a, op, b = node.children
-            return f"_sql.arith({keyword(op)!r}, {self.sql(a, alias)}, {self.sql(b, alias)})"
-        if d == "concat":
-            return f"_sql.concat({self.sql(node.children[0], alias)}, {self.sql(node.children[1], alias)})"
-        if d == "is_test":
-            v, neg, what = node.children
-            return (
-                f"_sql.is_null({self.sql(v, alias)}, {neg is not None})"
-                if keyword(what) in ("NULL", "UNKNOWN")
-                else "None"
-            )
-        if d == "like":
-            v, neg, pat, esc = node.children
-            return f"_sql.like({self.sql(v, alias)}, {self.sql(pat, alias)}, {neg is not None})"
-        if d == "in_list":
-            v, neg, args = node.children
-            return f"_sql.in_({self.sql(v, alias)}, [{', '.join(self.sql(a, alias) for a in args.children)}], {neg is not None})"
-        if d == "paren":
-            return self.sql(node.children[0], alias)
-        if d == "call" and self.dotted(node.children[0]).upper() in AGGREGATES:
-            args = node.children[1].children[0].children if node.children[1] is not None else []
-            return f"_sql.aggregate({self.dotted(node.children[0]).upper()!r}, {self.sql(args[0], alias) if args else 'None'})"
         if d == "call_star" and self.dotted(node.children[0]).upper() == "COUNT":
             return "_sql.aggregate('COUNT', None)"
-        return f"_sql.param({self.scalar(node)})"
+        if d == "call" and self.dotted(node.children[0]).upper() in AGGREGATES:
+            call_args = node.children[1]
+            args = call_args.children[0].children if call_args is not None and call_args.children[0] else []
+            name = self.dotted(node.children[0]).upper()
+            return f"_sql.aggregate({name!r}, {self.sql(args[0], scope) if args else 'None'})"
+        if not self.mentions_column(node, scope):
+            if d == "null_lit":
+                return "_sql.param(None)"
+            return f"_sql.param({self.scalar(node)})"
+        if d == "fieldref":
+            start = ident(node.children[0].children[0])
+            if len(node.children) == 2 and node.children[0].children[1] is None:
+                column = self.dotted(node).split(".")[-1]
+                step = node.children[1]
+                if step.children[0] is None and step.children[2] is None and column != "*":
+                    scope.columns[start].add(column)
+                    if scope.qualified:
+                        return f"T[{start!r}].c[{column!r}]"
+                    return f"_sql.col({column!r})"
+            self.error(node, f"a column reference '{self.dotted(node)}' must name one column")
+            return "None"
+        if d == "compare":
+            a, op, b = node.children
+            return f"_sql.compare({keyword(op)!r}, {self.sql(a, scope)}, {self.sql(b, scope)})"
+        if d in ("and_op", "or_op"):
+            first, links = left_chain(node, ("and_op", "or_op"))
+            code = self.sql(first, scope)
+            for link in links:
+                code = f"_sql.{link.data[:-3]}_({code}, {self.sql(link.children[1], scope)})"
+            return code
+        if d == "not_op":
+            return f"_sql.not_({self.sql(node.children[0], scope)})"
+        if d in ("binop", "concat"):
+            first, links = left_chain(node, ("binop", "concat"))
+            code = self.sql(first, scope)
+            for link in links:
+                if link.data == "concat":
+                    code = f"_sql.concat({code}, {self.sql(link.children[1], scope)})"
+                else:
+                    op = keyword(link.children[1])
+                    code = f"_sql.arith({op!r}, {code}, {self.sql(link.children[2], scope)})"
+            return code
+        if d == "unary_op":
+            op, v = node.children
+            inner = self.sql(v, scope)
+            return f"_sql.neg({inner})" if keyword(op) == "-" else inner
+        if d == "is_test":
+            v, neg, _sign, what = node.children
+            word = keyword(what)
+            if word in ("NULL", "UNKNOWN", "TRUE", "FALSE"):
+                return f"_sql.is_({self.sql(v, scope)}, {word!r}, {neg is not None})"
+        if d == "like":
+            v, neg, pat, esc = node.children
+            escape = self.scalar(esc) if esc is not None else "None"
+            return f"_sql.like({self.sql(v, scope)}, {self.sql(pat, scope)}, {neg is not None}, {escape})"
+        if d == "in_list":
+            v, neg, args = node.children
+            items = ", ".join(self.sql(a, scope) for a in args.children)
+            return f"_sql.in_({self.sql(v, scope)}, [{items}], {neg is not None})"
+        if d == "between":
+            v, neg, mod, lo, hi = node.children
+            return (
+                f"_sql.between({self.sql(v, scope)}, {self.sql(lo, scope)}, {self.sql(hi, scope)}, "
+                f"{neg is not None}, {keyword(mod) == 'SYMMETRIC'})"
+            )
+        if d == "paren":
+            return self.sql(node.children[0], scope)
+        if d == "case_expr":
+            return self.sql_case(node, scope)
+        if d == "cast_expr" and node.children[1].data == "cast_type" and len(node.children[0].children) == 1:
+            type_node = node.children[1]
+            tname = str(type_node.children[0]).upper()
+            precision = [int(str(t)) for t in type_node.children[1:] if t is not None]
+            if checks.normal_type(tname) in SQL_CASTS and not any(o is not None for o in node.children[2:]):
+                return f"_sql.cast({self.sql(node.children[0].children[0], scope)}, {checks.normal_type(tname)!r}, {precision!r})"
+        if d == "substring" and keyword(node.children[1]) == "FROM":
+            s_, _how, a, b = node.children
+            length = f", {self.sql(b, scope)}" if b is not None else ""
+            return f"_sql.func('SUBSTRING', [{self.sql(s_, scope)}, {self.sql(a, scope)}{length}])"
+        if d == "trim_plain":
+            return f"_sql.func('TRIM', [{self.sql(node.children[0], scope)}])"
+        if d == "call":
+            name = self.dotted(node.children[0]).upper()
+            call_args = node.children[1]
+            args = call_args.children[0].children if call_args is not None and call_args.children[0] else []
+            if (
+                name in SQL_FUNCTIONS
+                and "." not in name
+                and self.resolve_routine(node, node.children[0]) is None
+            ):
+                lo, hi = SQL_FUNCTIONS[name]
+                if lo <= len(args) <= hi:
+                    return f"_sql.func({name!r}, [{', '.join(self.sql(a, scope) for a in args)}])"
+        self.error(node, f"{SQL_NAMES.get(d, 'this expression')} cannot be translated to SQL")
+        return "None"
+
+    def sql_case(self, node: Tree[Any], scope: SqlScope) -> str:
+        subject = node.children[0]
+        whens = kids(node, "case_expr_when")
+        else_node = (
+            node.children[-1]
+            if node.children[-1] is not None and node.children[-1].data != "case_expr_when"
+            else None
+        )
+        subj = self.sql(subject, scope) if subject is not None else "None"
+        pairs = ", ".join(
+            f"({self.sql(w.children[0], scope)}, {self.sql(w.children[1], scope)})" for w in whens
+        )
+        other = self.sql(else_node, scope) if else_node is not None else "None"
+        return f"_sql.case({subj}, [{pairs}], {other})"
+
+    def mentions_column(self, node: Any, scope: SqlScope) -> bool:
+        """Whether ``node`` refers to a column of one of the statement's tables (walked without recursion)."""
+        stack = [node]
+        while stack:
+            item = stack.pop()
+            if not isinstance(item, Tree):
+                continue
+            if item.data == "fieldref":
+                start = item.children[0].children[0]
+                if isinstance(start, Tree) and ident(start) in scope.aliases:
+                    return True
+            stack.extend(item.children)
+        return False
 
     # ------------------------------------------------------------------ field references
 
@@ -2145,6 +2675,7 @@ class Generator:
             self.error(start, f"'{name}' is {article(var.type_name)} variable, not a field reference")
             return "None"
         if name in CORRELATION:
+            self.correlation_available(start, name)
             return CORRELATION[name]
         self.error(start, f"undeclared identifier '{name}'")
         return "None"
@@ -2203,6 +2734,9 @@ class Generator:
             nm = self.scalar(name_part.children[0])
         else:
             nm = repr(ident(name_part))
+            var = self.lookup(ident(name_part)) if name_part.data == "ident" else None
+            if var is not None and var.kind == "namespace" and var.type_name == "NAME":
+                nm = var.py  # a NAME constant stands for its value in a path (IBM)
         return nm, ns, ftype
 
     def element(self, node: Tree[Any], upto: int | None = None, base: tuple[str, int] | None = None) -> str:

@@ -44,7 +44,21 @@ class CompiledRoutine:
         self.kind = kind
 
     def run(self, ctx: ExecutionContext) -> Any:
-        """Run the routine; returns Main's value (True/False/None)."""
+        """Run the routine; returns Main's value (True/False/None).
+
+        Run outside a node invocation (``flowbroker esql run``, tests), the run is one: CURRENT_…
+        give one moment throughout and SLEEP / INSTANCESTOPPING see ``ctx.stop``. Nodes open the
+        invocation themselves (:func:`esql.functions.invocation`) around their evaluation.
+        """
+        from esql import functions
+
+        if functions.in_invocation():
+            return self._run(ctx)
+        stop = ctx.stop if hasattr(ctx.stop, "wait") else None
+        with functions.invocation(stop=stop):
+            return self._run(ctx)
+
+    def _run(self, ctx: ExecutionContext) -> Any:
         self.program.ensure_initialised(ctx)
         try:
             return self.function(ctx)
@@ -56,6 +70,7 @@ class CompiledRoutine:
             raise
         except (self.program.value_error, DomainError) as exc:
             err = EsqlRuntimeError(str(exc))
+            err.sqlstate = _sqlstate(exc)
             self.program.locate(err, exc)
             raise err from exc
         except RecursionError as exc:
@@ -81,8 +96,78 @@ class Program:
         self.value_error = values.EsqlValueError
         self.namespace = build_globals(generator, values)
         self.code_name = f"<esql:{','.join(filenames)}>"
-        code = compile(source, self.code_name, "exec")
+        code = getattr(generator, "code", None) or compile(source, self.code_name, "exec")
         exec(code, self.namespace)
+        # EVAL compiles its text with this program's names and runs it in this namespace.
+        self.generator = generator
+        self.namespace["_eval"] = self.evaluate
+        self._evals: OrderedDict[tuple[str, int, bool], tuple[Callable[..., Any], list[Any], str]] = (
+            OrderedDict()
+        )
+        self._eval_lock = threading.Lock()
+
+    def evaluate(
+        self, ctx: ExecutionContext, text: Any, site: Any, values: dict[str, Any], statement: bool
+    ) -> Any:
+        """EVAL: run ESQL text at ``site``, compiled by this compiler (never Python's eval), cached by text.
+
+        Statements return the caller's variables as they left them; an expression, its value.
+        An error in the text is an ESQL error that says where in the text it happened.
+        """
+        if text is None:
+            return None if not statement else values
+        if not isinstance(text, str):
+            raise EsqlRuntimeError(f"EVAL needs CHARACTER text, not {rt.values_module().type_name(text)}")
+        key = (text, id(site), statement)
+        with self._eval_lock:
+            entry = self._evals.get(key)
+            if entry is not None:
+                self._evals.move_to_end(key)
+        if entry is None:
+            entry = self._compile_eval(text, site, statement)
+            with self._eval_lock:
+                self._evals[key] = entry
+                while len(self._evals) > _CACHE_SIZE:
+                    self._evals.popitem(last=False)
+        function, positions, code_name = entry
+        try:
+            return function(ctx, values)
+        except (UserException, rt.StopRequested, rt.LeaveSignal, rt.IterateSignal):
+            raise
+        except (EsqlRuntimeError, self.value_error, DomainError) as exc:
+            where = _frame_position(exc, code_name, positions)
+            message = getattr(exc, "message", None) or str(exc)
+            err = EsqlRuntimeError(f"EVAL text, {where}: {message}" if where else f"EVAL text: {message}")
+            err.sqlstate = _sqlstate(exc)
+            raise err from exc
+
+    def _compile_eval(
+        self, text: str, site: Any, statement: bool
+    ) -> tuple[Callable[..., Any], list[Any], str]:
+        from esql.codegen import generate_eval
+
+        result = parse(text, "EVAL", start="start" if statement else "eval_expr")
+        diagnostics = list(result.diagnostics)
+        generator = None
+        with self._eval_lock:
+            self._eval_count = getattr(self, "_eval_count", 0) + 1
+            name = f"_evalfn{self._eval_count}"
+        if result.tree is not None:
+            generator = generate_eval(self.generator, result.tree, site, statement, name)
+            diagnostics += [d for d in generator.diagnostics if d.severity == "error"]
+        if diagnostics or generator is None:
+            first = diagnostics[0]
+            raise EsqlRuntimeError(f"EVAL text, line {first.line}, column {first.column}: {first.message}")
+        source = "\n".join(generator.out.lines) + "\n"
+        code_name = f"<esql-eval:{name}>"
+        code = compile(source, code_name, "exec")
+        with self._eval_lock:
+            for fn in generator.used_functions:
+                self.namespace.setdefault(f"_fn_{fn}", _wrap_function(generator.functions_env[fn].impl))
+            self.namespace.update(generator.constants)
+            exec(code, self.namespace)
+            function = self.namespace.pop(name)
+        return function, generator.out.positions, code_name
 
     def ensure_initialised(self, ctx: ExecutionContext) -> None:
         if self._initialised:
@@ -127,6 +212,20 @@ class Program:
             _file, line, col = self.positions[found - 1]
             err.line, err.column = line, col
             err.filename = _file  # type: ignore[attr-defined]
+
+
+def _frame_position(exc: BaseException, code_name: str, positions: list[Any]) -> str:
+    """'line L, column C' of the innermost frame of ``code_name`` that ``exc`` passed through."""
+    tb = exc.__traceback__
+    found = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == code_name:
+            found = tb.tb_lineno
+        tb = tb.tb_next
+    if found is None or not 0 < found <= len(positions):
+        return ""
+    _file, line, col = positions[found - 1]
+    return f"line {line}, column {col}"
 
 
 _CACHE: OrderedDict[str, Program] = OrderedDict()
@@ -174,6 +273,11 @@ def check_sources(sources: dict[str, str], strict: bool = True) -> tuple[list[Di
         if (d.filename, d.line, d.column, d.message) not in seen:
             seen.add((d.filename, d.line, d.column, d.message))
             diagnostics.append(d)
+    if not any(d.severity == "error" for d in diagnostics):
+        code, problem = _python_code(generator, list(sources))
+        generator.code = code  # type: ignore[attr-defined]
+        if problem is not None:
+            diagnostics.append(problem)
     diagnostics.sort(key=lambda d: (d.filename, d.line, d.column))
     return diagnostics, generator
 
@@ -187,6 +291,22 @@ def _compile(sources: dict[str, str], strict: bool) -> Program:
     return Program(generator, source, list(sources), diagnostics)
 
 
+def _python_code(generator: Generator, filenames: list[str]) -> tuple[Any, Diagnostic | None]:
+    """The generated module compiled, or the diagnostic for where Python's limits were exceeded.
+
+    The checks keep expressions and blocks within Python's limits; what still exceeds them (say,
+    many CONTINUE handlers around deeply nested blocks) is reported where it is, not as a crash.
+    """
+    source = "\n".join(generator.out.lines) + "\n"
+    try:
+        return compile(source, f"<esql:{','.join(filenames)}>", "exec"), None
+    except (SyntaxError, RecursionError, MemoryError) as exc:
+        line = getattr(exc, "lineno", None) or 0
+        positions = generator.out.positions
+        filename, ln, col = positions[line - 1] if 0 < line <= len(positions) else (filenames[0], 0, 0)
+        return None, Diagnostic(filename, ln, col, "statement too deeply nested to compile", "error")
+
+
 # ------------------------------------------------------------------ the generated code's globals
 
 
@@ -198,9 +318,20 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
     atomic = threading.RLock()
 
     def note_error(ctx: ExecutionContext, exc: BaseException) -> None:
+        """Set SQLCODE, SQLSTATE, SQLNATIVEERROR and SQLERRORTEXT for the handler that caught ``exc``."""
+        if isinstance(exc, UserException):
+            # IBM: a user exception's four registers are its first four inserts, in order, as is.
+            inserts = list(exc.inserts) + [None] * 4
+            code, state, native, text = inserts[:4]
+            ctx.sqlcode = _as_integer(code)
+            ctx.sqlstate = "" if state is None else str(state)
+            ctx.sqlnativeerror = _as_integer(native)
+            ctx.sqlerrortext = "" if text is None else str(text)
+            return
         ctx.sqlstate = _sqlstate(exc)
-        ctx.sqlerrortext = str(exc)
+        ctx.sqlerrortext = getattr(exc, "message", None) or str(exc)
         ctx.sqlcode = getattr(exc, "sqlcode", -1)
+        ctx.sqlnativeerror = getattr(exc, "native", 0)
 
     def external(ctx: ExecutionContext, name: str, default: Any, type_name: str) -> Any:
         if name not in ctx.externals:
@@ -296,8 +427,24 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             anchor.value if value is rt_missing else (None if value is None else to_element_value(value))
         )
 
+    def parser_options(options: Any, set_: Any, type_: Any, format_: Any) -> dict[str, Any]:
+        """What PARSE and ASBITSTREAM give a domain parser: OPTIONS and the SET, TYPE and FORMAT clauses."""
+        found: dict[str, Any] = {"options": options or 0}
+        for key, value in (("set", set_), ("type", type_), ("format", format_)):
+            if value is not None:
+                found[key] = str(value)
+        return found
+
     def parse_into(
-        e: Element, domain: Any, data: Any, ccsid: Any, encoding: Any, options: Any, *_: Any
+        e: Element,
+        domain: Any,
+        data: Any,
+        ccsid: Any,
+        encoding: Any,
+        options: Any,
+        set_: Any = None,
+        type_: Any = None,
+        format_: Any = None,
     ) -> None:
         from esql import domains
 
@@ -315,7 +462,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
                 data,
                 ccsid=int(ccsid or 1208),
                 encoding=int(encoding or 546),
-                options={"options": options or 0},
+                options=parser_options(options, set_, type_, format_),
             )
             if not e.name:
                 e.name = name
@@ -339,10 +486,30 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         try:
             parser = domains.get(domain.name if domain.parent is not None else e.name)
             return parser.serialize(
-                e, ccsid=int(ccsid or 1208), encoding=int(encoding or 546), options={"options": options or 0}
+                e,
+                ccsid=int(ccsid or 1208),
+                encoding=int(encoding or 546),
+                options=parser_options(options, set_, type_, format_),
             )
         except domains.DomainError as exc:
             raise EsqlRuntimeError(f"ASBITSTREAM: {exc}") from exc
+
+    type_of = values.type_name
+
+    def as_type(v: Any, type_name: str) -> Any:
+        """``v`` as a value of the declared type (IBM's implicit cast on assignment), or a cast error."""
+        if v is None:
+            return None
+        actual = type_of(v)
+        if actual == type_name:
+            return v
+        if isinstance(v, Reference):
+            v = v.element
+        if isinstance(v, Element):
+            v = v.value
+            if v is None or type_of(v) == type_name:
+                return v
+        return values.cast(v, type_name)
 
     def truth(v: Any) -> Any:
         if v is None or isinstance(v, bool):
@@ -432,6 +599,10 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             return v != v
         if what in ("INF", "INFINITY"):
             return v in (float("inf"), float("-inf"))
+        if what == "+INF":
+            return v == float("inf")
+        if what == "-INF":
+            return v == float("-inf")
         return v == v and v not in (float("inf"), float("-inf"))
 
     def nullif(a: Any, b: Any) -> Any:
@@ -455,6 +626,11 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         if name == "ThreadId":
             return threading.get_ident()
         return {"BrokerName": "flowbroker", "Family": "PYTHON"}.get(name, "")
+
+    def foreign_routine(name: str, language: str) -> Any:
+        raise EsqlRuntimeError(
+            f"routine {name} is LANGUAGE {language}: {language} routines cannot run in flowbroker"
+        )
 
     def undefined(name: str) -> Any:
         raise EsqlRuntimeError(f"routine {name} is not defined")
@@ -524,6 +700,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_LeaveSignal": rt.LeaveSignal,
         "_IterateSignal": rt.IterateSignal,
         "_CATCHABLE": (EsqlRuntimeError, values.EsqlValueError, DomainError),
+        "_StopRequested": rt.StopRequested,
         "_ATOMIC": atomic,
         "_MISSING": rt_missing,
         "_to_element_value": to_element_value,
@@ -548,6 +725,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_cast": values.cast,
         "_cast_many": cast_many,
         "_truth": truth,
+        "_as_type": as_type,
         "_first": first,
         "_as_list": as_list,
         "_copy_or_value": copy_or_value,
@@ -567,6 +745,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_external": external,
         "_broker_property": broker_property,
         "_undefined": undefined,
+        "_foreign_routine": foreign_routine,
         "_propagate": propagate,
         "_throw": throw,
         "_log": log,
@@ -586,6 +765,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_db_select": database.select,
         "_passthru": database.passthru,
         "_db_call": database.call_procedure,
+        "_db_end": database.end_transaction,
         "_sql": database.SqlBuilder,
     }
     for name in generator.used_functions:
@@ -602,9 +782,20 @@ def _wrap_function(impl: Callable[..., Any]) -> Callable[..., Any]:
     return impl
 
 
+def _as_integer(value: Any) -> Any:
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
+
+
 def _sqlstate(exc: BaseException) -> str:
     if isinstance(exc, UserException):
-        return "U11222"
+        # IBM: a THROW's SQL state is its second insert, taken as is (no 'U' origin is added).
+        inserts = exc.inserts
+        return "" if len(inserts) < 2 or inserts[1] is None else str(inserts[1])
     state = getattr(exc, "sqlstate", None)
     if isinstance(state, str) and state and not isinstance(exc, UserException) and state != "U11":
         return state

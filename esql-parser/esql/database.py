@@ -77,12 +77,58 @@ class SqlBuilder:
         return a.concat(b)
 
     @staticmethod
-    def is_null(a: Any, negated: bool) -> Any:
-        return a.is_not(None) if negated else a.is_(None)
+    def neg(a: Any) -> Any:
+        return -a
 
     @staticmethod
-    def like(a: Any, pattern: Any, negated: bool) -> Any:
-        return a.not_like(pattern) if negated else a.like(pattern)
+    def is_(a: Any, what: str, negated: bool) -> Any:
+        """IS [NOT] NULL / UNKNOWN / TRUE / FALSE."""
+        if what in ("NULL", "UNKNOWN"):
+            return a.is_not(None) if negated else a.is_(None)
+        test = a == sa.true() if what == "TRUE" else a == sa.false()
+        # IS NOT TRUE holds for FALSE and for NULL, unlike NOT (a = TRUE)
+        return sa.or_(sa.not_(test), a.is_(None)) if negated else sa.and_(test, a.is_not(None))
+
+    @staticmethod
+    def like(a: Any, pattern: Any, negated: bool, escape: Any = None) -> Any:
+        return a.not_like(pattern, escape=escape) if negated else a.like(pattern, escape=escape)
+
+    @staticmethod
+    def between(a: Any, lo: Any, hi: Any, negated: bool, symmetric: bool) -> Any:
+        expr = a.between(lo, hi, symmetric=symmetric)
+        return sa.not_(expr) if negated else expr
+
+    @staticmethod
+    def case(subject: Any, whens: list[tuple[Any, Any]], other: Any) -> Any:
+        if subject is None:
+            return sa.case(*whens, else_=other)
+        return sa.case(*[(subject == value, result) for value, result in whens], else_=other)
+
+    @staticmethod
+    def cast(a: Any, type_name: str, precision: list[int]) -> Any:
+        types: dict[str, Any] = {
+            "INTEGER": sa.BigInteger(),
+            "DECIMAL": sa.Numeric(
+                precision[0] if precision else None, precision[1] if len(precision) > 1 else None
+            ),
+            "FLOAT": sa.Float(),
+            "CHARACTER": sa.String(),
+            "DATE": sa.Date(),
+            "TIMESTAMP": sa.DateTime(),
+            "TIME": sa.Time(),
+        }
+        return sa.cast(a, types[type_name])
+
+    @staticmethod
+    def func(name: str, args: list[Any]) -> Any:
+        """A scalar ESQL function inside a database statement, in its portable SQL form."""
+        if name == "MOD":
+            return args[0].op("%")(args[1])
+        if name == "SUBSTRING":
+            return sa.func.substr(*args)
+        sql_name = _SQL_FUNCTIONS.get(name, name.lower())
+        fn: Any = getattr(sa.func, sql_name)
+        return fn(*args)
 
     @staticmethod
     def in_(a: Any, items: list[Any], negated: bool) -> Any:
@@ -93,6 +139,16 @@ class SqlBuilder:
     def aggregate(name: str, arg: Any) -> Any:
         fn: Any = getattr(sa.func, name.lower())
         return fn() if arg is None else fn(arg)
+
+
+#: ESQL function names whose SQL spelling differs (the rest are the same in lower case).
+_SQL_FUNCTIONS = {
+    "UCASE": "upper",
+    "LCASE": "lower",
+    "ABSVAL": "abs",
+    "CHARACTER_LENGTH": "length",
+    "CHAR_LENGTH": "length",
+}
 
 
 def _check_name(name: Any, what: str) -> str:
@@ -121,27 +177,96 @@ def _table(parts: list[Any], ds: Any) -> tuple[sa.TableClause, str | None]:
     return sa.table(table, schema=schema), dsn
 
 
+def end_transaction(ctx: ExecutionContext, commit: bool, parts: list[Any]) -> None:
+    """COMMIT / ROLLBACK [Database.dsn]: end the node's database transaction before the flow does.
+
+    A data source that manages its own unit of work offers ``commit()``/``rollback()``; otherwise
+    the connection's transaction is ended (SQLAlchemy begins a new one on the next statement).
+    """
+    verb = "COMMIT" if commit else "ROLLBACK"
+    names = [_check_name(p, "data source") for p in parts]
+    if len(names) > 1:
+        raise EsqlRuntimeError(f"{verb} names one data source, not Database.{'.'.join(names)}")
+    if ctx.data_source is None:
+        raise EsqlRuntimeError(f"{verb}: this node has no data source configured for database statements")
+    own = getattr(ctx.data_source, "commit" if commit else "rollback", None)
+    try:
+        if callable(own):
+            own()
+        else:
+            conn = _connection(ctx)
+            conn.commit() if commit else conn.rollback()
+    except sa.exc.SQLAlchemyError as exc:
+        raise _database_error(ctx, exc) from None
+    ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext = 0, "00000", ""
+
+
 def _connection(ctx: ExecutionContext) -> sa.Connection:
     if ctx.data_source is None:
         raise EsqlRuntimeError("this node has no data source configured for database statements")
     return ctx.data_source.connection()  # type: ignore[no-any-return]
 
 
+#: SQLSTATEs for drivers that report none (SQLite): by the DB-API error class, refined by the
+#: driver's message for the common cases, in ODBC's spelling as IBM's brokers report them.
+_CLASS_STATES: tuple[tuple[type[Exception], str], ...] = (
+    (sa.exc.IntegrityError, "23000"),
+    (sa.exc.DataError, "22000"),
+    (sa.exc.ProgrammingError, "42000"),
+    (sa.exc.NotSupportedError, "0A000"),
+    (sa.exc.InterfaceError, "08000"),
+    (sa.exc.InternalError, "HY000"),
+    (sa.exc.OperationalError, "HY000"),
+)
+_MESSAGE_STATES: tuple[tuple[str, str], ...] = (
+    ("no such table", "42S02"),
+    ("no such column", "42S22"),
+    ("has no column named", "42S22"),
+    ("syntax error", "42000"),
+    ("already exists", "42S01"),
+    ("database is locked", "HYT00"),
+    ("datatype mismatch", "22018"),
+    ("too many sql variables", "07001"),
+    ("unable to open database", "08001"),
+)
+
+
+def _driver_state(exc: sa.exc.DBAPIError) -> str:
+    """The SQLSTATE the driver gives (psycopg), or one derived from the error class (SQLite)."""
+    orig = exc.orig
+    state = getattr(orig, "sqlstate", None) or getattr(getattr(orig, "diag", None), "sqlstate", None)
+    if isinstance(state, str) and state:
+        return state
+    text = str(orig).lower()
+    for fragment, mapped in _MESSAGE_STATES:
+        if fragment in text:
+            return mapped
+    for cls, mapped in _CLASS_STATES:
+        if isinstance(exc, cls):
+            return mapped
+    return "HY000"
+
+
+def _database_error(ctx: ExecutionContext, exc: sa.exc.SQLAlchemyError) -> DatabaseError:
+    """A DatabaseError for ``exc`` with SQLCODE, SQLSTATE, SQLNATIVEERROR and SQLERRORTEXT set."""
+    if isinstance(exc, sa.exc.DBAPIError):
+        orig = exc.orig
+        state = _driver_state(exc)
+        message = str(orig).strip().splitlines()[0] if orig is not None else str(exc)
+        native = getattr(orig, "sqlite_errorcode", None) or getattr(orig, "errno", None) or 0
+    else:
+        state, message, native = "HY000", str(exc), 0
+    native = native if isinstance(native, int) else 0
+    ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext, ctx.sqlnativeerror = -1, state, message, native
+    return DatabaseError(f"database error: {message}", state, native)
+
+
 def _execute(ctx: ExecutionContext, statement: Any, params: Any = None) -> Any:
     conn = _connection(ctx)
     try:
         result = conn.execute(statement, params) if params is not None else conn.execute(statement)
-    except sa.exc.DBAPIError as exc:
-        orig = exc.orig
-        state = (
-            getattr(orig, "sqlstate", None) or getattr(getattr(orig, "diag", None), "sqlstate", None) or ""
-        )
-        message = str(orig).strip().splitlines()[0] if orig is not None else str(exc)
-        ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext = -1, state or "HY000", message
-        raise DatabaseError(f"database error: {message}", state) from None
     except sa.exc.SQLAlchemyError as exc:
-        ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext = -1, "HY000", str(exc)
-        raise DatabaseError(f"database error: {exc}") from None
+        raise _database_error(ctx, exc) from None
     ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext = 0, "00000", ""
     if result.returns_rows is False and result.rowcount == 0:
         ctx.sqlcode = 100
@@ -151,7 +276,13 @@ def _execute(ctx: ExecutionContext, statement: Any, params: Any = None) -> Any:
 def insert(ctx: ExecutionContext, parts: list[Any], columns: list[str], values: list[Any]) -> None:
     table, _dsn = _table(parts, ctx.data_source)
     if not columns:
-        raise EsqlRuntimeError("INSERT needs the column names: INSERT INTO Database.t (a, b) VALUES (…)")
+        # INSERT INTO Database.t VALUES (…): every column of the table, in its order
+        conn = _connection(ctx)
+        names = [f"p{i}" for i in range(len(values))]
+        quoted = conn.dialect.identifier_preparer.format_table(table)
+        text = f"INSERT INTO {quoted} VALUES ({', '.join(':' + n for n in names)})"
+        _execute(ctx, sa.text(text), dict(zip(names, values, strict=True)))
+        return
     for c in columns:
         _check_name(c, "column")
     stmt = sa.insert(sa.table(table.name, *[sa.column(c) for c in columns], schema=table.schema))
@@ -176,16 +307,35 @@ def delete(ctx: ExecutionContext, parts: list[Any], where: Any) -> None:
     _execute(ctx, stmt)
 
 
-def select(ctx: ExecutionContext, parts: list[Any], columns: Any, where: Any, item: bool) -> list[Any]:
-    table, _dsn = _table(parts, ctx.data_source)
-    if columns is None:
-        stmt = sa.select(sa.text("*")).select_from(table)
+def select(
+    ctx: ExecutionContext,
+    tables: list[tuple[str, list[Any], list[str]]],
+    columns: Any,
+    where: Any,
+    item: bool,
+) -> list[Any]:
+    """SELECT from one or more tables: (alias, Database path parts, columns used) each.
+
+    ``columns`` and ``where`` build their SQL from the aliased tables (``T['A'].c['qty']``);
+    several tables are joined as SQL's FROM a, b joins them, by the WHERE clause.
+    """
+    aliased: dict[str, Any] = {}
+    for alias, parts, used in tables:
+        table, _dsn = _table(parts, ctx.data_source)
+        cols: list[Any] = [sa.column(_check_name(c, "column")) for c in used]
+        aliased[alias] = sa.table(table.name, *cols, schema=table.schema).alias(alias)
+    chosen = columns(aliased)
+    if chosen is None:
+        stmt = sa.select(sa.text("*")).select_from(*aliased.values())
         names = None
     else:
-        stmt = sa.select(*[c.label(n) if n else c for n, c in columns]).select_from(table)
-        names = [n for n, _c in columns]
-    if where is not None:
-        stmt = stmt.where(where)
+        stmt = sa.select(
+            *[c.label(n) if isinstance(n, str) else c.label(f"c{i}") for i, (n, c) in enumerate(chosen)]
+        ).select_from(*aliased.values())
+        names = [n for n, _c in chosen]
+    condition = where(aliased)
+    if condition is not None:
+        stmt = stmt.where(condition)
     rows = _execute(ctx, stmt).fetchall()
     if item:
         return [r[0] for r in rows]
@@ -194,7 +344,8 @@ def select(ctx: ExecutionContext, parts: list[Any], columns: Any, where: Any, it
 
 def _row(row: Any, names: list[Any] | None) -> Element:
     keys = list(row._mapping.keys())
-    fields = [(str(names[i] if names and names[i] else keys[i]), v) for i, v in enumerate(row)]
+    # SELECT * names fields after the columns; an unnamed select item gets Column<n> as in ROW(…).
+    fields = [(str(keys[i]) if names is None else names[i], v) for i, v in enumerate(row)]
     return row_of(fields, lambda v: v)
 
 
@@ -203,7 +354,7 @@ def passthru(ctx: ExecutionContext, sql: Any, params: list[Any], target: Any) ->
     if not isinstance(sql, str):
         raise EsqlRuntimeError("PASSTHRU needs the SQL statement as CHARACTER")
     names = [f"p{i}" for i in range(len(params))]
-    pieces = sql.split("?")
+    pieces = _split_markers(sql)
     if len(pieces) - 1 != len(params):
         raise EsqlRuntimeError(
             f"PASSTHRU: the statement has {len(pieces) - 1} parameter marker(s) but {len(params)} value(s) were given"
@@ -219,18 +370,92 @@ def passthru(ctx: ExecutionContext, sql: Any, params: list[Any], target: Any) ->
     return []
 
 
-def call_procedure(ctx: ExecutionContext, external: str, args: list[Any], returns: bool) -> Any:
-    """CALL of a LANGUAGE DATABASE routine: the stored procedure (or function) named by EXTERNAL NAME."""
+def _split_markers(sql: str) -> list[str]:
+    """The SQL text around its ``?`` parameter markers; a ? in a literal, quoted name or comment is text."""
+    pieces: list[str] = []
+    start = i = 0
+    n = len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "'\"":
+            end = i + 1
+            while end < n:
+                if sql[end] == ch:
+                    if end + 1 < n and sql[end + 1] == ch:  # a doubled quote stays inside
+                        end += 2
+                        continue
+                    break
+                end += 1
+            i = end + 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        elif ch == "?":
+            pieces.append(sql[start:i])
+            i += 1
+            start = i
+        else:
+            i += 1
+    pieces.append(sql[start:])
+    return pieces
+
+
+def call_procedure(
+    ctx: ExecutionContext,
+    external: str,
+    args: list[Any],
+    directions: list[str],
+    returns: bool,
+    schema: Any = None,
+    result_sets: int = 0,
+) -> tuple[Any, ...]:
+    """CALL of a LANGUAGE DATABASE routine: (value, OUT/INOUT values …, [result set rows …]).
+
+    ``external`` is the EXTERNAL NAME ("schema.proc" or "proc"); CALL … IN Database.{schema} or
+    EXTERNAL SCHEMA give ``schema``, which replaces the name's own. What a dialect cannot do
+    (SQLite has no stored procedures) fails here, at the call, with the reason.
+    """
     parts = external.split(".")
-    for part in parts:
-        _check_name(part, "procedure")
+    if schema is not None:
+        parts = [str(schema), parts[-1]]
+    name = ".".join(_check_name(part, "procedure") for part in parts)
+    dialect = getattr(ctx.data_source, "dialect_name", "") if ctx.data_source is not None else ""
+    outs = [i for i, d in enumerate(directions) if d != "IN"]
     names = [f"p{i}" for i in range(len(args))]
+    params = dict(zip(names, args, strict=True))
     placeholders = ", ".join(f":{n}" for n in names)
-    verb = "SELECT" if returns else "CALL"
-    result = _execute(
-        ctx, sa.text(f"{verb} {'.'.join(parts)}({placeholders})"), dict(zip(names, args, strict=True))
-    )
-    if returns and result.returns_rows:
-        row = result.fetchone()
-        return None if row is None else row[0]
-    return None
+    if dialect == "sqlite" and (not returns or outs or result_sets):
+        what = "result sets" if result_sets else "OUT parameters" if outs else "stored procedures"
+        raise EsqlRuntimeError(
+            f"CALL {name}: the sqlite data source has no {what}; LANGUAGE DATABASE procedures need PostgreSQL"
+        )
+    if result_sets:
+        if result_sets > 1 or outs or returns:
+            raise EsqlRuntimeError(
+                f"CALL {name}: the {dialect or 'configured'} data source gives one result set, from a "
+                "set-returning function with IN parameters only"
+            )
+        rows = _execute(ctx, sa.text(f"SELECT * FROM {name}({placeholders})"), params).fetchall()
+        return (None, [[_row(r, None) for r in rows]])
+    if returns:
+        if outs:
+            raise EsqlRuntimeError(
+                f"CALL {name}: a database function returns its OUT parameters as its result; "
+                "declare the routine as a PROCEDURE"
+            )
+        row = _execute(ctx, sa.text(f"SELECT {name}({placeholders})"), params).fetchone()
+        return (None if row is None else row[0], [])
+    result = _execute(ctx, sa.text(f"CALL {name}({placeholders})"), params)
+    if not outs:
+        return (None, [])
+    # PostgreSQL answers a CALL with one row holding the OUT and INOUT parameters, in order.
+    row = result.fetchone() if result.returns_rows else None
+    if row is None or len(row) != len(outs):
+        raise EsqlRuntimeError(
+            f"CALL {name}: the database returned {0 if row is None else len(row)} value(s) "
+            f"for {len(outs)} OUT/INOUT parameter(s)"
+        )
+    return (None, *row, [])

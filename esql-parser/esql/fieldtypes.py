@@ -34,6 +34,10 @@ _XMLNSC = {
     "EntityDefinition": 0x03000300,
     "DoubleEntityDefinition": 0x03000300,
     "SingleEntityDefinition": 0x03000301,
+    "EntityReference": 0x02000100,
+    # Content written as it stands, markup included. IBM publishes no number for this constant,
+    # so this one is flowbroker's own (distinct from every other XMLNSC type).
+    "AsisElementContent": 0x03000004,
 }
 
 # The XML and XMLNS domains keep text as separate nameless Content children of an Element.

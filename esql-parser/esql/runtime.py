@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from esql.tree import NAME_VALUE, Element
+from esql.tree import NAME, NAME_VALUE, Element
 
 #: Field-type constants usable in type qualifiers ``(XMLNSC.Attribute)`` and ``TYPE`` clauses.
 #: Attribute-like types share one value so a qualifier matches every spelling of it.
@@ -123,7 +123,14 @@ class UserException(EsqlRuntimeError):
         self.number = number
         self.values = values or []
         self.user = user
-        self.sqlstate = "U11"
+        # IBM: the SQL state of a thrown exception is its second insert, as is.
+        second = self.values[1] if len(self.values) > 1 else None
+        self.sqlstate = "" if second is None else str(second)
+
+    @property
+    def inserts(self) -> list[Any]:
+        """The VALUES of the THROW, in order (the ExceptionList's Insert fields)."""
+        return self.values
 
     def exception_list(self) -> Element:
         """The ExceptionList tree IBM's brokers build for a user exception."""
@@ -226,7 +233,7 @@ class ExecutionContext:
         self.log = log
         self.node_name = node_name
         self.sqlcode = 0
-        self.sqlstate = ""
+        self.sqlstate = "00000"
         self.sqlerrortext = ""
         self.sqlnativeerror = 0
         self.propagated = 0
@@ -369,7 +376,7 @@ def ensure(e: Element, name: str | None, ns: str | None, index: int, ftype: int 
             raise EsqlRuntimeError(
                 f"cannot create {e.path()}.{name}[{index}]: only {seen} such field(s) exist"
             )
-        return new_child(e, name, "", ftype if ftype is not None else NAME_VALUE)
+        return new_child(e, name, "", ftype if ftype is not None else _created_type(e))
     if index > 0:
         seen = 0
         node = e._first if e._lazy is None else e.first_child
@@ -392,7 +399,7 @@ def ensure(e: Element, name: str | None, ns: str | None, index: int, ftype: int 
     if name is None:
         # A wildcard target (SET OutputRoot.*[i] = …) is created nameless and takes the source's name.
         return e.add("", namespace=ns or "", type=ftype if ftype is not None else NAME_VALUE)
-    return e.add(name, namespace=ns or "", type=ftype if ftype is not None else NAME_VALUE)
+    return e.add(name, namespace=ns or "", type=ftype if ftype is not None else _created_type(e))
 
 
 def ensure_child(e: Element, name: str) -> Element:
@@ -402,7 +409,15 @@ def ensure_child(e: Element, name: str) -> Element:
         if node.name == name and not node.namespace:
             return node
         node = node.next_sibling
-    return new_child(e, name, "", NAME_VALUE)
+    return new_child(e, name, "", _created_type(e))
+
+
+def _created_type(parent: Element) -> int:
+    """The type of a field SET creates: a header or body folder (IBM's Name type) below a message
+    Root, a name-value field anywhere else."""
+    if parent.parent is None and parent.name == "Root":
+        return NAME
+    return NAME_VALUE
 
 
 def new_child(e: Element, name: str, ns: str, ftype: int) -> Element:
@@ -704,19 +719,48 @@ def new_row() -> Element:
     return Element("Row")
 
 
-def row_of(fields: Sequence[tuple[str | None, Any]], to_element_value: Callable[[Any], Any]) -> Element:
-    """ROW(expr AS name, …): a detached tree with one field per item."""
+#: The name of an item of a SELECT or ROW: a plain name, None (derived), or a path of
+#: (name, namespace, field type) steps from ``AS a.b.(type)c``.
+AliasName = str | None | list[tuple[Any, Any, Any]]
+
+
+def row_of(fields: Sequence[tuple[AliasName, Any]], to_element_value: Callable[[Any], Any]) -> Element:
+    """ROW(expr AS name, …) and a SELECT result row: a detached tree with one field per item.
+
+    A path name (``AS Info.Name``) creates the levels above the last name, sharing them between
+    items (``AS Info.Name, … AS Info.Qty`` give one Info). An unnamed LIST of rows (ROW(SELECT …))
+    puts each row in the new row.
+    """
     row = Element("Row")
     for position, (name, value) in enumerate(fields, 1):
         if value is None:
             continue
         if isinstance(value, Reference):
             value = value.element
+        parent, ftype = row, None
+        if isinstance(name, list):
+            for step_name, step_ns, step_type in name[:-1]:
+                parent = ensure(parent, str(step_name), step_ns or "", 1, step_type)
+            last_name, last_ns, ftype = name[-1]
+            name = str(last_name) if last_name is not None else None
+            ns = last_ns or ""
+        else:
+            ns = ""
+        if isinstance(value, list) and name is None:
+            for item in value:
+                item = item.element if isinstance(item, Reference) else item
+                if isinstance(item, Element):
+                    assign_tree(parent.add(item.name or "Row"), item)
+                elif item is not None:
+                    parent.add(f"Column{position}", to_element_value(item))
+            continue
         if isinstance(value, Element):
-            node = row.add(name or value.name or f"Column{position}")
+            node = parent.add(name or value.name or f"Column{position}", namespace=ns)
             assign_tree(node, value)
         else:
-            row.add(name or f"Column{position}", to_element_value(value))
+            node = parent.add(name or f"Column{position}", to_element_value(value), namespace=ns)
+        if ftype is not None:
+            node.type = ftype
     return row
 
 

@@ -40,11 +40,36 @@ MISSING: Any = _Missing()
 
 
 class EsqlValueError(Exception):
-    """An ESQL value operation that fails: divide by zero, bad cast, overflow, incomparable types."""
+    """An ESQL value operation that fails: divide by zero, bad cast, overflow, incomparable types.
 
-    def __init__(self, message: str) -> None:
+    ``sqlstate`` is the state a handler sees, as IBM documents for ESQL's own errors ('S' origin,
+    then the SQL standard's class and subclass): S22012 division by zero, S22003 numeric value out
+    of range, S22018 invalid character value for cast, S22007 invalid datetime format.
+    """
+
+    def __init__(self, message: str, sqlstate: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.sqlstate = sqlstate or _state_of(message)
+
+
+_DATETIME_TARGET = re.compile(r"\bto (DATE|TIME|GMTTIME|TIMESTAMP|GMTTIMESTAMP|INTERVAL)\b")
+
+
+def _state_of(message: str) -> str:
+    """The SQLSTATE of a value error, from the one place that words them all (this module)."""
+    text = message.lower()
+    if (text.startswith("cannot cast") or ": cannot cast" in text) and _DATETIME_TARGET.search(message):
+        return "S22007"
+    if "division by zero" in text:
+        return "S22012"
+    if "overflow" in text or "out of range" in text or "does not fit" in text or "out of the" in text:
+        return "S22003"
+    if text.startswith("cannot cast") or ": cannot cast" in text:
+        return "S22007" if _DATETIME_TARGET.search(message) else "S22018"
+    if "invalid date" in text or "invalid time" in text:
+        return "S22007"
+    return "S22000"
 
 
 # -- type names --------------------------------------------------------------------------------
@@ -515,6 +540,8 @@ def _ordered(a: Any, b: Any, op: str, test: Callable[[Any, Any], bool]) -> bool 
     if a is None or b is None:
         return None
     x, y = _cmp_prepare(a, b, op)
+    if type(x) is bool and type(y) is bool:
+        return test(int(x), int(y))  # IBM: FALSE < TRUE
     if type(x) is bool or isinstance(x, Element | list):
         raise _compare_error(a, b, op)
     if isinstance(x, float) and math.isnan(x) or isinstance(y, float) and math.isnan(y):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from esql.functions import invocation
 from esql.tree import Element
 
 from flowbroker_nodes.base import Assembly, NodeError
@@ -125,7 +126,10 @@ class Node(EsqlNode):
             output_exception_list=Element("ExceptionList"),
             propagate=propagate,
         )
-        if self.run_routine(ctx) is True:
+        # One node invocation: CURRENT_… give one moment, SLEEP and INSTANCESTOPPING see a stop.
+        with invocation(stop=self.flow.stop):
+            result = self.run_routine(ctx)
+        if result is True:
             out = self._output(
                 assembly, ctx.output_root, ctx.output_local_environment, ctx.output_exception_list
             )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from esql.functions import invocation
+
 from flowbroker_nodes.base import Assembly, DeployProblem
 from flowbroker_nodes.esqlnode import EsqlNode
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
@@ -58,6 +60,8 @@ class Node(EsqlNode):
         super().prepare()
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
-        result = self.run_routine(self.context(assembly))
+        # One node invocation: CURRENT_… give one moment, SLEEP and INSTANCESTOPPING see a stop.
+        with invocation(stop=self.flow.stop):
+            result = self.run_routine(self.context(assembly))
         if result is not False:
             self.propagate("out", assembly)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from esql.functions import invocation
+
 from flowbroker_nodes.base import Assembly
 from flowbroker_nodes.esqlnode import EsqlNode
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
@@ -43,5 +45,7 @@ class Node(EsqlNode):
     KIND = "FILTER"
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
-        result = self.run_routine(self.context(assembly))
+        # One node invocation: CURRENT_… give one moment, SLEEP and INSTANCESTOPPING see a stop.
+        with invocation(stop=self.flow.stop):
+            result = self.run_routine(self.context(assembly))
         self.propagate("true" if result is True else "false" if result is False else "unknown", assembly)

@@ -91,6 +91,20 @@ def test_user_exception_builds_an_exception_list() -> None:
     }
 
 
+def test_thrown_exception_carries_number_catalog_inserts_and_sqlstate() -> None:
+    # What the flow runtime records as the ExceptionList: the MESSAGE, CATALOG and VALUES.
+    source = "THROW USER EXCEPTION CATALOG 'MyCat' MESSAGE 4243 VALUES(-5, 'U0007', 3, 'why');\n"
+    with pytest.raises(UserException) as info:
+        compile_program(source, "throw.esql").main_module().run(ExecutionContext())
+    err = info.value
+    assert (err.number, err.catalog, err.inserts, err.sqlstate) == (
+        4243,
+        "MyCat",
+        [-5, "U0007", 3, "why"],
+        "U0007",
+    )
+
+
 def test_externals_are_cast_to_their_declared_type() -> None:
     source = """
 DECLARE limit EXTERNAL INTEGER 10;

@@ -167,6 +167,82 @@ CASES = [
         ["scalar_as_path.esql:2:27: error: 'x' is an INTEGER variable, not a field reference"],
     ),
     (
+        "recovery_if_then",
+        "CREATE COMPUTE MODULE M\nCREATE FUNCTION Main() RETURNS BOOLEAN BEGIN\n  IF THEN\n    SET OutputRoot.XMLNSC.A = 1;\n"
+        "  END IF;\n  SET OutputRoot.XMLNSC.B = 2;\n  SET OutputRoot.XMLNSC.C = ;\n  RETURN TRUE;\nEND;\nEND MODULE;\n",
+        [
+            "recovery_if_then.esql:3:6: error: syntax error: unexpected 'THEN'",
+            "recovery_if_then.esql:7:29: error: syntax error: unexpected ';'",
+        ],
+    ),
+    (
+        "recovery_dropped_blocks",
+        "WHILE x < DO SET x = 1; END WHILE;\nIF x = THEN SET a = 1; ELSEIF x = 2 THEN SET b = ; ELSE SET c = 3; END IF;\n"
+        "CASE x WHEN 1 THEN SET a = ; WHEN 2 THEN SET b = 2; END CASE;\nSET y = 1;\n",
+        [
+            "recovery_dropped_blocks.esql:1:11: error: syntax error: unexpected 'DO'",
+            "recovery_dropped_blocks.esql:2:8: error: syntax error: unexpected 'THEN'",
+            "recovery_dropped_blocks.esql:2:50: error: syntax error: unexpected ';'",
+            "recovery_dropped_blocks.esql:3:28: error: syntax error: unexpected ';'",
+        ],
+    ),
+    (
+        "recovery_end_in_skipped_text",
+        "CREATE COMPUTE MODULE M\nCREATE FUNCTION Main() RETURNS BOOLEAN BEGIN\n  IF x = THEN END IF;\n"
+        "  IF x = THEN SET y = CASE WHEN a THEN 1 ELSE 2 END; END IF;\n  SET OutputRoot.XMLNSC.C = ;\n"
+        "  RETURN TRUE;\nEND;\nEND MODULE;\n",
+        [
+            "recovery_end_in_skipped_text.esql:3:10: error: syntax error: unexpected 'THEN'",
+            "recovery_end_in_skipped_text.esql:4:10: error: syntax error: unexpected 'THEN'",
+            "recovery_end_in_skipped_text.esql:5:29: error: syntax error: unexpected ';'",
+        ],
+    ),
+    (
+        "decimal_precision_in_declare",
+        "DECLARE d DECIMAL(10,2) 1.234;\nBEGIN DECLARE e DECIMAL(10, 2); END;\n",
+        [
+            "decimal_precision_in_declare.esql:1:18: error: a DECIMAL variable takes no precision or scale (IBM assigns them; give them in CAST)",
+        ],
+    ),
+    (
+        "decimal_precision_parsed",
+        "BEGIN DECLARE e DECIMAL(10, 2); END;\n",
+        [
+            "decimal_precision_parsed.esql:1:24: error: a DECIMAL variable takes no precision or scale (IBM assigns them; give them in CAST)"
+        ],
+    ),
+    (
+        "compute_uses_root",
+        "CREATE COMPUTE MODULE C\n  CREATE FUNCTION Main() RETURNS BOOLEAN BEGIN\n    SET Root.XMLNSC.A = 1;\n"
+        "    SET OutputRoot.XMLNSC.A = Body.B;\n    RETURN TRUE;\n  END;\nEND MODULE;\n",
+        [
+            "compute_uses_root.esql:3:9: error: 'Root' is not a correlation name of a COMPUTE module (a Compute node has InputRoot, OutputRoot, InputLocalEnvironment …)",
+            "compute_uses_root.esql:4:31: error: 'Body' is not a correlation name of a COMPUTE module (a Compute node has InputRoot, OutputRoot, InputLocalEnvironment …)",
+        ],
+    ),
+    (
+        "filter_sets_output",
+        "CREATE FILTER MODULE F\n  CREATE FUNCTION Main() RETURNS BOOLEAN BEGIN\n    SET OutputRoot.XMLNSC.A = 1;\n"
+        "    SET Root.XMLNSC.A = 1;\n    SET Environment.A = Root.XMLNSC.A;\n    RETURN TRUE;\n  END;\nEND MODULE;\n",
+        [
+            "filter_sets_output.esql:3:9: error: 'OutputRoot' is not a correlation name of a FILTER module (a Filter node has Root, Body, Properties, LocalEnvironment …)",
+            "filter_sets_output.esql:4:9: error: 'Root' is read-only in a FILTER module; only LocalEnvironment and Environment can be changed",
+        ],
+    ),
+    (
+        "call_in_esql_routine",
+        "CREATE PROCEDURE P(IN a INTEGER) BEGIN END;\nCALL P(1) IN Database.{'sch'};\nCALL P(2) EXTERNAL SCHEMA 'x';\n",
+        [
+            "call_in_esql_routine.esql:2:11: error: CALL … IN and EXTERNAL SCHEMA are only valid for LANGUAGE DATABASE routines",
+            "call_in_esql_routine.esql:3:11: error: CALL … IN and EXTERNAL SCHEMA are only valid for LANGUAGE DATABASE routines",
+        ],
+    ),
+    (
+        "sign_before_null",
+        "SET OutputRoot.XMLNSC.A = 1 IS +NULL;\n",
+        ["sign_before_null.esql:1:32: error: a sign is only valid before INF or INFINITY, not NULL"],
+    ),
+    (
         "aggregate_outside",
         "SET OutputRoot.XMLNSC.A = COUNT(1);\n",
         ["aggregate_outside.esql:1:27: error: COUNT is only valid in a SELECT list"],

@@ -44,3 +44,39 @@ def test_unknown_domain_is_an_esql_error() -> None:
     with pytest.raises(EsqlRuntimeError) as info:
         compile_program(source, "dom.esql").main_module().run(ExecutionContext())
     assert "unknown message domain 'NOPE'" in info.value.message
+
+
+class RecordingParser:
+    """A domain parser that keeps the options PARSE and ASBITSTREAM hand it."""
+
+    domains = ("RECORDING",)
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, object]]] = []
+
+    def attach(self, element, data, *, ccsid, encoding, options):  # type: ignore[no-untyped-def]
+        self.seen.append(("attach", options))
+        element.add("Data", data.decode())
+
+    def serialize(self, element, *, ccsid, encoding, options):  # type: ignore[no-untyped-def]
+        self.seen.append(("serialize", options))
+        return b"bytes"
+
+
+def test_parse_and_asbitstream_pass_set_type_and_format_to_the_parser() -> None:
+    from esql import domains
+
+    parser = RecordingParser()
+    domains.register(parser)
+    source = """
+CREATE LASTCHILD OF OutputRoot DOMAIN('RECORDING')
+  PARSE(CAST('abc' AS BLOB CCSID 1208) SET 'ORDERS' TYPE 'Order' FORMAT 'CWF1' OPTIONS RootBitStream);
+SET Environment.Bytes = ASBITSTREAM(OutputRoot.RECORDING SET 'ORDERS' TYPE 'Order' FORMAT 'XML1');
+"""
+    ctx = ExecutionContext()
+    assert compile_program(source, "opts.esql").main_module().run(ctx) is True
+    assert parser.seen == [
+        ("attach", {"options": 0, "set": "ORDERS", "type": "Order", "format": "CWF1"}),
+        ("serialize", {"options": 0, "set": "ORDERS", "type": "Order", "format": "XML1"}),
+    ]
+    assert ctx.output_root.child("RECORDING").child("Data").value == "abc"

@@ -148,3 +148,32 @@ END MODULE;
     ctx = ExecutionContext()
     routine.run(ctx)
     assert ctx.output_root.child("XMLNSC").child("Total").value == 1000
+
+
+def test_eval_text_is_compiled_by_the_esql_compiler_and_stays_sandboxed() -> None:
+    source = """
+DECLARE code CHARACTER InputRoot.XMLNSC.Doc.Code;
+BEGIN
+  DECLARE EXIT HANDLER FOR SQLSTATE LIKE '%' SET OutputRoot.XMLNSC.Out.Err = SQLERRORTEXT;
+  SET OutputRoot.XMLNSC.Out.Value = EVAL(code);
+END;
+EVAL('SET OutputRoot.XMLNSC.Out.' || InputRoot.XMLNSC.Doc.Field || ' = 1;');
+"""
+    program = compile_program(source, "evalsafe.esql")
+    root = build("Root", {"XMLNSC": {"Doc": {"Code": "__import__('os').getcwd()", "Field": "__class__"}}})
+    ctx = ExecutionContext(input_root=root)
+    program.main_module().run(ctx)
+    out = ctx.output_root.child("XMLNSC").child("Out")
+    # Python syntax is no ESQL: the text fails to parse instead of running
+    assert out.child("Err").value == "EVAL text, line 1, column 17: syntax error: unexpected '.'"
+    assert out.child("__class__").value == 1
+    compiled = [v for k, v in program.namespace.items() if k == "__builtins__"]
+    assert compiled == [{}]
+
+
+def test_eval_is_cached_by_text() -> None:
+    program = compile_program(
+        "DECLARE i INTEGER 0;\nWHILE i < 50 DO SET i = EVAL('i + 1'); END WHILE;\n", "c.esql"
+    )
+    program.main_module().run(ExecutionContext())
+    assert len(program._evals) == 1

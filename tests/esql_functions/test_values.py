@@ -178,9 +178,14 @@ def test_incomparable_types(a: Any, b: Any, message: str) -> None:
     assert str(info.value) == message
 
 
-def test_ordering_booleans_is_an_error() -> None:
-    with pytest.raises(EsqlValueError, match="cannot compare BOOLEAN TRUE with BOOLEAN FALSE using '<'"):
-        v.lt(True, False)
+def test_booleans_are_ordered_false_before_true() -> None:
+    assert v.lt(False, True) is True
+    assert v.gt(True, False) is True
+    assert v.lt(True, False) is False
+    assert v.ge(False, False) is True
+    assert v.lt(True, None) is None
+    with pytest.raises(EsqlValueError, match="cannot compare BOOLEAN TRUE with INTEGER 1 using '<'"):
+        v.lt(True, 1)
 
 
 def test_row_and_list_equality() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from esql.functions import datetimes, fields, lists, misc, numeric, strings  # noqa: F401  (they register)
 from esql.functions.registry import CATEGORIES, ENVIRONMENT, FunctionDef
 
-__all__ = ["CATEGORIES", "ENVIRONMENT", "FunctionDef", "describe", "invocation", "lookup"]
+__all__ = ["CATEGORIES", "ENVIRONMENT", "FunctionDef", "describe", "in_invocation", "invocation", "lookup"]
 
 
 def lookup(name: str) -> FunctionDef | None:
@@ -45,3 +45,8 @@ def invocation(stop: misc.StopSignal | None = None, instant: _dt.datetime | None
     finally:
         misc.STOP_SIGNAL.reset(stop_token)
         datetimes.INVOCATION_INSTANT.reset(clock_token)
+
+
+def in_invocation() -> bool:
+    """Whether the calling code runs inside :func:`invocation` (a node evaluation)."""
+    return datetimes.INVOCATION_INSTANT.get() is not None
