@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from esql.tree import NAME, NAME_VALUE, Element
+from esql.tree import NAME, NAME_VALUE, VALUE, Element
 
 #: Field-type constants usable in type qualifiers ``(XMLNSC.Attribute)`` and ``TYPE`` clauses.
 #: Attribute-like types share one value so a qualifier matches every spelling of it.
@@ -458,12 +458,39 @@ def _index(value: Any) -> int:
 
 
 def value_of(e: Element | None) -> Any:
-    """The value of a field reference used as a scalar (NULL when absent)."""
-    return None if e is None else e.value
+    """The value of a field reference used as a scalar (NULL when absent).
+
+    A name element that holds its text in unnamed value children, as the XML and XMLNS parsers
+    build ``<F01>abc</F01>``, has that text as its value, as in IBM's brokers.
+    """
+    if e is None:
+        return None
+    value = e.value
+    if value is None and e.type == NAME:
+        return _content_of(e)
+    return value
+
+
+#: Value-only elements that carry an element's text: plain text and CDATA (not comments or PIs).
+_CONTENT_TYPES = frozenset({VALUE, VALUE + 1})
+
+
+def _content_of(e: Element) -> Any:
+    parts: list[Any] = []
+    child = e.first_child
+    while child is not None:
+        if not child.name and child.type in _CONTENT_TYPES and child.value is not None:
+            parts.append(child.value)
+        child = child.next_sibling
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return "".join(str(part) for part in parts)
 
 
 def values_of(elements: list[Element]) -> list[Any]:
-    return [e.value for e in elements]
+    return [value_of(e) for e in elements]
 
 
 def deref(r: Any) -> Element | None:

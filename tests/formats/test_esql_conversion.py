@@ -124,3 +124,26 @@ def test_bad_input_surfaces_as_a_positioned_parser_exception() -> None:
     inserts = [kid.child("Text").value for kid in entry.children_named("Insert")]  # type: ignore[union-attr]
     assert inserts == ["XMLNSC", "Root.XMLNSC", "19"]  # libxml2 notices at the end of the bad tag
     assert "byte offset 19" in entry.child("Text").value  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("domain", ["XML", "XMLNS"])
+def test_generic_xml_elements_read_as_their_text_in_esql(domain: str) -> None:
+    """<F01>abc</F01> in the XML and XMLNS domains is a name element whose text is a value child;
+    ESQL reads the element as that text, as IBM's brokers do, for functions and comparisons."""
+    data = b"<Msg><F01>abc</F01><Mixed>one<!-- note --><b/>two</Mixed><Empty/></Msg>"
+    root = assembly.build_root(Descriptor(), data, assembly.Template(domain))
+    source = f"""
+    SET OutputRoot.XMLNSC.O.Upper = UPPER(InputRoot.{domain}.Msg.F01);
+    SET OutputRoot.XMLNSC.O.Equal = InputRoot.{domain}.Msg.F01 = 'abc';
+    SET OutputRoot.XMLNSC.O.Mixed = InputRoot.{domain}.Msg.Mixed || '';
+    SET OutputRoot.XMLNSC.O.EmptyIsNull = InputRoot.{domain}.Msg.Empty IS NULL;
+    """
+    out, _ = run(source, root)
+    o = out.child("XMLNSC").child("O")  # type: ignore[union-attr]
+    assert o is not None
+    assert [(kid.name, kid.value) for kid in o.children()] == [
+        ("Upper", "ABC"),
+        ("Equal", True),
+        ("Mixed", "onetwo"),
+        ("EmptyIsNull", True),
+    ]
