@@ -162,6 +162,11 @@ def test_backout_threshold_moves_to_backout_queue(client: Client, qname: str) ->
     assert client.get(qname) is None
     moved = client.get("T.BOQ")
     assert moved is not None and moved.body == b"poison" and moved.md.backout_count == 2
+    # where it came from and why travel with it, so an operator can send it back
+    assert moved.properties["flowbroker.queue"] == qname
+    assert moved.properties["flowbroker.reason"] == (
+        f"backout count 2 reached the backout threshold 2 of {qname}"
+    )
 
 
 def test_backout_threshold_without_backout_queue_uses_dead_letter_queue(client: Client, qname: str) -> None:

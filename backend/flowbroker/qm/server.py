@@ -895,7 +895,7 @@ class QueueManager:
                 continue
             if threshold and count >= threshold:
                 target = self.queues.get(q.attrs.backout_requeue_q) or self.queues[DEAD_LETTER_QUEUE]
-                moved = QMsg(self.next_seq(), m.raw, m.expire_at)
+                moved = QMsg(self.next_seq(), _noting_origin(m.raw, q.name, count, threshold), m.expire_at)
                 if moved.persistent:
                     if self._durable(target, moved):
                         moves.puts.append((target.name, moved.seq, moved.raw))
@@ -1166,6 +1166,22 @@ def _opt_id(value: Any) -> bytes | None:
         return pad_id(bytes.fromhex(value))
     except ValueError:
         raise QMError(RC_BAD_ARGUMENT, f"id {value[:60]!r} is not hexadecimal") from None
+
+
+def _noting_origin(raw: bytes, queue: str, count: int, threshold: int) -> bytes:
+    """A message moved past its backout threshold, carrying the queue it came from and why, as
+    a flow's dead-letter puts do, so an operator can send it back. Rare, so decoding is fine."""
+    try:
+        msg = decode_message(raw)
+    except (ValueError, UnicodeDecodeError):
+        return raw  # a body the queue manager cannot decode still moves, just unannotated
+    if not isinstance(msg.properties, dict):
+        return raw
+    msg.properties.setdefault("flowbroker.queue", queue)
+    msg.properties.setdefault(
+        "flowbroker.reason", f"backout count {count} reached the backout threshold {threshold} of {queue}"
+    )
+    return encode_message(msg.md, msg.properties, msg.body)
 
 
 def _with_topic(raw: bytes, topic: str, retained: bool = False) -> bytes:
