@@ -91,16 +91,44 @@ def test_publication_reaches_the_subscriber(qm_process: QueueManagerProcess) -> 
     assert out.body.endswith(b"p" * 100)
 
 
-def test_database_inserts_and_deletes_its_row(qm_process: QueueManagerProcess, tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'perf.db'}"
+@pytest.fixture(params=["sqlite", "postgresql"])
+def perf_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A data source URL holding an empty PERF_ROWS table (PostgreSQL: in a private schema)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'perf.db'}"
+        schema = ""
+    else:
+        import uuid
+
+        base = request.getfixturevalue("postgres_url")
+        schema = f"fb_test_{uuid.uuid4().hex[:10]}"
+        with sa.create_engine(base).begin() as conn:
+            conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+        url = f"{base}?options=-csearch_path%3D{schema}"
     engine = sa.create_engine(url)
+    # quoted upper-case names, as ESQL's database statements quote them
+    table = sa.Table(
+        "PERF_ROWS", sa.MetaData(), sa.Column("ID", sa.Integer), sa.Column("PAYLOAD", sa.String(64))
+    )
+    table.create(engine)
+    engine.dispose()
+    yield url
+    if schema:
+        with sa.create_engine(request.getfixturevalue("postgres_url")).begin() as conn:
+            conn.execute(sa.text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+
+
+def test_database_inserts_and_deletes_its_row(qm_process: QueueManagerProcess, perf_db: str) -> None:
+    engine = sa.create_engine(perf_db)
     with engine.begin() as conn:
-        conn.execute(sa.text("CREATE TABLE PERF_ROWS (ID INTEGER, PAYLOAD VARCHAR(64))"))
-    (out,) = _run(qm_process, "database", {"PERFDB": url})
+        # a row of another message: the flow deletes its own row only, found by its integer id
+        conn.execute(sa.text('INSERT INTO "PERF_ROWS" ("ID", "PAYLOAD") VALUES (7, \'other\')'))
+    (out,) = _run(qm_process, "database", {"PERFDB": perf_db})
     assert b"<Id>42</Id>" in out.body
     with engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT COUNT(*) FROM PERF_ROWS")).scalar() == 0
+        rows = conn.execute(sa.text('SELECT "ID", "PAYLOAD" FROM "PERF_ROWS"')).all()
     engine.dispose()
+    assert [tuple(r) for r in rows] == [(7, "other")]
 
 
 def test_unparsed_body_is_written_as_its_original_bytes() -> None:
