@@ -293,15 +293,24 @@ def _fill(element: Element, node: Any) -> None:
 
 
 def _folder_xml(element: Element) -> str:
-    attrs = "".join(
-        f' {kid.name}="{xmlcore.escape_attr(xmlcore.text_of(kid.value))}"'
-        for kid in element.children()
-        if kid.type == xmlcore.ATTRIBUTE
-    )
-    inner = "".join(_folder_xml(kid) for kid in element.children() if kid.type != xmlcore.ATTRIBUTE)
+    attrs: list[str] = []
+    inner: list[str] = []
+    kid = element.first_child
+    while kid is not None:
+        if kid.type == xmlcore.ATTRIBUTE:
+            attrs.append(f' {kid.name}="{xmlcore.escape_attr(xmlcore.text_of(kid.value))}"')
+        elif kid.first_child is None and kid.type != FOLDER:
+            # a leaf, the bulk of a folder: written without a call of its own
+            value = kid.value
+            text = "" if value is None else xmlcore.escape_text(xmlcore.text_of(value))
+            inner.append(f"<{kid.name}>{text}</{kid.name}>")
+        else:
+            inner.append(_folder_xml(kid))
+        kid = kid.next_sibling
+    name = element.name
     if not inner and element.value is not None:
-        inner = xmlcore.escape_text(xmlcore.text_of(element.value))
-    return f"<{element.name}{attrs}>{inner}</{element.name}>"
+        return f"<{name}{''.join(attrs)}>{xmlcore.escape_text(xmlcore.text_of(element.value))}</{name}>"
+    return f"<{name}{''.join(attrs)}>{''.join(inner)}</{name}>"
 
 
 _FIXED_NAMES = frozenset(
@@ -313,20 +322,30 @@ def serialize(header: Element, *, encoding: int, ccsid: int) -> bytes:
     """The header's bytes (integers in ``encoding``, StrucId and Format in ``ccsid``)."""
     order = _ints(encoding)
     text = ccsids.codec(ccsid)
+    fixed_values: dict[str, Any] = {}
+    folders_in: list[Element] = []
+    kid = header.first_child  # one pass: the fixed fields by name, the folders in order
+    while kid is not None:
+        if kid.name in _FIXED_NAMES and not kid.has_children():
+            fixed_values.setdefault(kid.name, kid.value)
+        else:
+            folders_in.append(kid)
+        kid = kid.next_sibling
 
     def field(name: str, default: Any) -> Any:
-        kid = header.child(name)
-        return default if kid is None or kid.value is None else kid.value
+        value = fixed_values.get(name)
+        return default if value is None else value
 
     nv_ccsid = int(field("NameValueCCSID", 1208))
     nv_codec = _NVCCSIDS.get(nv_ccsid) or ccsids.codec(nv_ccsid)
-    folders = b""
-    for kid in header.children():
-        if kid.name in _FIXED_NAMES and not kid.has_children():
-            continue
-        raw = _folder_text(kid).encode(nv_codec)
+    length_of = struct.Struct(order + "i").pack
+    parts: list[bytes] = []
+    for folder in folders_in:
+        raw = _folder_text(folder).encode(nv_codec)
         raw += b" " * (-len(raw) % 4)
-        folders += struct.pack(order + "i", len(raw)) + raw
+        parts.append(length_of(len(raw)))
+        parts.append(raw)
+    folders = b"".join(parts)
     fmt = str(field("Format", "        "))[:8].ljust(8)
     fixed = (
         STRUC_ID.encode(text)

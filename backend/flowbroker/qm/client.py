@@ -8,6 +8,7 @@ asynchronous put) and ``get`` reads ahead a batch of messages when no unit of wo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -85,6 +86,28 @@ def resolve_address(
         return address, user, password
     info = _read_info(data_dir or os.environ.get("FLOWBROKER_DATA") or "./var", required=True)
     return (str(info["host"]), int(info["port"])), user or info["user"], password or info["password"]
+
+
+def _local_socket(data_dir: str | None) -> str | None:
+    """The Unix socket the queue manager of ``data_dir`` listens on, when it exists."""
+    info = _read_info(data_dir or os.environ.get("FLOWBROKER_DATA") or "./var", required=False)
+    path = info.get("unix_socket")
+    return path if isinstance(path, str) and path and Path(path).exists() else None
+
+
+def _open(address: tuple[str, int] | str, timeout: float) -> socket.socket:
+    if isinstance(address, str):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+    sock = socket.create_connection(address, timeout=timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
 def _read_info(data_dir: str, *, required: bool) -> dict[str, Any]:
@@ -177,18 +200,22 @@ class Client:
         timeout: float = 10.0,
     ) -> Client:
         address, user, password = resolve_address(url, data_dir, user, password)
-        try:
-            if isinstance(address, str):
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                sock.settimeout(timeout)
-                sock.connect(address)
-            else:
-                sock = socket.create_connection(address, timeout=timeout)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError as exc:
-            raise QMError(
-                RC_CONNECTION_BROKEN, f"cannot reach the queue manager at {address}: {exc}"
-            ) from None
+        # a queue manager found through its data directory is on this machine: its Unix socket
+        # costs less per request than loopback TCP, which stays the fallback
+        local = (
+            _local_socket(data_dir) if not url and (data_dir or not os.environ.get("FLOWBROKER_QM")) else None
+        )
+        sock = None
+        if local is not None:
+            with contextlib.suppress(OSError):
+                sock = _open(local, timeout)
+        if sock is None:
+            try:
+                sock = _open(address, timeout)
+            except OSError as exc:
+                raise QMError(
+                    RC_CONNECTION_BROKEN, f"cannot reach the queue manager at {address}: {exc}"
+                ) from None
         sock.settimeout(None)
         try:
             return cls(sock, user, password)
