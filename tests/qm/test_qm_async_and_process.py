@@ -129,3 +129,24 @@ def test_exits_when_its_parent_dies(tmp_path: Path) -> None:
     else:
         os.kill(child, 9)
         pytest.fail("the queue manager outlived its parent")
+
+
+def test_a_client_of_the_data_directory_uses_the_unix_socket_and_falls_back_to_tcp(tmp_path: Path) -> None:
+    import socket
+
+    from flowbroker.qm.client import Client
+
+    with QueueManagerProcess(tmp_path / "d") as qm:
+        with Client.connect(data_dir=str(tmp_path / "d")) as local:
+            assert local._sock.family == socket.AF_UNIX
+            local.define_queue("LOCAL.Q")
+        info = json.loads((tmp_path / "d" / "qm.json").read_text())
+        moved = Path(info["unix_socket"]).rename(tmp_path / "elsewhere.sock")
+        try:
+            with Client.connect(data_dir=str(tmp_path / "d")) as remote:
+                assert remote._sock.family == socket.AF_INET
+                assert remote.inquire_queue("LOCAL.Q")["name"] == "LOCAL.Q"
+        finally:
+            moved.rename(info["unix_socket"])
+        with Client.connect(qm.url, data_dir=str(tmp_path / "d")) as by_url:
+            assert by_url._sock.family == socket.AF_INET  # a URL says how to connect
