@@ -295,18 +295,7 @@ class Client:
         refusal's reason — so the unit of work still commits or backs out as a whole.
         Returns the message id.
         """
-        if md is None:
-            md = _DEFAULT_MD
-        msg_id = pad_id(md.msg_id) if md.msg_id and md.msg_id != ZERO_ID else self._ids.next()
-        self._outbox.append(
-            encode_frame(
-                OP_PUT,
-                next(self._rids),
-                {"q": queue, "sync": True, "noreply": True},
-                encode_message(md, properties, body, msg_id),
-            )
-        )
-        return msg_id
+        return self._defer(OP_PUT, {"q": queue, "sync": True, "noreply": True}, body, md, properties)
 
     def publish_deferred(
         self,
@@ -315,17 +304,25 @@ class Client:
         md: MessageDescriptor | None = None,
         *,
         properties: dict[str, Any] | None = None,
-    ) -> None:
+    ) -> bytes:
         """Publish under syncpoint without a round trip, as :meth:`put_deferred` puts."""
-        md = _fill_md(md, self._ids)
+        return self._defer(OP_PUBLISH, {"topic": topic, "sync": True, "noreply": True}, body, md, properties)
+
+    def _defer(
+        self,
+        op: int,
+        args: dict[str, Any],
+        body: bytes,
+        md: MessageDescriptor | None,
+        properties: dict[str, Any] | None,
+    ) -> bytes:
+        if md is None:
+            md = _DEFAULT_MD
+        msg_id = pad_id(md.msg_id) if md.msg_id and md.msg_id != ZERO_ID else self._ids.next()
         self._outbox.append(
-            encode_frame(
-                OP_PUBLISH,
-                next(self._rids),
-                {"topic": topic, "sync": True, "noreply": True},
-                encode_message(md, properties, body),
-            )
+            encode_frame(op, next(self._rids), args, encode_message(md, properties, body, msg_id))
         )
+        return msg_id
 
     def put_many(
         self,
@@ -696,12 +693,14 @@ class AsyncClient:
         requester does it, with one send instead of two. ``on_put`` runs when the put's reply
         arrives (a requester's put time). A refused put raises and its get is answered but ignored.
         """
-        md = _fill_md(md, self._ids)
+        if md is None:
+            md = _DEFAULT_MD
+        msg_id = pad_id(md.msg_id) if md.msg_id and md.msg_id != ZERO_ID else self._ids.next()
         get_args: dict[str, Any] = {"q": reply_queue, "wait": wait, "max": 1}
         if correl_id is not None:
             get_args["correl_id"] = _id_hex(correl_id)
         put_fut, get_fut = self._send_together(
-            [(OP_PUT, {"q": queue}, encode_message(md, None, body)), (OP_GET, get_args, b"")]
+            [(OP_PUT, {"q": queue}, encode_message(md, None, body, msg_id)), (OP_GET, get_args, b"")]
         )
         assert self._writer is not None
         await self._writer.drain()

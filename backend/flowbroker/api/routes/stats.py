@@ -45,7 +45,9 @@ class TraceSetting(Published):
     mode: str = Field(description="safe or fast")
 
 
-class FlowStatistics(Published):
+class FlowCounters(Published):
+    """What a group publishes of one flow."""
+
     flow: str
     version: int | None = None
     state: str = ""
@@ -55,9 +57,12 @@ class FlowStatistics(Published):
     elapsed_us: int = 0
     errors: int = 0
     backouts: int = 0
-    nodes: dict[str, NodeStatistics] = Field(default_factory=dict)
     last_errors: list[str] = Field(default_factory=list)
     trace: TraceSetting | None = None
+
+
+class FlowStatistics(FlowCounters):
+    nodes: dict[str, NodeStatistics] = Field(default_factory=dict)
 
 
 class GroupStatistics(Published):
@@ -76,20 +81,9 @@ class GroupStatistics(Published):
     reporting: bool = Field(description="false when the group has not published for a while")
 
 
-class FlowRow(Published):
+class FlowRow(FlowCounters):
     broker: str
     group: str
-    flow: str
-    version: int | None = None
-    state: str = ""
-    threads: int = 0
-    messages_in: int = 0
-    cpu_us: int = 0
-    elapsed_us: int = 0
-    errors: int = 0
-    backouts: int = 0
-    last_errors: list[str] = Field(default_factory=list)
-    trace: TraceSetting | None = None
 
 
 class HistoryPoint(BaseModel):
