@@ -263,7 +263,8 @@ class Getter:
         self.outstanding = 0
         self.uncommitted = 0
         self.delivered = 0
-        self.commits = 0
+        self.commits_sent = 0
+        self.commits = 0  # answered
         self.error: str | None = None
         self.on_progress: Callable[[], None] = _nothing
         self.on_message: Callable[[bytes], None] | None = None
@@ -303,6 +304,7 @@ class Getter:
         """Commit what was received so far (the measurement's end)."""
         if self.syncpoint and self.uncommitted:
             self.wire.writer.write(self._commit)
+            self.commits_sent += 1
             self.uncommitted = 0
 
     async def _read(self) -> None:
@@ -354,6 +356,7 @@ class Getter:
                     # everything received so far goes in this unit of work: the queue manager
                     # handles a connection's requests in order
                     self.uncommitted = 0
+                    self.commits_sent += 1
                     self._top_up(self._commit)
                 else:
                     self._top_up(b"")
