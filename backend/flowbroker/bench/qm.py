@@ -1,4 +1,6 @@
-"""The queue manager's measurements (`flowbroker bench qm-…`): throughput, request/reply, pub/sub, deep queues, RabbitMQ.
+"""The queue manager's measurements (`flowbroker bench qm-…`): throughput, request/reply, pub/sub, deep queues.
+
+The side-by-side with RabbitMQ (`qm-vs-rabbitmq`) lives in :mod:`flowbroker.bench.qm_vs_rabbitmq`.
 
 Each scenario starts its own `flowbroker qm` child process pinned to one core (``--server-cpu``)
 while this process drives it from the other, as BENCHMARKING.md asks; figures are closed-loop
@@ -409,86 +411,6 @@ def _deep_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--buffer-mb", type=int, default=64)
 
 
-# --- RabbitMQ side by side ----------------------------------------------------------------------
-async def _rabbit(args: argparse.Namespace, persistent: bool) -> tuple[int, float, float]:
-    """RabbitMQ through aiormq (aio-pika's own protocol layer, without its per-message objects).
-
-    Publishes are pipelined; with ``persistent`` the channel is in confirm mode and the window
-    waits for the broker's confirms asynchronously; the consumer acks every ``batch`` deliveries
-    with ``multiple``.
-    """
-    import aiormq
-    import psutil
-    from pamqp.commands import Basic
-
-    conn = await aiormq.connect(args.amqp_url)
-    pub_ch = await conn.channel(publisher_confirms=persistent)
-    sub_ch = await conn.channel()
-    await sub_ch.basic_qos(prefetch_count=args.batch * 4)
-    qname = "flowbroker.bench." + ("durable" if persistent else "transient")
-    await sub_ch.queue_declare(qname, durable=persistent, auto_delete=False)
-    await sub_ch.queue_purge(qname)
-    body = b"x" * args.size
-    props = Basic.Properties(delivery_mode=2 if persistent else 1)
-    stop = asyncio.Event()
-    moved = [0]
-    published = [0]
-
-    async def publisher() -> None:
-        while not stop.is_set():
-            if published[0] - moved[0] > 20_000:
-                await asyncio.sleep(0.005)
-                continue
-            futs = [
-                pub_ch.basic_publish(body, routing_key=qname, properties=props) for _ in range(args.batch)
-            ]
-            await asyncio.gather(*futs)
-            published[0] += args.batch
-
-    async def on_message(message: Any) -> None:
-        moved[0] += 1
-        if moved[0] % args.batch == 0:
-            await sub_ch.basic_ack(message.delivery.delivery_tag, multiple=True)
-
-    await sub_ch.basic_consume(qname, on_message, no_ack=False)
-    rabbit_pid = next(
-        (p.pid for p in psutil.process_iter(["name"]) if p.info["name"] in ("beam.smp", "beam")), None
-    )
-    task = asyncio.create_task(publisher())
-    await asyncio.sleep(args.warmup)
-    c0, t0 = moved[0], time.perf_counter()
-    cpu0 = _cpu_seconds(rabbit_pid) if rabbit_pid else 0.0
-    await asyncio.sleep(args.seconds)
-    c1, t1 = moved[0], time.perf_counter()
-    cpu1 = _cpu_seconds(rabbit_pid) if rabbit_pid else 0.0
-    stop.set()
-    await task
-    await conn.close()
-    return c1 - c0, t1 - t0, cpu1 - cpu0
-
-
-def _vs_rabbit(args: argparse.Namespace) -> list[Row]:
-    async def body() -> list[Row]:
-        rows: list[Row] = []
-        for persistent in (False, True):
-            label = "persistent (confirms/units of work)" if persistent else "transient"
-            with _Server(args) as server:
-                n, el, cpu = await _put_get(server, args, putters=1, getters=1, persistent=persistent)
-            ours = n / el
-            rows.append(_row(f"flowbroker qm, {label}", n, el, cpu, connections="1+1"))
-            n, el, cpu = await _rabbit(args, persistent)
-            rows.append(_row(f"RabbitMQ (aiormq), {label}", n, el, cpu, connections="1 (2 channels)"))
-            rows[-2]["vs RabbitMQ"] = round(ours / (n / el), 2) if n else None
-        return rows
-
-    return _run_async(args, body)
-
-
-def _rabbit_args(p: argparse.ArgumentParser) -> None:
-    _common(p)
-    p.add_argument("--amqp-url", default="amqp://guest:guest@127.0.0.1:5672/")
-
-
 SCENARIOS = {
     "qm-nonpersistent": Scenario(
         "qm-nonpersistent",
@@ -519,11 +441,5 @@ SCENARIOS = {
         "drain rate of a 1,000,000-message queue (spilled to disk) against a shallow queue, memory bound",
         _deep,
         _deep_args,
-    ),
-    "qm-vs-rabbitmq": Scenario(
-        "qm-vs-rabbitmq",
-        "side by side with RabbitMQ (aiormq, async confirms), transient and persistent, 1 KB",
-        _vs_rabbit,
-        _rabbit_args,
     ),
 }
