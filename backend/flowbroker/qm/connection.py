@@ -15,6 +15,8 @@ import struct
 from functools import partial
 from typing import Any
 
+import orjson
+
 from flowbroker.qm.principals import verify_password
 from flowbroker.qm.protocol import (
     OP_ADMIN,
@@ -55,6 +57,10 @@ from flowbroker.qm.server import Done, Failed, QueueManager, UnitOfWork, Waiter
 logger = logging.getLogger("flowbroker.qm")
 
 ADMIN_OPS = {OP_DEFINE, OP_ALTER, OP_DELETE, OP_PURGE, OP_ADMIN}
+#: A reply's frame header and argument length (see protocol.encode_frame), and the encoded
+#: arguments of a get's reply for the usual message counts.
+REPLY_HEADER = struct.Struct("<IBII")
+_COUNT_ARGS = [orjson.dumps({"n": n}) for n in range(1025)]
 #: Frames a client may send before its HELLO has been answered; beyond this it is flooding.
 MAX_FRAMES_BEFORE_WELCOME = 1024
 BAD_CREDENTIALS = "bad user name or password"
@@ -83,6 +89,7 @@ class Connection(asyncio.Protocol):
         self.waiters: set[Waiter] = set()
         self.temporary_subs: set[str] = set()
         self.out: list[bytes] = []
+        self.flush_pending = False
         self.closed = False
         self.in_batch = False
 
@@ -120,6 +127,8 @@ class Connection(asyncio.Protocol):
 
     def _handle_frames(self, frames: list[Frame]) -> None:
         self.in_batch = True
+        qm = self.qm
+        qm.handling += 1
         try:
             for i, frame in enumerate(frames):
                 if self.closed:
@@ -143,7 +152,15 @@ class Connection(asyncio.Protocol):
         finally:
             self.in_batch = False
             self._flush()
-        self.qm.maybe_checkpoint()
+            qm.handling -= 1
+            if not qm.handling and qm.pending_flush:
+                # replies this batch made to other connections (messages it put that their
+                # waiting gets took): one write each, however many the batch delivered
+                pending, qm.pending_flush = qm.pending_flush, []
+                for other in pending:
+                    other.flush_pending = False
+                    other._flush()
+        qm.maybe_checkpoint()
 
     def _close(self) -> None:
         self._flush()
@@ -156,6 +173,16 @@ class Connection(asyncio.Protocol):
             return
         self.out.append(frame)
         if not self.in_batch:
+            self._flush_soon()
+
+    def _flush_soon(self) -> None:
+        """Write now, or, while another connection's frames are being handled, at their end."""
+        qm = self.qm
+        if qm.handling:
+            if not self.flush_pending:
+                self.flush_pending = True
+                qm.pending_flush.append(self)
+        else:
             self._flush()
 
     def _flush(self) -> None:
@@ -172,10 +199,20 @@ class Connection(asyncio.Protocol):
         self._send(encode_frame(OP_REPLY_ERR, rid, {"rc": exc.reason_code, "reason": exc.reason}))
 
     def reply_messages(self, rid: int, raws: list[bytes], extra: dict[str, Any] | None = None) -> None:
-        args: dict[str, Any] = {"n": len(raws)}
-        if extra:
-            args.update(extra)
-        self._send(encode_frame(OP_REPLY_OK, rid, args, b"".join(raws)))
+        if extra or self.closed:
+            self._send(encode_frame(OP_REPLY_OK, rid, {"n": len(raws), **(extra or {})}, b"".join(raws)))
+            return
+        # the hot reply of a get: the header and the messages go to the output as they are, and
+        # the one join of the flush copies each message once
+        count = len(raws)
+        args = _COUNT_ARGS[count] if count < len(_COUNT_ARGS) else orjson.dumps({"n": count})
+        size = sum(map(len, raws))
+        out = self.out
+        out.append(REPLY_HEADER.pack(9 + len(args) + size, OP_REPLY_OK, rid, len(args)))
+        out.append(args)
+        out.extend(raws)
+        if not self.in_batch:
+            self._flush_soon()
 
     # --- authentication ---------------------------------------------------------------------
     def _hello(self, rid: int, a: dict[str, Any]) -> None:

@@ -160,29 +160,31 @@ class FrameDecoder:
             _, op, rid = FRAME_HEADER.unpack_from(buf, pos)
             start = pos + HEADER_SIZE
             end = pos + 4 + length
-            frames.append(self._split(op, rid, bytes(buf[start:end]), self._consumed + start))
+            if start == end:
+                frames.append((op, rid, None, b""))
+            else:
+                # arguments and tail cut straight from the buffer: one copy of the tail, not two
+                if end - start < 4:
+                    raise FrameError("payload shorter than its argument length", self._consumed + start)
+                (jlen,) = _U32.unpack_from(buf, start)
+                if jlen > end - start - 4:
+                    raise FrameError(
+                        f"argument length {jlen} exceeds payload of {end - start - 4}", self._consumed + start
+                    )
+                args: Any = None
+                if jlen:
+                    try:
+                        args = orjson.loads(buf[start + 4 : start + 4 + jlen])
+                    except orjson.JSONDecodeError as exc:
+                        raise FrameError(
+                            f"arguments are not JSON ({exc})", self._consumed + start + 4
+                        ) from None
+                frames.append((op, rid, args, bytes(buf[start + 4 + jlen : end])))
             pos = end
         if pos:
             del buf[:pos]
             self._consumed += pos
         return frames
-
-    @staticmethod
-    def _split(op: int, rid: int, payload: bytes, offset: int) -> tuple[int, int, Any, bytes]:
-        if not payload:
-            return op, rid, None, b""
-        if len(payload) < 4:
-            raise FrameError("payload shorter than its argument length", offset)
-        (jlen,) = _U32.unpack_from(payload, 0)
-        if jlen > len(payload) - 4:
-            raise FrameError(f"argument length {jlen} exceeds payload of {len(payload) - 4}", offset)
-        args: Any = None
-        if jlen:
-            try:
-                args = orjson.loads(payload[4 : 4 + jlen])
-            except orjson.JSONDecodeError as exc:
-                raise FrameError(f"arguments are not JSON ({exc})", offset + 4) from None
-        return op, rid, args, payload[4 + jlen :]
 
 
 # --- the message descriptor ---------------------------------------------------------------------
@@ -334,9 +336,11 @@ def decode_message(raw: bytes) -> Message:
 
 def split_messages(tail: bytes) -> list[bytes]:
     """The concatenated encoded messages of a frame tail, each as its own bytes."""
+    n = len(tail)
+    if n and message_length(tail, 0) == n:
+        return [tail]  # one message, the usual case: no copy
     out: list[bytes] = []
     pos = 0
-    n = len(tail)
     while pos < n:
         size = message_length(tail, pos)
         out.append(tail[pos : pos + size])

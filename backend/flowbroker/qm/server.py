@@ -141,6 +141,10 @@ class QueueManager:
         checkpoint_bytes: int = 64 * 1024 * 1024,
         max_frame: int = DEFAULT_MAX_FRAME,
     ) -> None:
+        #: Connections whose frames are being handled now (nested: authentication resumes), and
+        #: the other connections with replies to write when they are done.
+        self.handling = 0
+        self.pending_flush: list[Any] = []
         self.data_dir = data_dir
         self.log_dir = data_dir / "log"
         self.spill_dir = data_dir / "spill"
