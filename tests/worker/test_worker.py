@@ -195,21 +195,28 @@ def test_redeploy_under_load_loses_and_duplicates_nothing(platform, worker) -> N
 
 def test_sigkill_mid_traffic_then_restart_processes_every_message_exactly_once(platform) -> None:
     src, dst = _queues(platform, "IN", "OUT")
-    total = 600
+    total = 2000
     _group(platform, "crash")
     with WorkerProcess(platform.data, group="crash") as crashing:
         created = platform.deploy(_passthrough("Crashy", src, dst), group="crash")
         platform.wait_status(created["id"], {"running"})
+
+        def produce() -> None:
+            with platform.qm.client() as producer:
+                for i in range(total):
+                    producer.put(src, f"{i:05d}".encode(), MessageDescriptor(persistence=1))
+
+        # the traffic goes on while the group dies: kill it once some messages are through
+        putting = threading.Thread(target=produce)
+        putting.start()
         with platform.qm.client() as qm:
-            for i in range(total):
-                qm.put(src, f"{i:05d}".encode(), MessageDescriptor(persistence=1))
-            # let some of them through, then kill the group in the middle of the traffic
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and qm.inquire_queue(dst)["current_depth"] < 50:
-                time.sleep(0.02)
+                time.sleep(0.005)
         crashing.kill()
         with platform.qm.client() as qm:
             done_before = qm.inquire_queue(dst)["current_depth"]
+        putting.join()
         assert 0 < done_before < total
         # the restarted group resumes the flow from the repository and finishes the rest
         crashing.start()
