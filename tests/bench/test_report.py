@@ -65,7 +65,7 @@ def test_report_writes_markdown_and_plots(tmp_path: Path) -> None:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"(img/{name}.png)" in text
     assert "## Machine and versions" in text and "python:" in text
-    assert "shared 2-core VM" in text
+    assert "comparisons hold only between rows measured in the same run" in text
     assert "| flow | message_size | seed | msgs_per_sec | seed_figure | seed_unit | ratio |" in text
     assert "| MQInput->MQOutput | 1,024 | 004/7.1/np-1024 | 30,000 | 1,511 |" in text
 

@@ -19,9 +19,9 @@ from flowbroker.bench.core import Row, Scenario
 from flowbroker.bench.results import load, machine
 
 BUSY_NOTE = (
-    "Figures were taken on a shared 2-core VM while other work ran on it: they are noisy, and "
-    "comparisons hold only between rows measured in the same run. Persistent figures rest on a "
-    "host-cached disk (fsync of 1 KB ≈ 0.13–0.15 ms) and are optimistic for spinning or network disks."
+    "Figures are only as steady as the machine they were taken on: on a virtual machine whose host "
+    "is shared they are noisy, and comparisons hold only between rows measured in the same run. "
+    "Persistent figures follow the disk's fsync latency and are optimistic on a host-cached disk."
 )
 
 

@@ -117,6 +117,7 @@ def run_qos(args: argparse.Namespace, qos: str) -> list[Row]:
         on_unit = _pgt_unit(args.postgres)
     body = b"m" * args.size
     rows: list[Row] = []
+    engine = "flowbroker qm" + (" + passthrough flow" if args.via_flow else "")
     pin({args.load_core})
     with _qmload.queue_manager(args.engine_core) as qm:
         admin = qm.client()
@@ -203,6 +204,7 @@ def run_qos(args: argparse.Namespace, qos: str) -> list[Row]:
                     {
                         "qos": qos,
                         "step": "ramp",
+                        "engine": engine,
                         "offered_rate": round(rate),
                         "msgs_per_sec": round(window_got / args.window),
                         "cpu_ms_per_msg": round(1000 * cpu / window_got, 4) if window_got else None,
@@ -225,7 +227,7 @@ def run_qos(args: argparse.Namespace, qos: str) -> list[Row]:
     summary: Row = {
         "qos": qos,
         "step": "MST",
-        "engine": "flowbroker qm" + (" + passthrough flow" if args.via_flow else ""),
+        "engine": engine,
         "message_size": args.size,
         "receivers": args.receivers,
         "msgs_per_sec": round(ramp.mst),
