@@ -51,6 +51,7 @@ from flowbroker.qm.protocol import (
     decode_message,
     encode_frame,
     encode_message,
+    no_delay,
     pad_id,
     split_messages,
 )
@@ -547,16 +548,91 @@ class Client:
         self.close()
 
 
+class _ReplyProtocol(asyncio.Protocol):
+    """The transport side of an :class:`AsyncClient`: frames in, each reply handed to its future.
+
+    Replies are matched in ``data_received`` itself, on the event loop's callback, with no reader
+    task to wake in between: a requester's await resumes one step after its reply arrives.
+    """
+
+    def __init__(self, client: AsyncClient) -> None:
+        self.client = client
+        self.decoder = FrameDecoder()
+        self.transport: asyncio.Transport | None = None
+        self.paused = False
+        self.resumed: list[asyncio.Future[None]] = []
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
+        no_delay(transport)
+
+    def data_received(self, data: bytes) -> None:
+        client = self.client
+        try:
+            frames = self.decoder.feed(data)
+        except FrameError as exc:
+            self._break(QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}"))
+            return
+        pending = client._pending
+        for op, rid, args, tail in frames:
+            if rid == 0 and op == OP_REPLY_ERR:
+                self._break(_raise_error(args))
+                return
+            fut = pending.pop(rid, None)
+            if fut is None or fut.done():
+                continue
+            if op == OP_REPLY_ERR:
+                fut.set_exception(_raise_error(args))
+            else:
+                fut.set_result((args, tail))
+
+    def eof_received(self) -> bool:
+        return False  # the transport closes itself; connection_lost tells the waiting requests
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            self.client._fail(QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}"))
+        else:
+            self.client._fail(QMError(RC_CONNECTION_BROKEN, "the queue manager closed the connection"))
+        self.resume_writing()
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def _break(self, error: QMError) -> None:
+        self.client._fail(error)
+        if self.transport is not None:
+            self.transport.close()
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        waiters, self.resumed = self.resumed, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def drain(self) -> None:
+        """Wait while the queue manager reads slower than requests are written."""
+        while self.paused and self.client._broken is None:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self.resumed.append(waiter)
+            await waiter
+        if self.client._broken is not None:
+            raise self.client._broken
+
+
 class AsyncClient:
     """An asyncio connection: every request pipelined, replies matched by request id."""
 
     def __init__(self) -> None:
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
+        self._protocol: _ReplyProtocol | None = None
+        self._transport: asyncio.Transport | None = None
         self._pending: dict[int, asyncio.Future[tuple[Any, bytes]]] = {}
         self._rids = itertools.count(1)
         self._ids = IdFactory()
-        self._task: asyncio.Task[None] | None = None
         self._async_puts: deque[asyncio.Future[tuple[Any, bytes]]] = deque()
         self._read_ahead: dict[str, deque[Message]] = {}
         self._in_uow = False
@@ -573,20 +649,19 @@ class AsyncClient:
     ) -> AsyncClient:
         address, user, password = resolve_address(url, data_dir, user, password)
         self = cls()
+        loop = asyncio.get_running_loop()
         try:
             if isinstance(address, str):
-                self._reader, self._writer = await asyncio.open_unix_connection(address, limit=1 << 22)
+                transport, protocol = await loop.create_unix_connection(lambda: _ReplyProtocol(self), address)
             else:
-                self._reader, self._writer = await asyncio.open_connection(
-                    address[0], address[1], limit=1 << 22
+                transport, protocol = await loop.create_connection(
+                    lambda: _ReplyProtocol(self), address[0], address[1]
                 )
-                sock = self._writer.get_extra_info("socket")
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError as exc:
             raise QMError(
                 RC_CONNECTION_BROKEN, f"cannot reach the queue manager at {address}: {exc}"
             ) from None
-        self._task = asyncio.get_running_loop().create_task(self._read_loop())
+        self._transport, self._protocol = transport, protocol  # type: ignore[assignment]
         try:
             await self._call(OP_HELLO, {"user": user, "password": password})
         except QMError:
@@ -594,43 +669,23 @@ class AsyncClient:
             raise
         return self
 
-    async def _read_loop(self) -> None:
-        decoder = FrameDecoder()
-        assert self._reader is not None
-        error = QMError(RC_CONNECTION_BROKEN, "the queue manager closed the connection")
-        try:
-            while True:
-                data = await self._reader.read(1 << 20)
-                if not data:
-                    break
-                for op, rid, args, tail in decoder.feed(data):
-                    if rid == 0 and op == OP_REPLY_ERR:
-                        error = _raise_error(args)
-                        raise error
-                    fut = self._pending.pop(rid, None)
-                    if fut is None or fut.done():
-                        continue
-                    if op == OP_REPLY_ERR:
-                        fut.set_exception(_raise_error(args))
-                    else:
-                        fut.set_result((args, tail))
-        except (OSError, FrameError, QMError) as exc:
-            if not isinstance(exc, QMError):
-                error = QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}")
-        self._broken = error
-        for fut in self._pending.values():
+    def _fail(self, error: QMError) -> None:
+        """The connection is gone: every waiting request, and every later one, raises ``error``."""
+        if self._broken is None:
+            self._broken = error
+        pending, self._pending = self._pending, {}
+        for fut in pending.values():
             if not fut.done():
-                fut.set_exception(error)
-        self._pending.clear()
+                fut.set_exception(self._broken)
 
     def _send(self, op: int, args: Any = None, tail: bytes = b"") -> asyncio.Future[tuple[Any, bytes]]:
         if self._broken is not None:
             raise self._broken
-        assert self._writer is not None
+        assert self._transport is not None
         rid = next(self._rids)
         fut: asyncio.Future[tuple[Any, bytes]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
-        self._writer.write(encode_frame(op, rid, args, tail))
+        self._transport.write(encode_frame(op, rid, args, tail))
         return fut
 
     def _send_together(
@@ -639,7 +694,7 @@ class AsyncClient:
         """Several requests in one write (one syscall, one segment), each with its own reply."""
         if self._broken is not None:
             raise self._broken
-        assert self._writer is not None
+        assert self._transport is not None
         loop = asyncio.get_running_loop()
         futures: list[asyncio.Future[tuple[Any, bytes]]] = []
         frames: list[bytes] = []
@@ -649,13 +704,17 @@ class AsyncClient:
             self._pending[rid] = fut
             futures.append(fut)
             frames.append(encode_frame(op, rid, args, tail))
-        self._writer.write(b"".join(frames))
+        self._transport.write(b"".join(frames))
         return futures
+
+    async def _drain(self) -> None:
+        protocol = self._protocol
+        if protocol is not None and protocol.paused:
+            await protocol.drain()
 
     async def _call(self, op: int, args: Any = None, tail: bytes = b"") -> tuple[Any, bytes]:
         fut = self._send(op, args, tail)
-        assert self._writer is not None
-        await self._writer.drain()
+        await self._drain()
         return await fut
 
     # --- messaging --------------------------------------------------------------------------
@@ -702,8 +761,7 @@ class AsyncClient:
         put_fut, get_fut = self._send_together(
             [(OP_PUT, {"q": queue}, encode_message(md, None, body, msg_id)), (OP_GET, get_args, b"")]
         )
-        assert self._writer is not None
-        await self._writer.drain()
+        await self._drain()
         try:
             await put_fut
         except QMError:
@@ -733,8 +791,7 @@ class AsyncClient:
         self._async_puts.append(self._send(OP_PUT, {"q": queue, "sync": syncpoint}, tail))
 
     async def flush(self) -> None:
-        assert self._writer is not None
-        await self._writer.drain()
+        await self._drain()
         first: BaseException | None = None
         while self._async_puts:
             fut = self._async_puts.popleft()
@@ -908,17 +965,12 @@ class AsyncClient:
         await self._call(OP_PING)
 
     async def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            try:
-                await self._writer.wait_closed()
-            except OSError:
-                pass
-        if self._task is not None:
-            try:
-                await asyncio.wait_for(self._task, 2)
-            except (TimeoutError, asyncio.CancelledError):
-                self._task.cancel()
+        transport, protocol = self._transport, self._protocol
+        if transport is None or protocol is None:
+            return
+        transport.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(protocol.closed), 2)
 
     async def __aenter__(self) -> AsyncClient:
         return self

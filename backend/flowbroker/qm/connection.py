@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 import struct
 from functools import partial
 from typing import Any
@@ -49,6 +48,7 @@ from flowbroker.qm.protocol import (
     FrameError,
     QMError,
     encode_frame,
+    no_delay,
     split_messages,
 )
 from flowbroker.qm.queues import BrowsePosition
@@ -96,10 +96,7 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
         self.qm.connections.add(self)
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        no_delay(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

@@ -8,7 +8,9 @@ so the server relays a message without ever decoding its body.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import struct
 import time
 from dataclasses import dataclass, field
@@ -113,6 +115,14 @@ class FrameError(Exception):
         self.reason = reason
         self.offset = offset
         self.oversized = oversized
+
+
+def no_delay(transport: Any) -> None:
+    """Send small frames at once on a TCP transport (Nagle off); Unix sockets need nothing."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def encode_frame(op: int, rid: int, args: Any = None, tail: bytes | bytearray | memoryview = b"") -> bytes:
