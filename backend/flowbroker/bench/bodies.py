@@ -7,6 +7,7 @@ padded so every message of a row has the same length.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -86,17 +87,25 @@ def csim(size: int, ident: int) -> tuple[bytes, dict[str, Any]]:
 
 def rfh2(folders: dict[str, dict[str, str]], body: bytes) -> bytes:
     """``body`` behind an MQRFH2 header holding ``folders`` (``{"usr": {"Route": "yes"}}``)."""
+    key = tuple((name, tuple(fields.items())) for name, fields in folders.items())
+    return _rfh2_header(key) + body
+
+
+@functools.lru_cache(maxsize=64)
+def _rfh2_header(folders: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]) -> bytes:
+    # the seed's requesters sent one content: a header is built once, not for every request,
+    # so the driver spends its time on the messages, not on making them
     from esql.tree import Element
 
     from flowbroker.formats import rfh2 as rfh2_format
 
     header = Element("MQRFH2")
     header.add("Format", "MQSTR   ")
-    for name, fields in folders.items():
+    for name, fields in folders:
         folder = header.add(name, type=0x01000000)
-        for key, value in fields.items():
+        for key, value in fields:
             folder.add(key, value)
-    return rfh2_format.serialize(header, encoding=546, ccsid=1208) + body
+    return rfh2_format.serialize(header, encoding=546, ccsid=1208)
 
 
 def filter_rfh2(size: int, ident: int) -> tuple[bytes, dict[str, Any]]:
