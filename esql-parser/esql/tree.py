@@ -56,6 +56,7 @@ class Element:
         "_first",
         "_last",
         "_lazy",
+        "_source",
         "name",
         "namespace",
         "next_sibling",
@@ -96,10 +97,20 @@ class Element:
         """The unparsed content, or None once parsed (or if there never was any)."""
         return self._lazy
 
+    @property
+    def source(self) -> LazyContent | None:
+        """The content this element's children were parsed from, if they were (not kept by copies).
+
+        A serialiser may write those original bytes again when it finds the children still as
+        they were parsed; it must check that itself, since nothing records changes below.
+        """
+        return getattr(self, "_source", None)
+
     def _materialize(self) -> None:
         lazy = self._lazy
         if lazy is not None:
             self._lazy = None
+            self._source = lazy
             lazy.parser.fill(self, lazy)
 
     # -- navigation ------------------------------------------------------------------------

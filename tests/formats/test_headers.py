@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from esql.domains import DomainError
@@ -214,6 +215,61 @@ def test_reading_one_folder_rewrites_that_folder_only() -> None:
     assert header.child("usr").child("Region").value == "APAC"  # type: ignore[union-attr]
     assert header.child("mcd") is None  # the body kept its template: no <mcd> was added
     assert folder(psc) in body  # the unread folder kept its exact text
+
+
+def test_a_header_read_but_not_changed_is_written_back_as_its_original_bytes() -> None:
+    # a filter routing on a tag reads the folder; what leaves is what came, spacing included
+    usr = "<usr><Region >EMEA</Region ><Route>yes</Route></usr>"
+    psc = "<psc><Topic >prices/fx</Topic ></psc>"
+    data = vector("<", [usr, psc], encoding=546, fmt=b"        ") + b"blob"
+    root = assembly.build_root(Descriptor(format="MQHRF2  "), data, assembly.Template("BLOB"))
+    header = root.child("MQRFH2")
+    assert header is not None and header.child("usr").child("Route").value == "yes"  # type: ignore[union-attr]
+    assert header.child("Format").value == "        "  # type: ignore[union-attr]
+    _, body = assembly.to_message(root)
+    assert body == data
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda h: setattr(h.child("usr").child("Route"), "value", "no"),
+        lambda h: h.child("usr").child("Route").add("Extra", "1"),
+        lambda h: h.child("usr").child("Region").detach(),
+        lambda h: h.child("usr").add("Region", "EMEA"),
+        lambda h: setattr(h.child("Flags"), "value", 1),
+        lambda h: setattr(h.child("Encoding"), "value", "546"),
+        lambda h: h.child("psc").detach(),
+        lambda h: h.add("jms", type=0x01000000).add("Dst", "queue:///Q"),
+        lambda h: setattr(h.child("usr"), "name", "app"),
+        lambda h: setattr(h.child("usr").child("Route"), "namespace", "urn:x"),
+    ],
+    ids=[
+        "value",
+        "child added below a leaf",
+        "field removed",
+        "field added",
+        "fixed field",
+        "fixed field type",
+        "folder removed",
+        "folder added",
+        "folder renamed",
+        "namespace",
+    ],
+)
+def test_any_change_to_a_read_header_writes_it_anew(change: Any) -> None:
+    usr = "<usr><Region >EMEA</Region ><Route>yes</Route></usr>"
+    psc = "<psc><Topic >prices/fx</Topic ></psc>"
+    data = vector("<", [usr, psc], encoding=546, fmt=b"        ") + b"blob"
+    root = assembly.build_root(Descriptor(format="MQHRF2  "), data, assembly.Template("BLOB"))
+    header = root.child("MQRFH2")
+    assert header is not None and header.child("usr").child("Route") is not None  # type: ignore[union-attr]
+    change(header)
+    _, body = assembly.to_message(root)
+    assert body != data
+    again, rest = rfh2.parse(body, encoding=546, ccsid=1208)
+    assert rest == b"blob"
+    assert again.to_data() == header.to_data()
 
 
 def test_changing_the_output_template_rewrites_mcd() -> None:

@@ -13,7 +13,7 @@ import struct
 from typing import Any
 
 from esql.domains import DomainError
-from esql.tree import Element, LazyContent
+from esql.tree import NAME_VALUE, Element, LazyContent
 from lxml import etree
 
 from flowbroker.formats import ccsid as ccsids
@@ -187,9 +187,16 @@ def attach(
 def original_bytes(
     header: Element, template_now: dict[str, str], body: tuple[int, int], md: tuple[int, int]
 ) -> bytes | None:
-    """An unread header's original bytes, if they still say what the output needs, else None."""
+    """The header's original bytes, if it is unread or still as it was read, and the bytes still
+    say what the output needs; else None."""
     lazy = header.lazy
-    if lazy is None or lazy.parser is not _HEADER_BYTES:
+    if lazy is None:
+        # read (a filter routing on a folder, say) but perhaps not changed: the original bytes
+        # are then a truer copy than the header written anew, and cost no serialising
+        lazy = header.source
+        if lazy is None or lazy.parser is not _HEADER_BYTES or not _as_parsed(header, lazy.options["layout"]):
+            return None
+    elif lazy.parser is not _HEADER_BYTES:
         return None
     options = lazy.options
     layout: _Layout = options["layout"]
@@ -199,6 +206,55 @@ def original_bytes(
     if wanted != options["template"] and wanted != options.get("effective"):
         return None
     return bytes(options["raw"])
+
+
+def _as_parsed(header: Element, layout: _Layout) -> bool:
+    """Whether a filled header's children are exactly those its layout was parsed into."""
+    kid = header.first_child
+    for name, value in layout.fixed:
+        if kid is None or not _same_leaf(kid, name, value):
+            return False
+        kid = kid.next_sibling
+    for text, _offset in layout.folders:
+        if kid is None or kid.type != FOLDER or kid.namespace or kid.value is not None:
+            return False
+        lazy = kid.lazy
+        if lazy is not None:
+            if lazy.parser is not _FOLDER_TEXT or lazy.options["text"] != text:
+                return False
+        else:
+            parsed = _FOLDER_CACHE.get(text)
+            if parsed is None or kid.name != parsed.name or not _same_children(kid, parsed):
+                return False
+        kid = kid.next_sibling
+    return kid is None
+
+
+def _same_leaf(kid: Element, name: str, value: Any) -> bool:
+    return (
+        kid.name == name
+        and not kid.namespace
+        and kid.type == NAME_VALUE
+        and type(kid.value) is type(value)
+        and kid.value == value
+        and not kid.has_children()
+    )
+
+
+def _same_children(element: Element, parsed: Element) -> bool:
+    mine, theirs = element.first_child, parsed.first_child
+    while mine is not None and theirs is not None:
+        if (
+            mine.name != theirs.name
+            or mine.namespace != theirs.namespace
+            or mine.type != theirs.type
+            or type(mine.value) is not type(theirs.value)
+            or mine.value != theirs.value
+            or not _same_children(mine, theirs)
+        ):
+            return False
+        mine, theirs = mine.next_sibling, theirs.next_sibling
+    return mine is None and theirs is None
 
 
 def note_effective_template(header: Element, template_in: dict[str, str]) -> None:
