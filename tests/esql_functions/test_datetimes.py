@@ -241,3 +241,20 @@ def test_current_values_are_one_moment_within_an_invocation() -> None:
         assert call("CURRENT_TIME") == Time(local.hour, local.minute, local.second, local.microsecond)
     # outside an invocation the clock moves on
     assert call("CURRENT_GMTTIMESTAMP") != first
+
+
+def test_an_invocation_reads_the_clock_when_first_asked_then_keeps_that_moment() -> None:
+    import time
+
+    from esql.functions import invocation
+
+    before = GmtTimestamp.of(dt.datetime.now(dt.UTC).replace(tzinfo=None))
+    with invocation():
+        time.sleep(0.002)
+        first = call("CURRENT_GMTTIMESTAMP")
+        assert first > before  # read when asked for, not when the invocation began
+        time.sleep(0.002)
+        assert call("CURRENT_GMTTIMESTAMP") == first
+        assert call("CURRENT_TIMESTAMP") == call("CURRENT_TIMESTAMP")
+    with invocation():
+        assert call("CURRENT_GMTTIMESTAMP") > first  # the next invocation has its own moment

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from esql.functions import datetimes, fields, lists, misc, numeric, strings  # noqa: F401  (they register)
@@ -33,18 +31,28 @@ def describe() -> list[dict[str, Any]]:
     ]
 
 
-@contextmanager
-def invocation(stop: misc.StopSignal | None = None, instant: _dt.datetime | None = None) -> Iterator[None]:
+class _Invocation:
+    """The context of one node invocation (a class, not a generator: it is entered per message)."""
+
+    __slots__ = ("_clock", "_instant", "_stop", "_stop_token")
+
+    def __init__(self, stop: misc.StopSignal | None, instant: _dt.datetime | None) -> None:
+        self._stop = stop
+        self._instant = instant
+
+    def __enter__(self) -> None:
+        self._clock = datetimes.INVOCATION_INSTANT.set(datetimes.Moment(self._instant))
+        self._stop_token = misc.STOP_SIGNAL.set(self._stop)
+
+    def __exit__(self, *exc: object) -> None:
+        misc.STOP_SIGNAL.reset(self._stop_token)
+        datetimes.INVOCATION_INSTANT.reset(self._clock)
+
+
+def invocation(stop: misc.StopSignal | None = None, instant: _dt.datetime | None = None) -> _Invocation:
     """Run one node invocation: CURRENT_… give one moment throughout, and INSTANCESTOPPING / SLEEP
     see the flow thread's stop request (``stop``, a threading.Event)."""
-    moment = instant or _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
-    clock_token = datetimes.INVOCATION_INSTANT.set(moment)
-    stop_token = misc.STOP_SIGNAL.set(stop)
-    try:
-        yield
-    finally:
-        misc.STOP_SIGNAL.reset(stop_token)
-        datetimes.INVOCATION_INSTANT.reset(clock_token)
+    return _Invocation(stop, instant)
 
 
 def in_invocation() -> bool:

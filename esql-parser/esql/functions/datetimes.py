@@ -21,15 +21,31 @@ from esql.types import (
 )
 from esql.values import EsqlValueError, _show, type_name
 
-#: The instant a node's invocation began (GMT, naive): every CURRENT_… call within one node
+
+class Moment:
+    """The one instant (GMT, naive) of a node invocation, read off the clock when first asked for:
+    most invocations never ask."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: _dt.datetime | None = None) -> None:
+        self.value = value
+
+    def get(self) -> _dt.datetime:
+        if self.value is None:
+            self.value = _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
+        return self.value
+
+
+#: The moment of the node invocation running now: every CURRENT_… call within one node
 #: invocation gives the same moment, as IBM documents. Unset, each call reads the clock.
-INVOCATION_INSTANT: ContextVar[_dt.datetime | None] = ContextVar("esql_invocation_instant", default=None)
+INVOCATION_INSTANT: ContextVar[Moment | None] = ContextVar("esql_invocation_instant", default=None)
 
 
 def _now_gmt() -> _dt.datetime:
     frozen = INVOCATION_INSTANT.get()
     if frozen is not None:
-        return frozen
+        return frozen.get()
     return _dt.datetime.now(_dt.UTC).replace(tzinfo=None)
 
 
@@ -37,7 +53,7 @@ def _now_local() -> _dt.datetime:
     frozen = INVOCATION_INSTANT.get()
     if frozen is None:
         return _dt.datetime.now()
-    return frozen.replace(tzinfo=_dt.UTC).astimezone().replace(tzinfo=None)
+    return frozen.get().replace(tzinfo=_dt.UTC).astimezone().replace(tzinfo=None)
 
 
 @builtin("CURRENT_DATE", "datetime", "CURRENT_DATE → DATE", 0, 0)
