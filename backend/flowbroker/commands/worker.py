@@ -46,7 +46,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     from flowbroker.worker import bootsteps
     from flowbroker.worker import group as group_state
-    from flowbroker.worker.app import celery_app, data_dir
+    from flowbroker.worker.app import celery_app, data_dir, declare_control_queue
 
     logging.basicConfig(level=args.loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     data = data_dir()
@@ -71,6 +71,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     app.steps["worker"].add(bootsteps.LivenessStep)
     from flowbroker.services.deploy import control_queue
 
+    declare_control_queue(control_queue(args.broker, args.group), data)
     worker = app.Worker(
         hostname=f"{args.broker}.{args.group}@{os.uname().nodename}",
         queues=[control_queue(args.broker, args.group)],

@@ -327,11 +327,9 @@ def send_control(
     broker: str, group: str, action: str, deployment_id: int, data: Path | None = None, *extra: Any
 ) -> None:
     """Send a control task to the group's queue (no result is awaited)."""
-    from flowbroker.worker.app import celery_app
+    from flowbroker.worker.app import send_control_task
 
-    celery_app(data).send_task(
-        f"flowbroker.eg.{action}", args=[deployment_id, *extra], queue=control_queue(broker, group)
-    )
+    send_control_task(f"flowbroker.eg.{action}", control_queue(broker, group), [deployment_id, *extra], data)
 
 
 TRACE_LEVELS = ("none", "normal", "debug")

@@ -176,10 +176,10 @@ def set_desired(
         audit.record(session, actor, action, f"group:{group.broker.name}/{group.name}", {"id": group.id})
     session.commit()
     if send:
-        from flowbroker.worker.app import celery_app
+        from flowbroker.worker.app import send_control_task
 
-        celery_app(data).send_task(
-            "flowbroker.eg.follow_group", queue=deploy.control_queue(group.broker.name, group.name)
+        send_control_task(
+            "flowbroker.eg.follow_group", deploy.control_queue(group.broker.name, group.name), data=data
         )
     return group
 

@@ -7,7 +7,9 @@ out: set ``FLOWBROKER_CELERY_BROKER`` to an AMQP URL (RabbitMQ). Control tasks g
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -65,3 +67,36 @@ def _app(url: str, data: str) -> Celery:
         broker_heartbeat=0,
     )
     return app
+
+
+def declare_control_queue(queue: str, data: Path | None = None) -> None:
+    """Write the filesystem transport's exchange table of ``queue`` before kombu first needs it.
+
+    kombu creates a missing table by opening it for writing, which truncates, and only then
+    locks it, so a sender or worker in another process can read it empty and fail with a JSON
+    error, or truncate what the other just wrote. Written here whole under a temporary name and
+    linked into place (never over an existing table), the table is never seen empty, and kombu
+    only ever updates it under its lock. Every process calls this before it sends to or
+    consumes from the queue.
+    """
+    if not broker_url().startswith("filesystem"):
+        return
+    control = (data or data_dir()).resolve() / "celery" / "control"
+    table = control / f"{queue}.exchange"
+    if table.exists():
+        return
+    control.mkdir(parents=True, exist_ok=True)
+    tmp = control / f".{queue}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    tmp.write_text(json.dumps([[queue, "", queue]]))
+    try:
+        os.link(tmp, table)
+    except FileExistsError:
+        pass  # another process wrote it first: theirs holds the same binding
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def send_control_task(name: str, queue: str, args: list[Any] | None = None, data: Path | None = None) -> None:
+    """Send a control task to a group's queue (no result is awaited)."""
+    declare_control_queue(queue, data)
+    celery_app(data).send_task(name, args=args or [], queue=queue)
