@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from celery import bootsteps
 
 from flowbroker.worker import group as group_state
+from flowbroker.worker import heap
 
 log = logging.getLogger("flowbroker.worker")
 
@@ -42,7 +44,8 @@ class ResumeStep(bootsteps.StartStopStep):
 
 
 class StatisticsStep(bootsteps.StartStopStep):
-    """Publishes the group's statistics every ``FLOWBROKER_STATS_INTERVAL`` seconds (default 5)."""
+    """Publishes the group's statistics every ``FLOWBROKER_STATS_INTERVAL`` seconds (default 5), and
+    settles the heap every ``FLOWBROKER_HEAP_SETTLE_INTERVAL`` (:mod:`flowbroker.worker.heap`)."""
 
     requires = ("flowbroker.worker.bootsteps:ResumeStep",)
 
@@ -55,11 +58,16 @@ class StatisticsStep(bootsteps.StartStopStep):
     def start(self, worker: Any) -> None:
         def loop() -> None:
             state = group_state.state()
+            every = heap.interval()
+            settled = time.monotonic()
             while True:
                 try:
                     state.publish_statistics()
                 except Exception as exc:  # statistics must never take the group down
                     log.warning("cannot publish statistics: %s", exc)
+                if every and time.monotonic() - settled >= every:
+                    heap.settle()
+                    settled = time.monotonic()
                 if self.done.wait(self.interval):
                     return
 

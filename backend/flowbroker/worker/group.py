@@ -18,6 +18,7 @@ from typing import Any
 import psutil
 
 from flowbroker.runtime.engine import ExecutionGroupRuntime
+from flowbroker.worker import heap
 
 log = logging.getLogger("flowbroker.worker")
 
@@ -107,13 +108,17 @@ class GroupState:
         try:
             for deployment_id, status in reversed(ids):
                 if running:
-                    self.deploy(deployment_id, start=status != "stopped")
+                    self.deploy(deployment_id, start=status != "stopped", settle=False)
                 else:
                     # a stopped group loads its flows but runs none; each keeps its own state
                     self.deploy(
-                        deployment_id, start=False, recorded="running" if status == "pending" else status
+                        deployment_id,
+                        start=False,
+                        recorded="running" if status == "pending" else status,
+                        settle=False,
                     )
         finally:
+            heap.settle()
             self.ready.set()
 
     def group_running(self) -> bool:
@@ -158,8 +163,14 @@ class GroupState:
 
     # -- control tasks --------------------------------------------------------------------------
 
-    def deploy(self, deployment_id: int, *, start: bool = True, recorded: str | None = None) -> str:
-        """Compile and load a deployment's flow, started or not; ``recorded`` keeps its reported status."""
+    def deploy(
+        self, deployment_id: int, *, start: bool = True, recorded: str | None = None, settle: bool = True
+    ) -> str:
+        """Compile and load a deployment's flow, started or not; ``recorded`` keeps its reported status.
+
+        ``settle``: freeze the heap afterwards (see :mod:`flowbroker.worker.heap`); resuming
+        several flows settles once after the last.
+        """
         from flowbroker.repository import db
         from flowbroker.repository.models import Deployment
         from flowbroker.runtime.compiler import FlowCompileError
@@ -176,7 +187,10 @@ class GroupState:
             # the subflows and message sets shipped with the deployment; a deployment recorded
             # before they were has them looked up now
             needs = dict(row.dependencies or {}) or dependencies.resolve(session, document)
-            row.status = "compiling"
+            if row.status == "pending":
+                # a new deployment; one resumed after a restart keeps its status while it reloads,
+                # so a flow already moving messages is never reported as still compiling
+                row.status = "compiling"
             # data sources defined since the group started are usable by this deployment
             self.runtime.data_sources.urls.update(self._data_source_urls(session, row.broker_id))
         with self.lock:
@@ -209,6 +223,8 @@ class GroupState:
         with db.session_scope(self.session_factory) as session:
             deploy.report(session, deployment_id, status, problems)
         log.info("deployment %s: %s", deployment_id, status)
+        if settle and status != "failed":
+            heap.settle()
         return status
 
     def _flow_name(self, deployment_id: int) -> str | None:
@@ -236,6 +252,7 @@ class GroupState:
             self.by_deployment.pop(deployment_id, None)
         with db.session_scope(self.session_factory) as session:
             deploy.report(session, deployment_id, "undeployed")
+        heap.settle()  # the old flow's trees become collectable
         return "undeployed"
 
     def start_flow(self, deployment_id: int, start: bool) -> str:
