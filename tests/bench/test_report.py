@@ -90,6 +90,12 @@ def test_cli_report_and_save_round_trip(tmp_path: Path, capsys: pytest.CaptureFi
     assert status == 1
     assert "results file" in capsys.readouterr().err
     assert main(["bench", "seed-table", "004/7.1/np-1024"]) == 1  # a row key is not a table
+    # where the report goes is always said: a stray call never replaces the committed one
+    with pytest.raises(SystemExit) as usage:
+        main(["bench", "report", str(saved)])
+    assert usage.value.code == 2 and "--output" in capsys.readouterr().err
+    assert main(["bench", "report", str(saved), "--output", str(tmp_path / "out" / "r.md")]) == 0
+    assert (tmp_path / "out" / "r.md").is_file() and (tmp_path / "out" / "img").is_dir()
 
 
 def _seed004_rows() -> list[dict[str, object]]:

@@ -344,8 +344,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "results", nargs="+", help="results files written with --save (or directories of them)"
     )
-    parser.add_argument("--output", default="docs/benchmarks.md", help="the Markdown file written")
-    parser.add_argument("--images", default="docs/img", help="directory for the PNG plots")
+    # no defaults that point into the repository: reading one results file must not replace the
+    # committed report and its plots
+    parser.add_argument("--output", required=True, help="the Markdown file written (e.g. docs/benchmarks.md)")
+    parser.add_argument(
+        "--images", default=None, help="directory for the PNG plots (default: img beside --output)"
+    )
     parser.add_argument("--title", default="flowbroker benchmarks")
     parser.add_argument(
         "--notes", default=None, help="a Markdown file of method and analysis placed after the goals"
@@ -362,9 +366,9 @@ def run(args: argparse.Namespace) -> list[Row]:
             files.append(path)
         else:
             raise ValueError(f"results file {path} does not exist")
-    out = build(
-        files, Path(args.output), Path(args.images), args.title, Path(args.notes) if args.notes else None
-    )
+    output = Path(args.output)
+    images = Path(args.images) if args.images else output.parent / "img"
+    out = build(files, output, images, args.title, Path(args.notes) if args.notes else None)
     return [{"report": str(out), "results_files": len(files)}]
 
 
