@@ -46,13 +46,24 @@ def _thread_affinities(pid: int) -> list[set[int]]:
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="pinning to one core needs a machine with two")
 def test_pinning_every_thread_is_undone_even_when_the_run_fails() -> None:
-    script = "import threading, time\nfor _ in range(3): threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\ntime.sleep(60)"
+    # one thread binds itself to core 0, as the Erlang VM binds its schedulers one to a core
+    script = (
+        "import os, threading, time\n"
+        "def bound():\n    os.sched_setaffinity(0, {0})\n    time.sleep(60)\n"
+        "threading.Thread(target=bound, daemon=True).start()\n"
+        "for _ in range(2): threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "time.sleep(60)"
+    )
     child = subprocess.Popen([sys.executable, "-c", script])
     try:
         deadline = time.monotonic() + 10
         while len(os.listdir(f"/proc/{child.pid}/task")) < 4 and time.monotonic() < deadline:
             time.sleep(0.02)
+        deadline = time.monotonic() + 10
+        while {0} not in _thread_affinities(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
         before = _thread_affinities(child.pid)
+        assert len(before) == 4 and {0} in before
         with pytest.raises(RuntimeError, match="the run failed"):
             with qm_vs_rabbitmq.pinned_threads(child.pid, 1) as problem:
                 assert problem is None

@@ -527,13 +527,16 @@ def _threads(pid: int) -> list[int]:
 
 @contextlib.contextmanager
 def pinned_threads(pid: int, core: int) -> Iterator[str | None]:
-    """Pin every thread of ``pid`` to ``core``; restore the process's affinity on the way out.
+    """Pin every thread of ``pid`` to ``core``; give each its own affinity back on the way out.
 
+    Each thread keeps what it had: the Erlang VM binds its schedulers one to a core, and that
+    binding must survive the run. A thread started meanwhile gets the process's affinity.
     Yields None when pinned, or why it could not pin (the rows then say so). SIGTERM is turned
     into an exception meanwhile, so an interrupted run still restores RabbitMQ's affinity.
     """
     try:
-        before = os.sched_getaffinity(pid)
+        process = os.sched_getaffinity(pid)
+        before = {tid: _affinity(tid, process) for tid in _threads(pid)}
     except OSError as exc:
         yield f"RabbitMQ not pinned: {exc}"
         return
@@ -551,9 +554,16 @@ def pinned_threads(pid: int, core: int) -> Iterator[str | None]:
     finally:
         for tid in _threads(pid):
             with contextlib.suppress(OSError):  # a thread may have ended meanwhile
-                os.sched_setaffinity(tid, before)
+                os.sched_setaffinity(tid, before.get(tid, process))
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _affinity(tid: int, default: set[int]) -> set[int]:
+    try:
+        return os.sched_getaffinity(tid)
+    except OSError:  # it ended between the listing and the question
+        return default
 
 
 def _terminate(signum: int, frame: Any) -> None:
