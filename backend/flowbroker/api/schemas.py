@@ -208,6 +208,16 @@ class FlowSummary(Out):
     updated_at: datetime
 
 
+class FlowNameOut(Out):
+    """Whether a flow name is taken, and a free one to offer instead (for an import or a copy)."""
+
+    name: str
+    taken: bool
+    flow_id: int | None = Field(description="the flow that has the name, if any")
+    current_version: int | None = Field(description="that flow's current version, if any")
+    free: str = Field(description="the name itself when free, else the first free name_N")
+
+
 class FlowOut(FlowSummary):
     document: FlowDocument
 
@@ -369,3 +379,42 @@ class HealthOut(Out):
     version: str
     database: str
     components: list[ComponentOut]
+
+
+class TopologyBroker(Out):
+    id: int
+    name: str
+    local: bool
+
+
+class TopologyGroup(Out):
+    id: int
+    broker_id: int
+    name: str
+    state: GroupState
+
+
+class TopologyFlow(Out):
+    """A flow deployed to a group, with the queues it reads and writes."""
+
+    deployment_id: int
+    flow_id: int
+    flow: str
+    version: int
+    group_id: int
+    status: str
+    reads: list[str] = Field(description="queues its MQInput nodes read")
+    writes: list[str] = Field(description="queues its MQOutput and MQReply nodes write by name")
+
+
+class TopologyQueue(Out):
+    name: str
+    read_by: list[int] = Field(description="deployment ids of the flows that read it")
+    written_by: list[int] = Field(description="deployment ids of the flows that write it")
+
+
+class TopologyGraphOut(Out):
+    brokers: list[TopologyBroker]
+    groups: list[TopologyGroup]
+    flows: list[TopologyFlow]
+    queues: list[TopologyQueue]

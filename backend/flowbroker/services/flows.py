@@ -77,6 +77,40 @@ def _name_taken(session: Session, name: str, except_id: int | None = None) -> bo
     return session.scalars(stmt).first() is not None
 
 
+#: The longest flow name (see :data:`flowbroker.services.validation.NAME_RE`).
+MAX_NAME = 128
+
+
+def free_name(session: Session, name: str) -> str:
+    """``name`` if no flow has it, else the first of ``name_2``, ``name_3``… that none has.
+
+    A name already ending in ``_N`` counts on from N, so ``Orders_2`` suggests ``Orders_3``.
+    """
+    if not _name_taken(session, name):
+        return name
+    stem, _, tail = name.rpartition("_")
+    if not (stem and tail.isdigit()):
+        stem, tail = name, "1"
+    prefix = stem[: MAX_NAME - 8]
+    taken = set(session.scalars(select(Flow.name).where(Flow.name.startswith(prefix + "_", autoescape=True))))
+    number = int(tail) + 1
+    while f"{prefix}_{number}" in taken:
+        number += 1
+    return f"{prefix}_{number}"
+
+
+def name_status(session: Session, name: str) -> dict[str, Any]:
+    """Whether a flow has ``name`` (its id and current version if so) and a free name to use instead."""
+    flow = session.scalars(select(Flow).where(Flow.name == name)).first()
+    return {
+        "name": name,
+        "taken": flow is not None,
+        "flow_id": flow.id if flow is not None else None,
+        "current_version": flow.current_version if flow is not None else None,
+        "free": free_name(session, name),
+    }
+
+
 def create(
     session: Session,
     actor: str,

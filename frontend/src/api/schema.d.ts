@@ -468,6 +468,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/flows/names": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Name Status
+         * @description Whether a flow has this name, and a free name to offer instead (``name_2``, ``name_3``…).
+         */
+        get: operations["name_status_api_flows_names_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/flows/validate": {
         parameters: {
             query?: never;
@@ -1062,6 +1082,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/topology/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Topology Graph
+         * @description Every broker, execution group and deployed flow, with the queues each flow reads and writes.
+         */
+        get: operations["topology_graph_api_topology_graph_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/users": {
         parameters: {
             query?: never;
@@ -1522,6 +1562,31 @@ export interface components {
             group: string;
             /** Points */
             points: components["schemas"]["HistoryPoint"][];
+        };
+        /**
+         * FlowNameOut
+         * @description Whether a flow name is taken, and a free one to offer instead (for an import or a copy).
+         */
+        FlowNameOut: {
+            /**
+             * Currentversion
+             * @description that flow's current version, if any
+             */
+            currentVersion: number | null;
+            /**
+             * Flowid
+             * @description the flow that has the name, if any
+             */
+            flowId: number | null;
+            /**
+             * Free
+             * @description the name itself when free, else the first free name_N
+             */
+            free: string;
+            /** Name */
+            name: string;
+            /** Taken */
+            taken: boolean;
         };
         /**
          * FlowNodeDoc
@@ -2484,6 +2549,83 @@ export interface components {
             tokenType: string;
             /** Username */
             username: string;
+        };
+        /** TopologyBroker */
+        TopologyBroker: {
+            /** Id */
+            id: number;
+            /** Local */
+            local: boolean;
+            /** Name */
+            name: string;
+        };
+        /**
+         * TopologyFlow
+         * @description A flow deployed to a group, with the queues it reads and writes.
+         */
+        TopologyFlow: {
+            /** Deploymentid */
+            deploymentId: number;
+            /** Flow */
+            flow: string;
+            /** Flowid */
+            flowId: number;
+            /** Groupid */
+            groupId: number;
+            /**
+             * Reads
+             * @description queues its MQInput nodes read
+             */
+            reads: string[];
+            /** Status */
+            status: string;
+            /** Version */
+            version: number;
+            /**
+             * Writes
+             * @description queues its MQOutput and MQReply nodes write by name
+             */
+            writes: string[];
+        };
+        /** TopologyGraphOut */
+        TopologyGraphOut: {
+            /** Brokers */
+            brokers: components["schemas"]["TopologyBroker"][];
+            /** Flows */
+            flows: components["schemas"]["TopologyFlow"][];
+            /** Groups */
+            groups: components["schemas"]["TopologyGroup"][];
+            /** Queues */
+            queues: components["schemas"]["TopologyQueue"][];
+        };
+        /** TopologyGroup */
+        TopologyGroup: {
+            /** Brokerid */
+            brokerId: number;
+            /** Id */
+            id: number;
+            /** Name */
+            name: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "running" | "starting" | "stopping" | "stopped" | "failed" | "unknown";
+        };
+        /** TopologyQueue */
+        TopologyQueue: {
+            /** Name */
+            name: string;
+            /**
+             * Readby
+             * @description deployment ids of the flows that read it
+             */
+            readBy: number[];
+            /**
+             * Writtenby
+             * @description deployment ids of the flows that write it
+             */
+            writtenBy: number[];
         };
         /**
          * TraceIn
@@ -3561,6 +3703,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FlowOut"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    name_status_api_flows_names_get: {
+        parameters: {
+            query: {
+                name: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlowNameOut"];
                 };
             };
             /** @description The request is invalid: the detail names each field by its JSON pointer */
@@ -4660,6 +4833,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    topology_graph_api_topology_graph_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopologyGraphOut"];
                 };
             };
         };

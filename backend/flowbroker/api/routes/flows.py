@@ -10,6 +10,7 @@ from flowbroker.api.deps import DbSession, FlowEditor, Reader
 from flowbroker.api.schemas import (
     MAX_ID,
     FlowDocument,
+    FlowNameOut,
     FlowOut,
     FlowSummary,
     FlowVersionDocument,
@@ -85,6 +86,14 @@ def validate_flow(document: FlowDocumentBody, request: Request, _: Reader) -> An
     """Check a document against the node specs without saving it."""
     found = validation.problems(document, request.app.state.node_lookup)
     return ValidationOut.model_validate({"valid": not found, "problems": found})
+
+
+@router.get("/names", response_model=FlowNameOut)
+def name_status(
+    name: Annotated[str, Query(min_length=1, max_length=128)], _: Reader, session: DbSession
+) -> Any:
+    """Whether a flow has this name, and a free name to offer instead (``name_2``, ``name_3``…)."""
+    return flows.name_status(session, name)
 
 
 @router.get("/{flow_id}", response_model=FlowOut, response_model_exclude_unset=True)
