@@ -23,6 +23,7 @@ import {
   problemsFromPointers,
   validateCanvas,
   type FlowCanvasNode,
+  type FlowDocument,
   type Problem,
 } from './document';
 import { FlowNode } from './FlowNode';
@@ -34,6 +35,9 @@ import { subflowTypes, type NodeSpec, type SpecIndex } from './spec';
 import { useSpecs } from './specs-context';
 import { createDesignerStore, DesignerContext, useDesigner, useDesignerStore } from './store';
 import { extractSubflow } from './subflow';
+import { collectBundle, readBundle, type BundledSubflow, type SubflowRef } from './bundle';
+import { ImportDialog } from './ImportDialog';
+import { applyImport, findConflicts, restImportApi, type Choice, type NameConflict } from './import-flow';
 import { VersionsDialog } from './VersionsDialog';
 
 // Module scope: a new object each render would make React Flow rebuild every node.
@@ -46,6 +50,19 @@ function connectSource(focused: string | null, nodes: FlowCanvasNode[]): string 
   if (focused && nodes.some((n) => n.id === focused)) return focused;
   const selected = nodes.filter((n) => n.selected);
   return selected.length === 1 ? selected[0].id : null;
+}
+
+/** A saved subflow's document for an export: by name, at the version a reference pins or the current one. */
+async function fetchSubflow(ref: SubflowRef): Promise<{ version: number; document: FlowDocument }> {
+  const status = await unwrap(api.GET('/api/flows/names', { params: { query: { name: ref.name } } }));
+  if (!status.taken || status.flowId === null) throw new Error(`no saved flow named ${ref.name}`);
+  const path = { flow_id: status.flowId };
+  if (ref.version === undefined) {
+    const flow = await unwrap(api.GET('/api/flows/{flow_id}', { params: { path } }));
+    return { version: flow.currentVersion, document: flow.document };
+  }
+  const row = await unwrap(api.GET('/api/flows/{flow_id}/versions/{number}', { params: { path: { ...path, number: ref.version } } }));
+  return { version: row.version, document: row.document };
 }
 
 function isTyping(target: EventTarget | null): boolean {
@@ -160,6 +177,7 @@ function Toolbar({
   onDeploy,
   onConnect,
   onProblems,
+  onNotice,
 }: {
   canEdit: boolean;
   canDeploy: boolean;
@@ -171,6 +189,7 @@ function Toolbar({
   onDeploy: () => void;
   onConnect: () => void;
   onProblems: (p: Problem[]) => void;
+  onNotice: (text: string | null) => void;
 }) {
   const specs = useSpecs();
   const store = useDesignerStore();
@@ -182,6 +201,10 @@ function Toolbar({
   const fileInput = useRef<HTMLInputElement>(null);
   const flows = useQuery({ queryKey: ['flows'], queryFn: () => unwrap(api.GET('/api/flows')) });
   const queryClient = useQueryClient();
+  const [pending, setPending] = useState<{ flow: FlowDocument; subflows: BundledSubflow[]; conflicts: NameConflict[] } | null>(
+    null,
+  );
+  const importApi = useMemo(() => restImportApi(api, unwrap, 'imported'), []);
 
   const open = async (id: number) => {
     try {
@@ -197,9 +220,16 @@ function Toolbar({
     }
   };
 
-  const exportJson = () => {
+  const exportJson = async () => {
     const doc = store.getState().document();
-    const blob = new Blob([JSON.stringify(doc, null, 2)], { type: 'application/json' });
+    let bundle;
+    try {
+      bundle = await collectBundle(doc, fetchSubflow, subflowTypes(specs)?.node.type);
+    } catch (err) {
+      onProblems([{ node: null, property: null, message: `export refused: ${problemText(err)}` }]);
+      return;
+    }
+    const blob = new Blob([JSON.stringify(bundle, null, 2)], { type: 'application/json' });
     const a = document.createElement('a');
     a.href = URL.createObjectURL(blob);
     a.download = `${doc.name || 'flow'}.json`;
@@ -216,13 +246,27 @@ function Toolbar({
       } catch (err) {
         throw new Error(`${file.name}: not JSON: ${(err as Error).message}`, { cause: err });
       }
-      const doc = parseDocument(raw);
-      store.getState().load(doc, null, undefined);
-      store.getState().setMeta({});
+      const { flow, subflows } = readBundle(raw);
+      const conflicts = await findConflicts(flow, subflows, importApi);
+      if (conflicts.length) setPending({ flow, subflows, conflicts });
+      else await finishImport(flow, subflows, 'rename', '');
+    } catch (err) {
+      onProblems([{ node: null, property: null, message: `import refused: ${problemText(err)}` }]);
+    }
+  };
+
+  const finishImport = async (flow: FlowDocument, subflows: BundledSubflow[], choice: Choice, rename: string) => {
+    try {
+      const done = await applyImport(flow, subflows, choice, importApi, { rename, subflowType: subflowTypes(specs)?.node.type });
+      store.getState().load(done.flow, done.flowId, done.version);
+      // Not saved yet, and not the document of whatever runs under the name: no live counts.
+      store.getState().setMeta({ imported: true });
       onProblems([]);
+      onNotice(done.subflows.length ? `Imported; subflows: ${done.subflows.join(', ')}` : null);
+      void queryClient.invalidateQueries({ queryKey: ['flows'] });
       setTimeout(() => fitView({ ...fitViewOptions, duration: 200 }), 50);
     } catch (err) {
-      onProblems([{ node: null, property: null, message: `import refused: ${(err as Error).message}` }]);
+      onProblems([{ node: null, property: null, message: `import refused: ${problemText(err)}` }]);
     }
   };
 
@@ -343,9 +387,19 @@ function Toolbar({
           />
         </>
       )}
-      <button type="button" onClick={exportJson}>
+      <button type="button" onClick={() => void exportJson()} title="Export the flow with the subflows it uses">
         Export
       </button>
+      {pending && (
+        <ImportDialog
+          conflicts={pending.conflicts}
+          onClose={() => setPending(null)}
+          onChoose={(choice, rename) => {
+            setPending(null);
+            void finishImport(pending.flow, pending.subflows, choice, rename);
+          }}
+        />
+      )}
       {canDeploy && (
         <button
           type="button"
@@ -379,15 +433,18 @@ function CanvasProblems({ specs, others, onFocus }: { specs: SpecIndex; others: 
 }
 
 /** Put each node's message count on the canvas while the open flow runs in an execution group. */
-function useLiveCounts(flow: string) {
+function useLiveCounts(flow: string | null) {
   const store = useDesignerStore();
   const groups = useQuery({
     queryKey: ['stats', 'groups'],
     queryFn: stats.groups,
     refetchInterval: 3000,
     retry: false,
+    enabled: flow !== null,
   });
   useEffect(() => {
+    // A flow that is not the saved one (new, imported) shows nobody's counts.
+    if (flow === null) return;
     const counts: Record<string, number> = {};
     let found = false;
     for (const g of groups.data ?? []) {
@@ -417,7 +474,8 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
   const [notice, setNotice] = useState<string | null>(null);
   const [deployed, setDeployed] = useState<{ broker: string; group: string; flow: string } | null>(null);
   const flowName = useDesigner((s) => s.meta.name);
-  useLiveCounts(deployed?.flow ?? flowName);
+  const ownCounts = useDesigner((s) => s.meta.flowId !== null && !s.meta.imported);
+  useLiveCounts(ownCounts ? (deployed?.flow ?? flowName) : null);
 
   const others = useMemo(() => [...Object.values(esqlProblems).flat(), ...serverProblems], [esqlProblems, serverProblems]);
 
@@ -592,6 +650,7 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
           else setServerProblems([{ node: null, property: null, message: 'select the node to connect from' }]);
         }}
         onProblems={setServerProblems}
+        onNotice={setNotice}
       />
       {notice && (
         <div className="notice" role="status" data-testid="notice">

@@ -5,7 +5,7 @@ import { bracketMatching, defaultHighlightStyle, syntaxHighlighting } from '@cod
 import { forceLinting, linter, lintGutter, type Diagnostic } from '@codemirror/lint';
 import { EditorState } from '@codemirror/state';
 import { EditorView, keymap, lineNumbers } from '@codemirror/view';
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { api, unwrap } from '../api/client';
 import type { Problem } from './document';
 import { esqlCompletion, esqlLanguage, offsetOf, type EsqlEnvironment } from './esql-language';
@@ -31,14 +31,7 @@ export async function checkEsql(source: string): Promise<Problem[]> {
   }));
 }
 
-export default function EsqlEditor({
-  id,
-  value,
-  readOnly,
-  onChange,
-  onDiagnostics,
-  external = [],
-}: {
+interface EditorProps {
   /** Problems the deployment's compile reported for this text (line and column). */
   external?: Problem[];
   id: string;
@@ -46,7 +39,10 @@ export default function EsqlEditor({
   readOnly: boolean;
   onChange: (v: string) => void;
   onDiagnostics: (problems: Problem[]) => void;
-}) {
+}
+
+/** One CodeMirror view of the text; the panel's and the wide overlay's are kept in sync through `value`. */
+function EsqlCode({ id, value, readOnly, onChange, onDiagnostics, external = [], className }: EditorProps & { className: string }) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   // The callbacks change identity each render; the editor is built once and reads them through refs.
@@ -132,5 +128,52 @@ export default function EsqlEditor({
     if (v && v.state.doc.toString() !== value) v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: value } });
   }, [value]);
 
-  return <div className="esql-editor" ref={host} data-testid="esql-editor" />;
+  return <div className={className} ref={host} data-testid={className} />;
+}
+
+/**
+ * The ESQL editor of a node's property: offers the node's module skeleton while the text is empty,
+ * and opens the same text in a wide overlay for room to work.
+ */
+export default function EsqlEditor({ skeleton, label, ...props }: EditorProps & { skeleton?: string | null; label?: string }) {
+  const [wide, setWide] = useState(false);
+  useEffect(() => {
+    if (!wide) return;
+    const close = (e: KeyboardEvent) => {
+      if (e.key === 'Escape') setWide(false);
+    };
+    window.addEventListener('keydown', close);
+    return () => window.removeEventListener('keydown', close);
+  }, [wide]);
+  const offerSkeleton = !props.readOnly && !!skeleton && !props.value.trim();
+  const insert = offerSkeleton && (
+    <button type="button" onClick={() => props.onChange(skeleton)} title="Start from the module the node runs">
+      Insert module skeleton
+    </button>
+  );
+  return (
+    <>
+      <div className="esql-actions">
+        {insert}
+        <button type="button" onClick={() => setWide(true)} title="Open the editor in a wide panel">
+          Expand
+        </button>
+      </div>
+      <EsqlCode {...props} className="esql-editor" />
+      {wide && (
+        <div className="dialog-backdrop" role="dialog" aria-modal="true" aria-label={`ESQL of ${label ?? 'the node'}`}>
+          <div className="dialog esql-wide">
+            <div className="esql-actions">
+              <strong>{label ?? 'ESQL'}</strong>
+              {insert}
+              <button type="button" onClick={() => setWide(false)}>
+                Close
+              </button>
+            </div>
+            <EsqlCode {...props} id={`${props.id}-wide`} className="esql-editor-wide" />
+          </div>
+        </div>
+      )}
+    </>
+  );
 }

@@ -1,6 +1,7 @@
 /** The property panel, generated from the focused node's spec: one control per declared property. */
 import { lazy, Suspense, useState } from 'react';
 import type { Problem } from './document';
+import { moduleSkeleton } from './esql-skeleton';
 import { propertyProblem, type PropertySpec } from './spec';
 import { useSpecs } from './specs-context';
 import { useDesigner } from './store';
@@ -60,8 +61,13 @@ export function PropertyField({
   onEsqlDiagnostics,
   serverProblem,
   compileProblems = [],
+  skeleton,
+  label,
 }: {
   compileProblems?: Problem[];
+  /** For an ESQL property: the module the node runs, offered while the text is empty. */
+  skeleton?: string | null;
+  label?: string;
   nodeId: string;
   spec: PropertySpec;
   value: unknown;
@@ -117,6 +123,8 @@ export function PropertyField({
           onChange={onChange}
           onDiagnostics={(found) => onEsqlDiagnostics?.(nodeId, spec.name, found)}
           external={compileProblems}
+          skeleton={skeleton}
+          label={label}
         />
       </Suspense>
     );
@@ -249,6 +257,8 @@ export function PropertyPanel({
           serverProblem={
             serverProblems.find((sp) => sp.node === node.id && sp.property === p.name && sp.line === undefined)?.message
           }
+          skeleton={moduleSkeleton(node.data.type, meta.name, node.data.name, node.data.properties.module)}
+          label={`${node.data.name} · ${p.label}`}
           compileProblems={serverProblems.filter(
             (sp) => sp.node === node.id && sp.line !== undefined && (sp.property === p.name || !sp.property),
           )}

@@ -36,6 +36,8 @@ export interface FlowMeta {
   version: number | undefined;
   description: string;
   properties: Record<string, unknown>;
+  /** Loaded from a file: not the document whatever runs under the name runs, until reopened. */
+  imported?: boolean;
 }
 
 export interface DesignerState {

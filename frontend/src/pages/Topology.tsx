@@ -1,12 +1,14 @@
 /**
  * The topology page: brokers, their execution groups with the state of each group's process,
- * and the flows deployed to each group, with start and stop for a group and for one flow.
+ * and the flows deployed to each group, with start and stop for a group and for one flow: drawn as a
+ * graph with the queues each flow reads and writes, and listed in a table below it.
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, problemText, unwrap, type Schemas } from '../api/client';
 import { deployments, groups, type Deployment } from '../api/runtime';
 import { useCan } from '../auth';
+import { TopologyGraphView } from './TopologyGraph';
 
 type Act = (run: () => Promise<unknown>) => void;
 
@@ -128,6 +130,11 @@ export function Topology() {
   const canDeploy = useCan('deploy');
   const queryClient = useQueryClient();
   const brokers = useQuery({ queryKey: ['brokers'], queryFn: () => unwrap(api.GET('/api/brokers')), refetchInterval: 2000 });
+  const graph = useQuery({
+    queryKey: ['topology-graph'],
+    queryFn: () => unwrap(api.GET('/api/topology/graph')),
+    refetchInterval: 3000,
+  });
   const [message, setMessage] = useState<string | null>(null);
   const [newGroup, setNewGroup] = useState<Record<number, string>>({});
 
@@ -137,6 +144,7 @@ export function Topology() {
       setMessage(null);
       void queryClient.invalidateQueries({ queryKey: ['brokers'] });
       void queryClient.invalidateQueries({ queryKey: ['group-flows'] });
+      void queryClient.invalidateQueries({ queryKey: ['topology-graph'] });
     },
     onError: (err) => setMessage(problemText(err)),
   });
@@ -165,6 +173,8 @@ export function Topology() {
           {message}
         </p>
       )}
+      {graph.data && <TopologyGraphView graph={graph.data} />}
+      {graph.error && <p className="error">{problemText(graph.error)}</p>}
       {brokers.error && <p className="error">{problemText(brokers.error)}</p>}
       {brokers.data?.map((b) => (
         <article key={b.id} className="card" aria-label={`Broker ${b.name}`}>
