@@ -36,8 +36,8 @@ const FlowBox = memo(function FlowBox({ data }: NodeProps<DeployedFlowNode>) {
       </a>
       <span className={`status status-${data.status}`}>{data.status}</span>
       {/* reads arrive on the right from the queue column; writes leave on the right to it */}
-      <Handle id="reads" type="target" position={Position.Right} isConnectable={false} style={{ top: '70%' }} />
-      <Handle id="writes" type="source" position={Position.Right} isConnectable={false} style={{ top: '30%' }} />
+      <Handle id="reads" type="target" position={Position.Right} isConnectable={false} style={{ top: '30%' }} />
+      <Handle id="writes" type="source" position={Position.Right} isConnectable={false} style={{ top: '70%' }} />
     </div>
   );
 });
@@ -45,8 +45,8 @@ const FlowBox = memo(function FlowBox({ data }: NodeProps<DeployedFlowNode>) {
 const QueueBox = memo(function QueueBox({ data }: NodeProps<QueueNode>) {
   return (
     <div className="topo-node topo-queue" data-testid={`topo-queue-${data.name}`}>
-      <Handle id="writes" type="target" position={Position.Left} isConnectable={false} style={{ top: '30%' }} />
-      <Handle id="reads" type="source" position={Position.Left} isConnectable={false} style={{ top: '70%' }} />
+      <Handle id="writes" type="target" position={Position.Left} isConnectable={false} />
+      <Handle id="reads" type="source" position={Position.Left} isConnectable={false} />
       <small>queue</small>
       <a href={`#/queues`} className="nodrag">
         <strong>{data.name}</strong>
@@ -56,7 +56,8 @@ const QueueBox = memo(function QueueBox({ data }: NodeProps<QueueNode>) {
 });
 
 // Module scope: a new object each render would make React Flow rebuild every node.
-const nodeTypes = { broker: BrokerBox, group: GroupBox, flow: FlowBox, queue: QueueBox };
+// (not `group`: React Flow styles that type as a container of other nodes)
+const nodeTypes = { broker: BrokerBox, egroup: GroupBox, flow: FlowBox, queue: QueueBox };
 const fitViewOptions = { padding: 0.15, maxZoom: 1 };
 
 export function TopologyGraphView({ graph }: { graph: TopologyGraph }) {
