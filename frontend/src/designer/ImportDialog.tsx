@@ -20,8 +20,8 @@ export function ImportDialog({
         <ul data-testid="import-conflicts">
           {conflicts.map((c) => (
             <li key={c.name}>
-              {c.subflow ? 'Subflow' : 'Flow'} <strong>{c.name}</strong> exists (version {c.currentVersion}) with another
-              document.
+              {c.subflow ? 'Subflow' : 'Flow'} <strong>{c.name}</strong> exists (version {c.currentVersion})
+              {c.subflow ? ' with another document' : ''}.
             </li>
           ))}
         </ul>
