@@ -42,6 +42,10 @@ class Settings(BaseSettings):
     esql_cpu_limit_ms: int = Field(default=5000, ge=0)
     #: Largest character string or BLOB one node invocation's ESQL may build, unless the flow says.
     esql_memory_limit_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    #: Most attributes on one element of an XML, XMLNS or XMLNSC message (0: no limit).
+    xml_max_attributes: int = Field(default=10_000, ge=0)
+    #: Most elements in one XML, XMLNS or XMLNSC message (0: no limit).
+    xml_max_elements: int = Field(default=1_000_000, ge=0)
 
     @field_validator("cors_origins", mode="before")
     @classmethod
