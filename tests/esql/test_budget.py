@@ -115,3 +115,27 @@ def test_within_the_budget_the_program_runs() -> None:
 def test_zero_means_unlimited_and_outside_an_invocation_there_is_no_budget() -> None:
     ctx = run("SET OutputRoot.XMLNSC.L = LENGTH(REPLICATE('ab', 1000000));\n")
     assert ctx.output_root.to_data() == {"XMLNSC": {"L": 2000000}}
+
+
+def test_cpu_time_of_the_nodes_a_propagate_runs_is_not_counted() -> None:
+    import time
+
+    def downstream(*_: object) -> None:
+        # the next node's work, on this thread, under its own budget
+        started = time.thread_time()
+        while time.thread_time() - started < 0.005:
+            pass
+
+    source = (
+        "DECLARE i INTEGER 0;\n"
+        "WHILE i < 200 DO\n"
+        "  SET OutputRoot.XMLNSC.N = i;\n"
+        "  PROPAGATE DELETE NONE;\n"
+        "  SET i = i + 1;\n"
+        "END WHILE;\n"
+        "RETURN FALSE;\n"
+    )
+    program = compile_program(source, "budget.esql", use_cache=False)
+    ctx = ExecutionContext(node_name="Compute1", cpu_limit_ms=300, propagate=downstream)
+    assert program.main_module().run(ctx) is False
+    assert ctx.propagated == 200
