@@ -38,6 +38,14 @@ class Settings(BaseSettings):
     supervisor_state: str = ""
     #: The broker whose execution groups `flowbroker up` runs on this machine.
     local_broker: str = "default"
+    #: CPU time one node invocation's ESQL may use, unless the flow says (0: unlimited).
+    esql_cpu_limit_ms: int = Field(default=5000, ge=0)
+    #: Largest character string or BLOB one node invocation's ESQL may build, unless the flow says.
+    esql_memory_limit_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    #: Most attributes on one element of an XML, XMLNS or XMLNSC message (0: no limit).
+    xml_max_attributes: int = Field(default=10_000, ge=0)
+    #: Most elements in one XML, XMLNS or XMLNSC message (0: no limit).
+    xml_max_elements: int = Field(default=1_000_000, ge=0)
 
     @field_validator("cors_origins", mode="before")
     @classmethod

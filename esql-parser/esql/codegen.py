@@ -239,7 +239,7 @@ def generate_eval(
     gen.begin_function()
     for py in site.locals:
         out.line(f"{py} = _in[{py!r}]")
-    out.line("_stop = ctx.stop")
+    out.line("_tick = ctx.budget.tick")
     if statement:
         items = [c for c in tree.children if c is not None]
         for item in items:
@@ -654,7 +654,9 @@ class Generator:
             kind = "ref" if tname == "REFERENCE" else "row" if tname == "ROW" else "scalar"
             scope[name] = Var(name, mangle("v_", name), kind, tname, False, 2)
         self.scopes = self.base_scopes() + [scope]
-        self.out.line("_stop = ctx.stop")
+        # every routine call counts against the budget: recursion without loops is bounded too
+        self.out.line("ctx.budget.call()")
+        self.out.line("_tick = ctx.budget.tick")
         stmt = body.children[0]
         self.statements([stmt], handlers=self.module.handlers if self.module else [])
         outs = [mangle("v_", p[1]) for p in routine.params if p[0] in ("OUT", "INOUT")]
@@ -712,7 +714,7 @@ class Generator:
         self.out.line("def f__bare_main(ctx):")
         self.out.indent += 1
         self.begin_function()
-        self.out.line("_stop = ctx.stop")
+        self.out.line("_tick = ctx.budget.tick")
         self.scopes = self.base_scopes() + [{}]
         self.statements(module.bare_body)
         self.out.line("return True")
@@ -1167,7 +1169,7 @@ class Generator:
         self.check_end_label(node, node.children[2])
         self.out.line("while True:")
         self.out.indent += 1
-        self.out.line("if _stop.is_set(): _check_stop(_stop)")
+        self.out.line("_tick()")
         self.out.line(f"if not ({self.condition(cond)}):")
         self.out.line("    break")
         self.loop_body(body)
@@ -1177,7 +1179,7 @@ class Generator:
         self.check_end_label(node, node.children[1])
         self.out.line("while True:")
         self.out.indent += 1
-        self.out.line("if _stop.is_set(): _check_stop(_stop)")
+        self.out.line("_tick()")
         self.loop_body(node.children[0])
         self.out.indent -= 1
 
@@ -1185,7 +1187,7 @@ class Generator:
         self.check_end_label(node, node.children[2])
         self.out.line("while True:")
         self.out.indent += 1
-        self.out.line("if _stop.is_set(): _check_stop(_stop)")
+        self.out.line("_tick()")
         self.loop_body(node.children[0])
         self.out.line(f"if {self.condition(node.children[1])}:")
         self.out.line("    break")
@@ -1199,7 +1201,7 @@ class Generator:
         var = Var(alias, mangle("v_", alias) + f"_{self.counter}", "alias", "REFERENCE")
         self.out.line(f"for {var.py} in {items}:")
         self.out.indent += 1
-        self.out.line("if _stop.is_set(): _check_stop(_stop)")
+        self.out.line("_tick()")
         self.scopes.append({alias: var})
         self.loop_body(node.children[2])
         self.scopes.pop()

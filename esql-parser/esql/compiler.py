@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ from esql.domains import DomainError
 from esql.parser import parse
 from esql.runtime import EsqlRuntimeError, ExecutionContext, Reference, UserException
 from esql.tree import NAME_VALUE, Element
+from esql.values import VALUE_BUDGET
 
 
 class EsqlCompileError(Exception):
@@ -60,6 +62,8 @@ class CompiledRoutine:
 
     def _run(self, ctx: ExecutionContext) -> Any:
         self.program.ensure_initialised(ctx)
+        ctx.budget.start()
+        budget_token = VALUE_BUDGET.set(ctx.budget)
         try:
             return self.function(ctx)
         except UserException as exc:
@@ -77,6 +81,8 @@ class CompiledRoutine:
             err = EsqlRuntimeError("routine calls nested too deeply (runaway recursion)")
             self.program.locate(err, exc)
             raise err from exc
+        finally:
+            VALUE_BUDGET.reset(budget_token)
 
 
 class Program:
@@ -359,7 +365,12 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         exlist = exc if exc is not None else ctx.output_exception_list
         ctx.propagated += 1
         if ctx.propagate is not None and terminal != "nowhere":
-            ctx.propagate(terminal, is_label, root, lenv, exlist)
+            # the nodes downstream run on this thread with budgets of their own
+            started = time.thread_time()
+            try:
+                ctx.propagate(terminal, is_label, root, lenv, exlist)
+            finally:
+                ctx.budget.exclude(time.thread_time() - started)
         elif terminal != "nowhere":
             ctx.propagations.append((terminal, is_label, root.copy(), lenv.copy(), exlist.copy()))
         if delete:

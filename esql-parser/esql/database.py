@@ -253,6 +253,15 @@ def _database_error(ctx: ExecutionContext, exc: sa.exc.SQLAlchemyError) -> Datab
         orig = exc.orig
         state = _driver_state(exc)
         message = str(orig).strip().splitlines()[0] if orig is not None else str(exc)
+        if getattr(orig, "sqlite_errorname", "") == "SQLITE_AUTH" or message.startswith(
+            ("not authorized", "authorization denied")
+        ):
+            # the data source's authorizer refused the statement (see flowbroker.runtime.datasources)
+            state = "42501"
+            message = (
+                f"{message}: a SQLite data source refuses ATTACH, DETACH, VACUUM INTO, "
+                "load_extension and file-reaching PRAGMAs"
+            )
         native = getattr(orig, "sqlite_errorcode", None) or getattr(orig, "errno", None) or 0
     else:
         state, message, native = "HY000", str(exc), 0

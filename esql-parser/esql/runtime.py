@@ -9,6 +9,7 @@ helpers here, so their semantics (SET to NULL deletes, a path SET creates what i
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -149,6 +150,74 @@ class StopRequested(EsqlRuntimeError):
     """The runtime asked the program to stop (flow stopping, runaway loop)."""
 
 
+class BudgetExceeded(StopRequested):
+    """A node invocation's ESQL went past its CPU time or memory budget; no handler can catch it."""
+
+
+class Budget:
+    """What one node invocation's ESQL may spend: CPU time of its thread and the size of one value.
+
+    Loop back-edges call :meth:`tick` (a countdown: the clock is read every :attr:`CHECK_EVERY`
+    ticks, the stop request at every one), routine entries :meth:`call` (the same countdown, so
+    recursion is bounded too, without the stop request: a node still runs while its flow stops); code that
+    builds a character string or BLOB larger than :data:`esql.values.SIZE_CHECKED_FROM` asks
+    :meth:`check_size` first. Zero means no limit.
+    """
+
+    __slots__ = ("_deadline", "_left", "cpu_limit_ms", "memory_limit_bytes", "node_name", "stop")
+
+    CHECK_EVERY = 64
+
+    def __init__(
+        self, stop: Any, cpu_limit_ms: int = 0, memory_limit_bytes: int = 0, node_name: str = ""
+    ) -> None:
+        self.stop = stop
+        self.cpu_limit_ms = cpu_limit_ms
+        self.memory_limit_bytes = memory_limit_bytes
+        self.node_name = node_name
+        self._left = self.CHECK_EVERY
+        self._deadline: float | None = None
+
+    def start(self) -> None:
+        """Start the CPU clock (once: a context that runs again keeps its first start)."""
+        if self.cpu_limit_ms and self._deadline is None:
+            self._deadline = time.thread_time() + self.cpu_limit_ms / 1000
+
+    def tick(self) -> None:
+        self._left -= 1
+        if self._left <= 0 or self.stop.is_set():
+            self._check()
+
+    def call(self) -> None:
+        self._left -= 1
+        if self._left <= 0:
+            self._check_cpu()
+
+    def _check(self) -> None:
+        check_stop(self.stop)
+        self._check_cpu()
+
+    def _check_cpu(self) -> None:
+        self._left = self.CHECK_EVERY
+        if self._deadline is not None and time.thread_time() > self._deadline:
+            raise BudgetExceeded(f"{self._who()} exceeded its CPU budget of {self.cpu_limit_ms} ms")
+
+    def exclude(self, seconds: float) -> None:
+        """Leave ``seconds`` of CPU time out of the budget (nodes a PROPAGATE ran have their own)."""
+        if self._deadline is not None:
+            self._deadline += seconds
+
+    def check_size(self, size: int, what: str) -> None:
+        if self.memory_limit_bytes and size > self.memory_limit_bytes:
+            raise BudgetExceeded(
+                f"{self._who()} exceeded its memory budget of {self.memory_limit_bytes} bytes: "
+                f"{what} would build a value of {size} characters or bytes"
+            )
+
+    def _who(self) -> str:
+        return f"ESQL in node '{self.node_name}'" if self.node_name else "ESQL"
+
+
 class LeaveSignal(Exception):
     """LEAVE of a label that is not the innermost loop: unwinds to the labelled statement."""
 
@@ -209,6 +278,8 @@ class ExecutionContext:
         stop: threading.Event | None = None,
         log: Callable[[str], None] | None = None,
         node_name: str = "",
+        cpu_limit_ms: int = 0,
+        memory_limit_bytes: int = 0,
     ) -> None:
         self.input_root = input_root if input_root is not None else Element("Root")
         self.input_local_environment = (
@@ -230,6 +301,8 @@ class ExecutionContext:
         self.data_source = data_source
         self.externals = dict(externals or {})
         self.stop: Any = stop if stop is not None else _NEVER
+        #: The invocation's CPU time and memory budget (0: unlimited), checked by the generated code.
+        self.budget = Budget(self.stop, cpu_limit_ms, memory_limit_bytes, node_name)
         self.log = log
         self.node_name = node_name
         self.sqlcode = 0

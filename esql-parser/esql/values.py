@@ -8,6 +8,7 @@ import math
 import operator
 import re
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -422,23 +423,48 @@ def neg(a: Any) -> Any:
         raise _fault("-", exc, a) from None
 
 
+#: Character strings and BLOBs up to this size are built without asking the invocation's budget.
+SIZE_CHECKED_FROM = 65536
+
+#: The running node invocation's :class:`esql.runtime.Budget` (None outside one: no size limit).
+VALUE_BUDGET: ContextVar[Any] = ContextVar("esql_value_budget", default=None)
+
+
+def check_size(size: int, what: str) -> None:
+    """Refuse to build a value of ``size`` characters or bytes beyond the invocation's memory budget."""
+    if size > SIZE_CHECKED_FROM:
+        budget = VALUE_BUDGET.get()
+        if budget is not None:
+            budget.check_size(size, what)
+
+
 def concat(a: Any, b: Any) -> Any:
     """``a || b`` on CHARACTER, BLOB or BIT; NULL || x is NULL; another type beside a string is cast to CHARACTER."""
     try:
         ta, tb = type(a), type(b)
         if ta is str and tb is str:
+            if len(a) + len(b) > SIZE_CHECKED_FROM:
+                check_size(len(a) + len(b), "||")
             return a + b
         if a is None or b is None:
             return None
         if ta is bytes and tb is bytes:
+            if len(a) + len(b) > SIZE_CHECKED_FROM:
+                check_size(len(a) + len(b), "||")
             return a + b
         if ta is Bit and tb is Bit:
+            check_size(len(a.bits) + len(b.bits), "||")
             return a + b
         if ta is str:
-            return a + to_character(b)
+            b = to_character(b)
+            check_size(len(a) + len(b), "||")
+            return a + b
         if tb is str:
-            return to_character(a) + b
+            a = to_character(a)
+            check_size(len(a) + len(b), "||")
+            return a + b
         if isinstance(a, bytes | bytearray) and isinstance(b, bytes | bytearray):
+            check_size(len(a) + len(b), "||")
             return bytes(a) + bytes(b)
         raise EsqlValueError(f"cannot concatenate {type_name(a)} {_show(a)} and {type_name(b)} {_show(b)}")
     except _FAULTS as exc:

@@ -65,7 +65,11 @@ def _xml_element(parent: Element, node: Any, in_scope: dict[str | None, str]) ->
     for prefix, uri in node.nsmap.items():
         if in_scope.get(prefix) != uri:
             elem.add(prefix or "xmlns", uri, namespace="" if prefix is None else "xmlns", type=NAMESPACE_DECL)
-    for key, value in node.attrib.items():
+    # XPath walks the attribute list once; attrib.items() looks each value up by name (quadratic)
+    found = (
+        node.attrib.items() if len(node.attrib) <= 32 else [(a.attrname, str(a)) for a in node.xpath("@*")]
+    )
+    for key, value in found:
         aq = etree.QName(key)
         elem.add(aq.localname, value, namespace=aq.namespace or "", type=ATTRIBUTE)
     children = [c for c in node if isinstance(c.tag, str)]

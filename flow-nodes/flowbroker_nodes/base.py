@@ -166,6 +166,10 @@ class FlowServices(Protocol):
     def database_done(self, name: str, node_commits: bool) -> None: ...
     def label(self, name: str) -> Node | None: ...
     def externals(self, node: Node) -> dict[str, object]: ...
+    def esql_limits(self) -> tuple[int, int]:
+        """CPU time (ms) and largest value (bytes) one node invocation's ESQL may use; 0: unlimited."""
+        ...
+
     def user_trace(self, text: str) -> None: ...
     def log(self, text: str) -> None: ...
 
@@ -436,7 +440,7 @@ def _classify(exc: BaseException) -> tuple[str, int, tuple[Any, ...]]:
         return "ParserException", 5009, ()
     if module.startswith("sqlalchemy") or "Database" in name:
         return "DatabaseException", 2321, ()
-    if name in {"EsqlValueError", "EsqlRuntimeError"}:
+    if name in {"EsqlValueError", "EsqlRuntimeError", "BudgetExceeded"}:
         return "RecoverableException", 2488, ()
     return "RecoverableException", 2230, ()
 

@@ -42,6 +42,7 @@ class EsqlNode(Node):
 
         flow = self.flow
         source_name = self.properties.get("dataSource") or ""
+        cpu_limit_ms, memory_limit_bytes = flow.esql_limits()
         return ExecutionContext(
             input_root=assembly.root,
             input_local_environment=assembly.local_environment,
@@ -52,6 +53,8 @@ class EsqlNode(Node):
             stop=flow.stop,
             log=esql_log(self),
             node_name=self.name,
+            cpu_limit_ms=cpu_limit_ms,
+            memory_limit_bytes=memory_limit_bytes,
             **outputs,
         )
 

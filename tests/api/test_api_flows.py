@@ -181,3 +181,16 @@ def test_node_types_are_the_registry_specs(api: Any) -> None:
     assert [s["type"] for s in served] == [s.type for s in registry.specs()]
     mq_input = next(s for s in served if s["type"] == "MQInput")
     assert any(p["name"] == "queueName" and p["required"] for p in mq_input["properties"])
+
+
+def test_esql_budget_flow_properties_are_saved_and_checked(api: Any, unique: str) -> None:
+    doc = flow(unique)
+    doc["properties"] = {"esqlCpuLimitMs": 250, "esqlMemoryLimitBytes": 1048576}
+    created = api.as_("developer", "POST", "/api/flows", json=doc)
+    assert created.status_code == 201, created.text
+    assert created.json()["document"]["properties"] == doc["properties"]
+    bad = flow(unique + "b")
+    bad["properties"] = {"esqlCpuLimitMs": -1}
+    refused = api.as_("developer", "POST", "/api/flows", json=bad)
+    assert refused.status_code == 422, refused.text
+    assert "/properties/esqlCpuLimitMs" in refused.text

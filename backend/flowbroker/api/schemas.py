@@ -136,6 +136,9 @@ class FlowProperties(Doc):
     coordinated_transaction: bool | SkipJsonSchema[None] = Field(default=None)
     additional_instances: int | SkipJsonSchema[None] = Field(default=None, ge=0)
     commit_count: int | SkipJsonSchema[None] = Field(default=None, ge=0)
+    #: CPU time (ms) and largest string or BLOB (bytes) one node invocation's ESQL may use; 0: no limit.
+    esql_cpu_limit_ms: int | SkipJsonSchema[None] = Field(default=None, ge=0)
+    esql_memory_limit_bytes: int | SkipJsonSchema[None] = Field(default=None, ge=0)
 
 
 class FlowDocument(Doc):

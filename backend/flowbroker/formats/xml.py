@@ -32,7 +32,7 @@ def _build(parent: Element, node: Any, parent_nsmap: dict[Any, str]) -> None:
         for pfx, uri in nsmap.items():
             if parent_nsmap.get(pfx) != uri:
                 el.append_new(Element(f"xmlns:{pfx}" if pfx else "xmlns", uri, type=ATTRIBUTE))
-    for key, val in node.attrib.items():
+    for key, val in xmlcore.attributes(node, el, "XML"):
         el.append_new(Element(_qualified(key, nsmap), val, type=ATTRIBUTE))
     if node.text:
         el.append_new(Element("", node.text, type=VALUE))

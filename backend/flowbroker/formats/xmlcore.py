@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
+import functools
 import re
 import threading
 from collections.abc import Callable
@@ -78,6 +79,56 @@ def _parser(encoding: str | None, keep_blank: bool) -> etree.XMLParser:
     return found
 
 
+@functools.cache
+def limits() -> tuple[int, int]:
+    """Most attributes on one element and most elements in one message (0: no limit), from the settings."""
+    from flowbroker.settings import Settings
+
+    settings = Settings()
+    return settings.xml_max_attributes, settings.xml_max_elements
+
+
+#: Up to this many attributes, lxml's own (per-name lookup) accessor is the faster one.
+_FEW_ATTRIBUTES = 32
+
+
+def attributes(node: Any, element: Element, domain: str) -> Any:
+    """(Clark name, value) of each attribute of ``node`` in document order, in time linear in their number.
+
+    lxml's ``attrib.items()`` looks each value up by name along the element's attribute list,
+    quadratic in the count: 200,000 attributes took minutes. An XPath ``@*`` walks the list once.
+    ``element`` is the tree element being built (named in the error past the limit).
+    """
+    attrib = node.attrib
+    count = len(attrib)
+    if count <= _FEW_ATTRIBUTES:
+        return attrib.items()
+    most = limits()[0]
+    if most and count > most:
+        raise DomainError(
+            f"{domain}: element {element.path()} (line {node.sourceline}) has {count} attributes, "
+            f"more than the limit of {most} per element (FLOWBROKER_XML_MAX_ATTRIBUTES)",
+            domain=domain,
+            path=element.path(),
+        )
+    return [(found.attrname, str(found)) for found in node.xpath("@*")]
+
+
+def _check_elements(data: bytes, root: Any, domain: str, path: str) -> None:
+    most = limits()[1]
+    # every element starts with a '<' byte (in UTF-16 too): only a body with more of them is counted
+    if most and data.count(b"<") > most:
+        count = sum(1 for _ in root.iter(etree.Element))
+        if count > most:
+            raise DomainError(
+                f"{domain}: the message has {count} elements, more than the limit of {most} "
+                "per message (FLOWBROKER_XML_MAX_ELEMENTS)",
+                domain=domain,
+                path=path,
+                offset=0,
+            )
+
+
 def line_offset(data: bytes, line: int) -> int:
     """The byte offset where ``line`` (1-based) starts."""
     return _offset(data, line, 1)
@@ -136,6 +187,7 @@ def parse(data: bytes, ccsid: int, domain: str, path: str, *, keep_blank: bool =
     dtd = root.getroottree().docinfo.internalDTD
     if dtd is not None and any(True for _ in dtd.iterentities()):
         raise DomainError(f"{domain}: DTD entity declarations are not allowed", domain=domain, path=path)
+    _check_elements(data, root, domain, path)
     return root, _head(data, encoding)
 
 

@@ -32,7 +32,7 @@ def _build(parent: Element, node: Any, parent_nsmap: dict[Any, str]) -> None:
                 el.append_new(
                     Element(prefix or "xmlns", uri, namespace=XMLNS_URI if prefix else "", type=NS_DECL)
                 )
-    for key, val in node.attrib.items():
+    for key, val in xmlcore.attributes(node, el, "XMLNS"):
         ans, aname = xmlcore.split(key)
         el.append_new(Element(aname, val, namespace=ans, type=ATTRIBUTE))
     if node.text:

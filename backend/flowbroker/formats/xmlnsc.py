@@ -43,7 +43,7 @@ def _build(parent: Element, node: Any, parent_nsmap: dict[Any, str], comments: b
                     Element(prefix or "xmlns", uri, namespace=XMLNS_URI if prefix else "", type=NS_DECL)
                 )
     if node.attrib:
-        for key, val in node.attrib.items():
+        for key, val in xmlcore.attributes(node, el, "XMLNSC"):
             ans, aname = xmlcore.split(key)
             el.append_new(Element(aname, val, namespace=ans, type=ATTRIBUTE))
     text = node.text

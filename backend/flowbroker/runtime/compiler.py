@@ -70,6 +70,9 @@ class CompiledFlow:
     coordinated_transaction: bool = False
     additional_instances: int = 0
     externals: dict[str, dict[str, object]] = field(default_factory=dict)
+    #: The CPU time (ms) and largest value (bytes) each node invocation's ESQL may use; 0: unlimited.
+    esql_cpu_limit_ms: int = 0
+    esql_memory_limit_bytes: int = 0
 
     def input_nodes(self) -> list[Node]:
         return [node for node in self.nodes.values() if hasattr(node, "run")]
@@ -128,6 +131,11 @@ def compile_flow(
         for node in nodes.values():
             if node.SPEC.type == "MQInput" and node.id not in explicit:
                 node.read_ahead = commit_count  # type: ignore[attr-defined]
+    from flowbroker.settings import Settings
+
+    defaults = Settings()
+    cpu_limit = props.get("esqlCpuLimitMs", defaults.esql_cpu_limit_ms)
+    memory_limit = props.get("esqlMemoryLimitBytes", defaults.esql_memory_limit_bytes)
     instances = (
         additional_instances if additional_instances is not None else props.get("additionalInstances", 0)
     )
@@ -140,6 +148,8 @@ def compile_flow(
         coordinated_transaction=bool(props.get("coordinatedTransaction", False)),
         additional_instances=max(0, int(instances or 0)),
         externals=_externals(externals or {}, nodes),
+        esql_cpu_limit_ms=int(cpu_limit),
+        esql_memory_limit_bytes=int(memory_limit),
     )
 
 

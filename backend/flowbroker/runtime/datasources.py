@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from typing import Any
 
@@ -46,6 +47,8 @@ class DataSources:
                 engine = sa.create_engine(url, **kwargs)
                 if url.startswith("sqlite") and ":memory:" not in url and url.rstrip("/") != "sqlite:":
                     sa.event.listen(engine, "connect", _sqlite_wal)
+                if url.startswith("sqlite"):
+                    sa.event.listen(engine, "connect", _sqlite_confine)
                 self._engines[name] = engine
         return engine
 
@@ -64,6 +67,33 @@ def _sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=FULL")
     cursor.close()
+
+
+#: PRAGMAs that name files or directories, or let SQL rewrite the schema's own text.
+SQLITE_REFUSED_PRAGMAS = frozenset(
+    {"temp_store_directory", "data_store_directory", "writable_schema", "trusted_schema"}
+)
+
+
+def _sqlite_authorize(
+    action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None
+) -> int:
+    """Keep a SQLite data source's SQL inside its own database file: no ATTACH (nor VACUUM INTO,
+    which attaches its target), no DETACH, no extension loading, no file-reaching PRAGMA."""
+    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in SQLITE_REFUSED_PRAGMAS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() == "load_extension":
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+def _sqlite_confine(dbapi_connection: Any, _record: Any) -> None:
+    # after _sqlite_wal: the broker's own PRAGMAs run before the authorizer is in place
+    if hasattr(dbapi_connection, "enable_load_extension"):
+        dbapi_connection.enable_load_extension(False)
+    dbapi_connection.set_authorizer(_sqlite_authorize)
 
 
 class ThreadDataSource:

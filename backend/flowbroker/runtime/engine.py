@@ -302,6 +302,10 @@ class FlowThread(threading.Thread):
     def externals(self, node: Node) -> dict[str, object]:
         return self.deployed.compiled.externals.get(node.id, {})
 
+    def esql_limits(self) -> tuple[int, int]:
+        compiled = self.deployed.compiled
+        return compiled.esql_cpu_limit_ms, compiled.esql_memory_limit_bytes
+
     def user_trace(self, text: str) -> None:
         self.deployed.trace.write(text)
 

@@ -18,7 +18,13 @@ NODE_ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 QUEUE_RE = re.compile(r"^[A-Za-z0-9._/%]{1,48}$")
 
 TOP_FIELDS = {"name", "version", "description", "properties", "nodes", "connections", "ui"}
-FLOW_PROPERTIES = {"coordinatedTransaction": bool, "additionalInstances": int, "commitCount": int}
+FLOW_PROPERTIES = {
+    "coordinatedTransaction": bool,
+    "additionalInstances": int,
+    "commitCount": int,
+    "esqlCpuLimitMs": int,
+    "esqlMemoryLimitBytes": int,
+}
 NODE_FIELDS = {"id", "type", "name", "description", "properties", "position", "ui"}
 TEXT_TYPES = {"string", "esql", "sql", "queue", "topic", "text"}
 

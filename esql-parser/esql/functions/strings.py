@@ -8,7 +8,7 @@ from typing import Any
 
 from esql.functions.registry import builtin
 from esql.types import Bit
-from esql.values import EsqlValueError, _show, to_character, type_name
+from esql.values import EsqlValueError, _show, check_size, to_character, type_name
 
 _Str = str | bytes | Bit
 
@@ -260,6 +260,8 @@ def replace(source: Any, search: Any, replacement: Any = None) -> Any:
     if len(x) == 0:
         raise EsqlValueError("REPLACE: the search string must not be empty")
     r = _empty(s) if replacement is None else _same_kind(s, replacement, "REPLACE")
+    if len(r) > len(x) and len(s) > 1:
+        check_size(len(s) + _raw(s).count(_raw(x)) * (len(r) - len(x)), "REPLACE")
     if type(s) is Bit:
         return Bit(s.bits.replace(x.bits, r.bits))
     return s.replace(x, r)
@@ -276,6 +278,7 @@ def replicate(pattern: Any, count: Any) -> Any:
         raise EsqlValueError(f"REPLICATE: count must not be negative, got {n}")
     if len(s) * n > 100_000_000:
         raise EsqlValueError(f"REPLICATE: a result of {len(s) * n} characters is too long")
+    check_size(len(s) * n, "REPLICATE")
     if type(s) is Bit:
         return Bit(s.bits * n)
     return s * n
@@ -291,6 +294,7 @@ def space(count: Any) -> str | None:
         raise EsqlValueError(f"SPACE: count must not be negative, got {n}")
     if n > 100_000_000:
         raise EsqlValueError(f"SPACE: {n} blanks is too long")
+    check_size(n, "SPACE")
     return " " * n
 
 
@@ -331,6 +335,7 @@ def overlay(source: Any, replacement: Any, start: Any, count: Any = None) -> Any
     n = len(r) if count is None else _int(count, "OVERLAY", "FOR")
     if n < 0:
         raise EsqlValueError(f"OVERLAY: FOR length must not be negative, got {n}")
+    check_size(len(s) + len(r), "OVERLAY")
     return s[: a - 1] + r + s[a - 1 + n :]
 
 
