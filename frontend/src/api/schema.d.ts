@@ -1653,6 +1653,10 @@ export interface components {
             commitCount?: number;
             /** Coordinatedtransaction */
             coordinatedTransaction?: boolean;
+            /** Esqlcpulimitms */
+            esqlCpuLimitMs?: number;
+            /** Esqlmemorylimitbytes */
+            esqlMemoryLimitBytes?: number;
         };
         /** FlowRow */
         FlowRow: {
