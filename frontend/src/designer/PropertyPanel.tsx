@@ -1,6 +1,7 @@
 /** The property panel, generated from the focused node's spec: one control per declared property. */
 import { lazy, Suspense, useState } from 'react';
 import type { Problem } from './document';
+import { seenValue } from './problems';
 import { propertyProblem, type PropertySpec } from './spec';
 import { useSpecs } from './specs-context';
 import { useDesigner } from './store';
@@ -247,7 +248,14 @@ export function PropertyPanel({
           onChange={(v) => setProperty(node.id, p.name, v)}
           onEsqlDiagnostics={onEsqlDiagnostics}
           serverProblem={
-            serverProblems.find((sp) => sp.node === node.id && sp.property === p.name && sp.line === undefined)?.message
+            serverProblems.find(
+              (sp) =>
+                sp.node === node.id &&
+                sp.property === p.name &&
+                sp.line === undefined &&
+                // the server saw another value: the designer's own check speaks for this one
+                (sp.seen === undefined || sp.seen === seenValue(node.data.properties[p.name])),
+            )?.message
           }
           compileProblems={serverProblems.filter(
             (sp) => sp.node === node.id && sp.line !== undefined && (sp.property === p.name || !sp.property),
