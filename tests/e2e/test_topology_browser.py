@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from e2e.test_designer_browser import FRONTEND, PASSWORD, ROOT, broker  # noqa: F401  (the fixture)
+from e2e.conftest import FRONTEND, PASSWORD, ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -18,7 +18,7 @@ SCREENSHOTS = ("topology-graph", "esql-wide", "import-conflict", "import-overwri
 
 
 @pytest.mark.timeout(300)
-def test_topology_editor_and_import_in_the_browser(broker: str) -> None:  # noqa: F811
+def test_topology_editor_and_import_in_the_browser(broker: str) -> None:
     out = ROOT / "test-output" / "e2e-topology"
     shutil.rmtree(out, ignore_errors=True)  # a screenshot of an earlier run proves nothing
     out.mkdir(parents=True)

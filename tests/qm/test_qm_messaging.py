@@ -78,6 +78,28 @@ def test_syncpoint_commit_and_backout(qm_process: QueueManagerProcess, client: C
     assert client.get(qname) is None
 
 
+def test_purge_takes_messages_got_in_open_units_of_work(
+    qm_process: QueueManagerProcess, client: Client, qname: str
+) -> None:
+    """A consumer that keeps backing out a message (a flow retrying it) cannot keep it through a purge."""
+    client.put(qname, b"held", MessageDescriptor(persistence=1))
+    client.put(qname, b"waiting")
+    with qm_process.client() as consumer:
+        assert consumer.get(qname, syncpoint=True) is not None
+        assert client.inquire_queue(qname)["current_depth"] == 2
+        assert client.purge(qname) == 2
+        assert client.inquire_queue(qname)["current_depth"] == 0
+        consumer.backout()
+        assert client.inquire_queue(qname)["current_depth"] == 0
+        assert consumer.get(qname) is None
+        # the consumer's unit of work goes on without it
+        assert consumer.get(qname, syncpoint=True) is None
+        consumer.put(qname, b"after", syncpoint=True)
+        consumer.commit()
+    got = client.get(qname)
+    assert got is not None and got.body == b"after"
+
+
 def test_backed_out_get_returns_to_its_place(client: Client, qname: str) -> None:
     for i in range(5):
         client.put(qname, str(i).encode())

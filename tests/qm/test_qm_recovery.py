@@ -66,6 +66,17 @@ def test_backout_count_survives_restart(data_dir: Path) -> None:
         assert m is not None and m.md.backout_count == 1
 
 
+def test_purged_message_of_an_open_unit_of_work_stays_gone_after_restart(data_dir: Path) -> None:
+    with QueueManagerProcess(data_dir) as qm, qm.client() as c, qm.client() as consumer:
+        c.define_queue("PG")
+        c.put("PG", b"held", PERSISTENT)
+        assert consumer.get("PG", syncpoint=True) is not None
+        assert c.purge("PG") == 1
+        c.put("PG", b"after", PERSISTENT)
+    with QueueManagerProcess(data_dir) as qm, qm.client() as c:
+        assert _drain(c, "PG") == [b"after"]
+
+
 def test_checkpoint_then_restart(data_dir: Path) -> None:
     with QueueManagerProcess(data_dir) as qm, qm.client() as c:
         c.define_queue("C", max_depth=10000)

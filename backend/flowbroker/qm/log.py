@@ -37,7 +37,7 @@ REC_UNSUB = 5
 REC_RETAIN = 6  # topic + message (empty message = cleared)
 REC_META = 7  # users and topic ACLs as JSON
 REC_BACKOUT = 8  # backout counts, written without forcing
-REC_PURGE = 9  # a queue emptied, except the listed seqs (in open units of work or not yet durable)
+REC_PURGE = 9  # a queue emptied, except the listed seqs (logged, not yet durable puts)
 
 logger = logging.getLogger("flowbroker.qm")
 Failed = Callable[[str], None]

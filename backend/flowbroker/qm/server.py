@@ -510,16 +510,27 @@ class QueueManager:
         self.log.append(qlog.json_record(qlog.REC_QUEUE_DELETE, {"name": q.name}))
 
     def purge(self, name: Any) -> int:
+        """Remove every message of the queue, those got in open units of work included.
+
+        A message some connection has got under syncpoint leaves that unit of work too: if it
+        commits, the message was consumed; if it backs out, the message does not come back.
+        Otherwise a flow retrying a message it keeps failing on would hold it through every
+        purge (it is available only between a backout and the next get).
+        """
         q = self.queue(name)
         self._require_log()
         removed = q.clear()
+        for conn in self.connections:
+            held = [(gq, m) for gq, m in conn.uow.gets if gq is q]
+            if held:
+                conn.uow.gets = [(gq, m) for gq, m in conn.uow.gets if gq is not q]
+                q.locked -= len(held)
+                removed += len(held)
         if removed:
             # One small record however deep the queue was. The seqs it keeps are this queue's
-            # messages that are not available now but may be later: got in open units of work,
-            # or logged and not yet durable (their records come before this one in the log).
-            keep = [m.seq for conn in self.connections for gq, m in conn.uow.gets if gq is q]
-            for itx in self.inflight.values():
-                keep.extend(seq for qname, seq, _raw in itx.puts if qname == q.name)
+            # messages logged and not yet durable (their records come before this one in the
+            # log): they become available only after the purge.
+            keep = [seq for itx in self.inflight.values() for qname, seq, _raw in itx.puts if qname == q.name]
             assert self.log is not None
             self.log.append(qlog.json_record(qlog.REC_PURGE, {"name": q.name, "keep": keep}))
         return removed

@@ -65,13 +65,14 @@ export const queues = {
 export const stats = {
   groups: () => unwrap(api.GET('/api/stats/groups')),
   history: (seconds?: number) => unwrap(api.GET('/api/stats/history', { params: { query: { seconds } } })),
-  trace: (broker: string, group: string, flow: string) =>
-    unwrap(
+  /** The tail of a flow's user trace; '' while it has none (the empty answer has no body to parse). */
+  trace: async (broker: string, group: string, flow: string): Promise<string> =>
+    (await unwrap(
       api.GET('/api/stats/trace/{broker}/{group}/{flow}', {
         params: { path: { broker, group, flow }, query: { limit: 65536 } },
         parseAs: 'text',
       }),
-    ),
+    )) ?? '',
 };
 
 /**

@@ -31,6 +31,7 @@ import { layoutPositions } from './layout';
 import { DRAG_TYPE, Palette } from './Palette';
 import { PropertyPanel } from './PropertyPanel';
 import { ProblemsPanel } from './ProblemsPanel';
+import { listProblems } from './problems';
 import { subflowTypes, type NodeSpec, type SpecIndex } from './spec';
 import { useSpecs } from './specs-context';
 import { createDesignerStore, DesignerContext, useDesigner, useDesignerStore } from './store';
@@ -422,13 +423,15 @@ function CanvasProblems({ specs, others, onFocus }: { specs: SpecIndex; others: 
   const store = useDesignerStore();
   const data = useDesigner(useShallow((s) => s.nodes.map((n) => n.data)));
   const edges = useDesigner((s) => s.edges);
-  const local = useMemo(
-    () => validateCanvas(specs, store.getState().nodes, edges),
+  const problems = useMemo(
+    () => {
+      const nodes = store.getState().nodes;
+      return listProblems(specs, nodes, edges, validateCanvas(specs, nodes, edges), others);
+    },
     // `data` stands for every node's type, name and properties: the inputs of validation.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [specs, data, edges, store],
+    [specs, data, edges, store, others],
   );
-  const problems = useMemo(() => [...others, ...local], [others, local]);
   return <ProblemsPanel problems={problems} onFocus={onFocus} />;
 }
 
@@ -478,6 +481,31 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
   useLiveCounts(ownCounts ? (deployed?.flow ?? flowName) : null);
 
   const others = useMemo(() => [...Object.values(esqlProblems).flat(), ...serverProblems], [esqlProblems, serverProblems]);
+
+  // Problems reported about a node go with it: a later node may be given the same id.
+  const nodeIds = useDesigner(useShallow((s) => s.nodes.map((n) => n.id)));
+  useEffect(() => {
+    const alive = new Set(nodeIds);
+    setEsqlProblems((prev) => {
+      const kept = Object.entries(prev).filter(([key]) => alive.has(key.slice(0, key.lastIndexOf(':'))));
+      return kept.length === Object.keys(prev).length ? prev : Object.fromEntries(kept);
+    });
+    setServerProblems((prev) => {
+      const kept = prev.filter((p) => p.node === null || alive.has(p.node));
+      return kept.length === prev.length ? prev : kept;
+    });
+  }, [nodeIds]);
+
+  // The open flow is in the address (#/designer/<id>), so a reload reopens it.
+  const openFlowId = useDesigner((s) => s.meta.flowId);
+  const shownFlowId = useRef(openFlowId);
+  useEffect(() => {
+    if (shownFlowId.current === openFlowId) return;
+    shownFlowId.current = openFlowId;
+    const hash = openFlowId === null ? '#/designer' : `#/designer/${openFlowId}`;
+    // replaceState, not a new hash: the page keeps this designer (and its undo history) as it is
+    if (window.location.hash !== hash) window.history.replaceState(window.history.state, '', hash);
+  }, [openFlowId]);
 
   useEffect(() => {
     if (flowId === null) return;

@@ -1,7 +1,7 @@
 /** The problems panel: every validation, compile and ESQL problem; clicking one focuses its node. */
-import type { Problem } from './document';
+import type { ListedProblem } from './problems';
 
-export function ProblemsPanel({ problems, onFocus }: { problems: Problem[]; onFocus: (nodeId: string) => void }) {
+export function ProblemsPanel({ problems, onFocus }: { problems: ListedProblem[]; onFocus: (nodeId: string) => void }) {
   return (
     <section className="problems" aria-label="Problems">
       <h2>
@@ -14,8 +14,8 @@ export function ProblemsPanel({ problems, onFocus }: { problems: Problem[]; onFo
           {problems.map((p, i) => (
             <li key={`${p.node}:${p.property}:${i}`}>
               <button type="button" disabled={!p.node} onClick={() => p.node && onFocus(p.node)}>
-                <strong>{p.node ?? 'flow'}</strong>
-                {p.property && <> · {p.property}</>}
+                <strong>{p.nodeLabel ?? 'flow'}</strong>
+                {p.propertyLabel && <> · {p.propertyLabel}</>}
                 {p.line !== undefined && (
                   <>
                     {' '}

@@ -2,6 +2,7 @@
 import { lazy, Suspense, useState } from 'react';
 import type { Problem } from './document';
 import { moduleSkeleton } from './esql-skeleton';
+import { seenValue } from './problems';
 import { propertyProblem, type PropertySpec } from './spec';
 import { useSpecs } from './specs-context';
 import { useDesigner } from './store';
@@ -255,7 +256,14 @@ export function PropertyPanel({
           onChange={(v) => setProperty(node.id, p.name, v)}
           onEsqlDiagnostics={onEsqlDiagnostics}
           serverProblem={
-            serverProblems.find((sp) => sp.node === node.id && sp.property === p.name && sp.line === undefined)?.message
+            serverProblems.find(
+              (sp) =>
+                sp.node === node.id &&
+                sp.property === p.name &&
+                sp.line === undefined &&
+                // the server saw another value: the designer's own check speaks for this one
+                (sp.seen === undefined || sp.seen === seenValue(node.data.properties[p.name])),
+            )?.message
           }
           skeleton={moduleSkeleton(node.data.type, meta.name, node.data.name, node.data.properties.module)}
           label={`${node.data.name} · ${p.label}`}

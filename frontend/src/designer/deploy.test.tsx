@@ -35,11 +35,21 @@ describe('deployment diagnostics', () => {
     const focused: string[] = [];
     render(
       <ProblemsPanel
-        problems={[{ node: 'c1', property: 'esql', line: 2, column: 27, message: "routine 'X' is not defined" }]}
+        problems={[
+          {
+            node: 'c1',
+            property: 'esql',
+            nodeLabel: 'Transform',
+            propertyLabel: 'ESQL',
+            line: 2,
+            column: 27,
+            message: "routine 'X' is not defined",
+          },
+        ]}
         onFocus={(id) => focused.push(id)}
       />,
     );
-    const entry = screen.getByRole('button', { name: /c1 · esql · line 2, column 27/ });
+    const entry = screen.getByRole('button', { name: /Transform · ESQL · line 2, column 27/ });
     fireEvent.click(entry);
     expect(focused).toEqual(['c1']);
   });

@@ -1,6 +1,7 @@
 /** The flow document (the one JSON shape of the design) and its canvas form, both ways. */
 import type { Edge, Node } from '@xyflow/react';
 import type { Schemas } from '../api/client';
+import { seenValue } from './problems';
 import { propertyProblem, subflowTypes, type NodeSpec, type SpecIndex, type Terminal } from './spec';
 
 export type FlowDocument = Schemas['FlowDocument'];
@@ -31,6 +32,10 @@ export interface Problem {
   message: string;
   line?: number;
   column?: number;
+  /** The connection (edge id) the problem is about: it goes when the connection does. */
+  connection?: string;
+  /** For a problem the server reported: the value it was about then (see problems.ts). */
+  seen?: string;
 }
 
 /** Read a document from untrusted JSON (an import or the server); throws with the exact field. */
@@ -187,16 +192,36 @@ export function validateCanvas(specs: SpecIndex, nodes: FlowCanvasNode[], edges:
       const message = propertyProblem(p, node.data.properties[p.name]);
       if (message) found.push({ node: node.id, property: p.name, message });
     }
-    const other = names.get(node.data.name);
-    if (other) found.push({ node: node.id, property: null, message: `name ${node.data.name} is also used by ${other}` });
+    if (names.has(node.data.name)) found.push({ node: node.id, property: null, message: `name ${node.data.name} is also used by another node` });
     names.set(node.data.name, node.id);
   }
   const byId = new Map(nodes.map((n) => [n.id, n]));
   for (const e of edges) {
     const message = connectionProblem(specs, nodes, [], e, byId);
-    if (message) found.push({ node: e.source, property: null, message: `connection ${e.id}: ${message}` });
+    if (message)
+      found.push({
+        node: e.source,
+        property: null,
+        connection: e.id,
+        message: `connection ${connectionText(byId, e.source, e.sourceHandle, e.target, e.targetHandle)}: ${message}`,
+      });
   }
   return found;
+}
+
+/** A connection as the user sees it: `Name.terminal → Name.terminal`. */
+function connectionText(
+  byId: Map<string, { data: { name: string } } | FlowNodeDoc>,
+  from: string,
+  fromTerminal: string | null | undefined,
+  to: string,
+  toTerminal: string | null | undefined,
+): string {
+  const name = (id: string) => {
+    const n = byId.get(id);
+    return (n && ('data' in n ? n.data.name : n.name)) || id;
+  };
+  return `${name(from)}.${fromTerminal ?? 'out'} → ${name(to)}.${toTerminal ?? 'in'}`;
 }
 
 /** Server problems carry a JSON pointer (`/nodes/3/properties/queueName`): name the node and property. */
@@ -204,16 +229,34 @@ export function problemsFromPointers(
   doc: FlowDocument,
   problems: { pointer?: string; message?: string }[],
 ): Problem[] {
+  const byId = new Map(doc.nodes.map((n) => [n.id, n]));
   return problems.map((p) => {
-    const parts = (p.pointer ?? '').split('/').slice(1);
-    let node: string | null = null;
-    let property: string | null = null;
+    const parts = (p.pointer ?? '').split('/').slice(1).map((t) => t.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const message = p.message ?? '';
     if (parts[0] === 'nodes' && parts[1] !== undefined) {
-      node = doc.nodes[Number(parts[1])]?.id ?? null;
-      if (parts[2] === 'properties' && parts[3]) property = parts[3].replace(/~1/g, '/').replace(/~0/g, '~');
-    } else if (parts[0] === 'connections' && parts[1] !== undefined) {
-      node = doc.connections?.[Number(parts[1])]?.from.node ?? null;
+      const node = doc.nodes[Number(parts[1])];
+      if (!node) return { node: null, property: null, message };
+      if (parts[2] === 'properties' && parts[3])
+        return { node: node.id, property: parts[3], message, seen: seenValue(node.properties?.[parts[3]]) };
+      const field = parts.slice(2).join('.');
+      return {
+        node: node.id,
+        property: null,
+        message: field ? `${field}: ${message}` : message,
+        seen: seenValue({ type: node.type, name: node.name ?? node.id, properties: node.properties ?? {} }),
+      };
     }
-    return { node, property, message: `${p.pointer || '/'}: ${p.message ?? ''}` };
+    if (parts[0] === 'connections' && parts[1] !== undefined) {
+      const c = doc.connections?.[Number(parts[1])];
+      if (!c) return { node: null, property: null, message };
+      return {
+        node: c.from.node,
+        property: null,
+        connection: edgeId(c),
+        message: `connection ${connectionText(byId, c.from.node, c.from.terminal, c.to.node, c.to.terminal)}: ${message}`,
+      };
+    }
+    const field = parts.filter(Boolean).join('.');
+    return { node: null, property: null, message: field ? `${field}: ${message}` : message };
   });
 }

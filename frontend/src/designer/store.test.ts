@@ -84,6 +84,17 @@ describe('designer store', () => {
     expect(nodes[3].position).toEqual({ x: 40, y: 40 });
   });
 
+  it('puts the pasted copy in the property panel, not the node it was copied from', () => {
+    const store = createDesignerStore();
+    const a = store.getState().addNode(SPECS.MQInput, { x: 0, y: 0 });
+    store.getState().copySelection();
+    store.getState().paste();
+    const { nodes, focused } = store.getState();
+    expect(nodes.filter((n) => n.selected).map((n) => n.id)).toEqual(['mqinput2']);
+    expect(focused).toBe('mqinput2');
+    expect(focused).not.toBe(a);
+  });
+
   it('loads a document and gives it back unchanged', () => {
     const doc = {
       name: 'Orders',

@@ -268,9 +268,11 @@ export function createDesignerStore(initial?: Partial<DesignerState>): DesignerS
             }),
           };
         });
+        // the copies are what the user works on next: selected, and the first in the property panel
         change({
           nodes: [...nodes.map((n) => ({ ...n, selected: false })), ...pasted],
-          edges: [...edges, ...pastedEdges],
+          edges: [...edges.map((e) => (e.selected ? { ...e, selected: false } : e)), ...pastedEdges],
+          focused: pasted[0]?.id ?? get().focused,
         });
         // The next paste lands beside this one rather than on top of it.
         set({ clipboard: { nodes: pasted.map((n) => ({ ...n, position: { ...n.position } })), edges: pastedEdges } });

@@ -317,7 +317,7 @@ export default function Monitoring() {
           />
           {trace.error && <p className="muted">{problemText(trace.error)}</p>}
           <pre className="trace" aria-label="User trace">
-            {trace.data || 'No user trace for this flow (set the flow’s user trace level to record one).'}
+            {trace.data || 'No user trace yet: set the flow’s user trace level to record one.'}
           </pre>
         </>
       )}

@@ -165,12 +165,12 @@ export function Queues() {
   const [backoutThreshold, setBackoutThreshold] = useState(0);
   const [backoutQueue, setBackoutQueue] = useState('');
 
-  const run = async (what: () => Promise<unknown>, done: string): Promise<boolean> => {
+  const run = async <T,>(what: () => Promise<T>, done: string | ((result: T) => string)): Promise<boolean> => {
     setError(null);
     setMessage(null);
     try {
-      await what();
-      setMessage(done);
+      const result = await what();
+      setMessage(typeof done === 'string' ? done : done(result));
       void queryClient.invalidateQueries({ queryKey: ['queues'] });
       return true;
     } catch (err) {
@@ -259,7 +259,10 @@ export function Queues() {
                       disabled={!q.depth}
                       onClick={() => {
                         if (window.confirm(`Remove all ${q.depth} messages of ${q.name}?`))
-                          void run(() => queues.purge(q.name), `Purged ${q.name}`);
+                          void run(
+                            () => queues.purge(q.name),
+                            (r) => `Purged ${r.purged} message${r.purged === 1 ? '' : 's'} of ${q.name}`,
+                          );
                       }}
                     >
                       Purge
@@ -284,7 +287,7 @@ export function Queues() {
         <div>
           {canWrite && (
             <form
-              className="inline card"
+              className="card define-queue"
               aria-label="Define a queue"
               onSubmit={(e) => {
                 e.preventDefault();
