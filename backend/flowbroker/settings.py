@@ -88,7 +88,8 @@ class QueueManagerSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="FLOWBROKER_QM_", extra="ignore")
 
-    #: Connections served at once (TCP and Unix socket together); one more is refused (2025).
+    #: TCP connections served at once; one more is refused (2025). The Unix socket, open only to
+    #: the queue manager's own OS user, is not capped.
     max_connections: int = Field(default=1000, ge=1)
     #: Seconds a connection has to get its HELLO answered before it is closed.
     handshake_timeout: float = Field(default=10.0, gt=0)

@@ -153,6 +153,11 @@ def test_connection_cap_refuses_the_one_past_it(capped: QueueManagerProcess) -> 
             assert frames[0][:2] == (0x81, 0) and frames[0][2]["rc"] == 2025
             for c in (first, second, third):
                 c.ping()  # those within the cap are untouched
+            # the Unix socket, open only to the queue manager's own OS user (its local execution
+            # groups), is not capped: network peers cannot crowd them out
+            with Client.connect(data_dir=str(capped.data_dir)) as local:
+                local.ping()
+                assert _connections(local) == 4
         _wait_for_connections(first, 1)
         with capped.client() as again:  # a freed place is taken again
             again.ping()

@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--max-connections",
         type=int,
         default=None,
-        help="connections served at once; more are refused (default $FLOWBROKER_QM_MAX_CONNECTIONS or 1000)",
+        help="TCP connections served at once; more are refused (default $FLOWBROKER_QM_MAX_CONNECTIONS or 1000)",
     )
     p.add_argument(
         "--handshake-timeout",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import struct
 from functools import partial
 from typing import Any
@@ -104,18 +105,25 @@ class Connection(asyncio.Protocol):
         self.flush_pending = False
         self.closed = False
         self.in_batch = False
+        self.counted = False  # holds one of the places FLOWBROKER_QM_MAX_CONNECTIONS allows
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
         qm = self.qm
         limits = qm.limits
-        if len(qm.connections) >= limits.max_connections:
-            self._fatal(
-                RC_MAX_CONNS_LIMIT_REACHED,
-                f"the queue manager already serves {len(qm.connections)} connections, its limit "
-                "(FLOWBROKER_QM_MAX_CONNECTIONS); try again later",
-            )
-            return
+        sock = transport.get_extra_info("socket")
+        # The Unix socket (mode 0600) admits only the queue manager's own OS user, its local
+        # execution groups among them: the cap keeps network peers from crowding them out.
+        if sock is None or sock.family != socket.AF_UNIX:
+            if qm.network_connections >= limits.max_connections:
+                self._fatal(
+                    RC_MAX_CONNS_LIMIT_REACHED,
+                    f"the queue manager already serves {qm.network_connections} connections, its limit "
+                    "(FLOWBROKER_QM_MAX_CONNECTIONS); try again later",
+                )
+                return
+            self.counted = True
+            qm.network_connections += 1
         qm.connections.add(self)
         no_delay(transport)
         assert qm.loop is not None
@@ -125,6 +133,9 @@ class Connection(asyncio.Protocol):
         self.closed = True
         qm = self.qm
         qm.connections.discard(self)
+        if self.counted:
+            self.counted = False
+            qm.network_connections -= 1
         if self.handshake is not None:
             self.handshake.cancel()
             self.handshake = None

@@ -138,7 +138,8 @@ class ConnectionLimits:
 
     Before its HELLO is answered a connection may send frames of ``max_hello_frame`` bytes and
     ``PRE_AUTH_FRAMES`` of them in all, and must be answered within ``handshake_timeout``
-    seconds; past ``max_connections`` a new connection is refused. Once authenticated, replies
+    seconds; past ``max_connections`` over TCP a new one is refused (the Unix socket, open only
+    to the queue manager's own OS user, is not capped). Once authenticated, replies
     it leaves unread beyond ``max_buffer`` bytes disconnect it, and no frame it sends may be
     larger than that bound.
     """
@@ -186,6 +187,8 @@ class QueueManager:
         #: The largest frame an authenticated connection may send (its buffer bound caps it).
         self.max_frame = min(max_frame, self.limits.max_buffer)
         self.connections: set[Connection] = set()
+        #: Connections over TCP, the ones ``limits.max_connections`` caps.
+        self.network_connections = 0
         self.inflight: dict[int, qlog.TxRecord] = {}
         self._inflight_id = 0
         self.checkpointing = False
