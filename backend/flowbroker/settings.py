@@ -87,6 +87,27 @@ class Settings(BaseSettings):
         return None
 
 
+class QueueManagerSettings(BaseSettings):
+    """The queue manager's limits on its connections, read from FLOWBROKER_QM_* variables.
+
+    Separate from :class:`Settings` so a queue manager started on its own needs none of the
+    configuration manager's secrets.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="FLOWBROKER_QM_", extra="ignore")
+
+    #: TCP connections served at once; one more is refused (2025). The Unix socket, open only to
+    #: the queue manager's own OS user, is not capped.
+    max_connections: int = Field(default=1000, ge=1)
+    #: Seconds a connection has to get its HELLO answered before it is closed.
+    handshake_timeout: float = Field(default=10.0, gt=0)
+    #: Largest frame accepted before HELLO is answered; 16 times this in all.
+    max_hello_frame: int = Field(default=4096, ge=256, le=1024 * 1024)
+    #: Bytes of replies a client leaves unread before it is disconnected; also the largest
+    #: frame it may send once authenticated, when below the 64 MiB frame limit.
+    max_connection_buffer: int = Field(default=128 * 1024 * 1024, ge=64 * 1024)
+
+
 def new_password() -> str:
     """A one-time password for the first admin, printed once by `flowbroker up`."""
     return secrets.token_urlsafe(12)

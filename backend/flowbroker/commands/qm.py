@@ -32,6 +32,32 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         default=5.0,
         help="seconds between sweeps for expired messages (0: off)",
     )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="TCP connections served at once; more are refused (default $FLOWBROKER_QM_MAX_CONNECTIONS or 1000)",
+    )
+    p.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=None,
+        help="seconds a connection has to authenticate (default $FLOWBROKER_QM_HANDSHAKE_TIMEOUT or 10)",
+    )
+    p.add_argument(
+        "--max-hello-frame",
+        type=int,
+        default=None,
+        help="largest frame accepted before authentication, in bytes "
+        "(default $FLOWBROKER_QM_MAX_HELLO_FRAME or 4096)",
+    )
+    p.add_argument(
+        "--max-connection-buffer",
+        type=int,
+        default=None,
+        help="bytes of unread replies that disconnect a client; also its largest frame "
+        "(default $FLOWBROKER_QM_MAX_CONNECTION_BUFFER or 134217728)",
+    )
     p.set_defaults(func=_qm)
 
     q = sub.add_parser("queue", help="define, delete, list, inspect, purge, browse or alter queues")
@@ -120,6 +146,36 @@ def _data_dir(value: str | None) -> Path:
     return Path(value or os.environ.get("FLOWBROKER_DATA") or "./var")
 
 
+def _limits(args: argparse.Namespace) -> Any:
+    """The connection limits: each option, else its FLOWBROKER_QM_* variable, else the default."""
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from flowbroker.qm.server import ConnectionLimits
+    from flowbroker.settings import QueueManagerSettings
+
+    given = {
+        name: getattr(args, name)
+        for name in ("max_connections", "handshake_timeout", "max_hello_frame", "max_connection_buffer")
+        if getattr(args, name) is not None
+    }
+    try:
+        settings = QueueManagerSettings(**given)
+    except SettingsError as exc:
+        raise CommandError(f"bad setting: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ())) or "settings"
+        option = f"--{field.replace('_', '-')}" if field in given else f"FLOWBROKER_QM_{field.upper()}"
+        raise CommandError(f"bad setting {option}: {first.get('msg')}") from None
+    return ConnectionLimits(
+        max_connections=settings.max_connections,
+        handshake_timeout=settings.handshake_timeout,
+        max_hello_frame=settings.max_hello_frame,
+        max_buffer=settings.max_connection_buffer,
+    )
+
+
 def _qm(args: argparse.Namespace) -> int:
     import logging
 
@@ -138,6 +194,7 @@ def _qm(args: argparse.Namespace) -> int:
             raise CommandError("--checkpoint-mb must be positive")
         if args.expiry_interval < 0:
             raise CommandError("--expiry-interval must not be negative")
+        limits = _limits(args)
         run(
             data,
             args.host,
@@ -146,6 +203,7 @@ def _qm(args: argparse.Namespace) -> int:
             fsync=not args.no_fsync,
             checkpoint_bytes=int(args.checkpoint_mb * 1024 * 1024),
             expiry_interval=args.expiry_interval,
+            limits=limits,
         )
     except OSError as exc:
         raise CommandError(f"queue manager cannot start: {exc.strerror or exc}") from None

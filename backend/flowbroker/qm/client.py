@@ -236,8 +236,23 @@ class Client:
         try:
             self._sock.sendall(frame)
         except OSError as exc:
-            raise QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}") from None
+            raise self._lost(exc) from None
         return rid
+
+    def _lost(self, exc: OSError) -> QMError:
+        """Why the connection broke: the queue manager's last word, when it said why before closing
+        (a refusal outside any request, e.g. an oversized frame), else the socket's error."""
+        try:
+            while True:
+                data = self._sock.recv(65536, socket.MSG_DONTWAIT)
+                if not data:
+                    break
+                for op, frid, args, _tail in self._decoder.feed(data):
+                    if frid == 0 and op == OP_REPLY_ERR:
+                        return _raise_error(args)
+        except (OSError, FrameError):
+            pass
+        return QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}")
 
     def _wait(self, rid: int) -> tuple[Any, bytes]:
         view = memoryview(self._inbuf)
@@ -245,7 +260,7 @@ class Client:
             try:
                 n = self._sock.recv_into(self._inbuf)
             except OSError as exc:
-                raise QMError(RC_CONNECTION_BROKEN, f"connection to the queue manager lost: {exc}") from None
+                raise self._lost(exc) from None
             if not n:
                 raise QMError(RC_CONNECTION_BROKEN, "the queue manager closed the connection")
             try:

@@ -2,7 +2,9 @@
 
 The first frame must be HELLO. A password is checked against its scrypt hash on a worker thread,
 so a slow hash never stalls the event loop; frames that arrive meanwhile wait, in order, until
-the answer is known.
+the answer is known. What a connection may cost is bounded by the queue manager's
+:class:`~flowbroker.qm.server.ConnectionLimits`: small frames, few bytes and little time before
+its HELLO is answered, a cap on connections, and a bound on the replies it leaves unread.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import struct
 from functools import partial
 from typing import Any
@@ -39,9 +42,11 @@ from flowbroker.qm.protocol import (
     OP_UNSUBSCRIBE,
     RC_BACKED_OUT,
     RC_BAD_ARGUMENT,
+    RC_CONNECTION_BROKEN,
     RC_DATA_LENGTH_ERROR,
     RC_FRAME_ERROR,
     RC_FUNCTION_NOT_SUPPORTED,
+    RC_MAX_CONNS_LIMIT_REACHED,
     RC_NOT_AUTHORIZED,
     RC_UNEXPECTED_ERROR,
     FrameDecoder,
@@ -63,6 +68,9 @@ REPLY_HEADER = struct.Struct("<IBII")
 _COUNT_ARGS = [orjson.dumps({"n": n}) for n in range(1025)]
 #: Frames a client may send before its HELLO has been answered; beyond this it is flooding.
 MAX_FRAMES_BEFORE_WELCOME = 1024
+#: Replies gathered while a batch of requests is handled are written once they pass this many
+#: bytes, so a batch of large replies meets the buffer bound as the socket takes them.
+FLUSH_EARLY = 256 * 1024
 BAD_CREDENTIALS = "bad user name or password"
 
 Frame = tuple[int, int, Any, bytes]
@@ -77,7 +85,10 @@ class Connection(asyncio.Protocol):
         Connection._ids += 1
         self.id = Connection._ids
         self.qm = qm
-        self.decoder = FrameDecoder(qm.max_frame)
+        limits = qm.limits
+        self.decoder = FrameDecoder(min(limits.max_hello_frame, qm.max_frame), " before authentication")
+        self.received = 0  # bytes received before HELLO was answered
+        self.handshake: asyncio.TimerHandle | None = None
         self.transport: asyncio.Transport | None = None
         self.user = ""
         self.admin = False
@@ -87,40 +98,96 @@ class Connection(asyncio.Protocol):
         self.cursors: dict[int, tuple[str, BrowsePosition | None]] = {}
         self.next_cursor = 0
         self.waiters: set[Waiter] = set()
+        self.ended_waits: list[Waiter] = []  # finished on closing, still listed by their queues
         self.temporary_subs: set[str] = set()
         self.out: list[bytes] = []
+        self.out_size = 0
         self.flush_pending = False
         self.closed = False
         self.in_batch = False
+        self.counted = False  # holds one of the places FLOWBROKER_QM_MAX_CONNECTIONS allows
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
-        self.qm.connections.add(self)
+        qm = self.qm
+        limits = qm.limits
+        sock = transport.get_extra_info("socket")
+        # The Unix socket (mode 0600) admits only the queue manager's own OS user, its local
+        # execution groups among them: the cap keeps network peers from crowding them out.
+        if sock is None or sock.family != socket.AF_UNIX:
+            if qm.network_connections >= limits.max_connections:
+                self._fatal(
+                    RC_MAX_CONNS_LIMIT_REACHED,
+                    f"the queue manager already serves {qm.network_connections} connections, its limit "
+                    "(FLOWBROKER_QM_MAX_CONNECTIONS); try again later",
+                )
+                return
+            self.counted = True
+            qm.network_connections += 1
+        qm.connections.add(self)
         no_delay(transport)
+        assert qm.loop is not None
+        self.handshake = qm.loop.call_later(limits.handshake_timeout, self._handshake_expired)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         qm = self.qm
         qm.connections.discard(self)
-        for w in list(self.waiters):
-            w.finish()
-            with contextlib.suppress(ValueError):
-                w.queue.waiters.remove(w)  # a queue nobody puts to would otherwise keep it forever
+        if self.counted:
+            self.counted = False
+            qm.network_connections -= 1
+        if self.handshake is not None:
+            self.handshake.cancel()
+            self.handshake = None
+        self._end_waits(unlist=True)
         self.held.clear()
         if self.uow.puts or self.uow.gets:
             qm.backout(self)  # a connection that drops backs out its unit of work
         for name in list(self.temporary_subs):
             qm.topics.remove(name)
 
+    def _end_waits(self, *, unlist: bool = False) -> None:
+        """Stop this connection's get-waits, so no message is handed to a connection going away.
+
+        A finished waiter is skipped and dropped by the queue serving its waiters, which may be
+        doing so right now (a reply to it can close this connection); ``unlist`` also takes it off
+        its queue at once, which only ``connection_lost``, outside any such loop, may do.
+        """
+        ended = [*self.ended_waits, *self.waiters]
+        for w in ended:
+            w.finish()
+        if not unlist:
+            self.ended_waits = ended
+            return
+        self.ended_waits = []
+        for w in ended:
+            with contextlib.suppress(ValueError):
+                w.queue.waiters.remove(w)  # a queue nobody puts to would otherwise keep it forever
+
     def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
         try:
             frames = self.decoder.feed(data)
         except FrameError as exc:
-            rc = RC_DATA_LENGTH_ERROR if exc.oversized else RC_FRAME_ERROR
-            self._send(encode_frame(OP_REPLY_ERR, 0, {"rc": rc, "reason": str(exc)}))
-            self._close()
+            self._fatal(RC_DATA_LENGTH_ERROR if exc.oversized else RC_FRAME_ERROR, str(exc))
             return
+        if not self.user:
+            self.received += len(data)
+            budget = self.qm.limits.max_pre_auth_bytes
+            if self.received > budget:
+                self._fatal(RC_DATA_LENGTH_ERROR, f"more than {budget} bytes sent before authentication")
+                return
         self._handle_frames(frames)
+
+    def _handshake_expired(self) -> None:
+        self.handshake = None
+        if self.user or self.closed:
+            return
+        self._fatal(
+            RC_CONNECTION_BROKEN,
+            f"no HELLO answered within {self.qm.limits.handshake_timeout:g} s of connecting",
+        )
 
     def _handle_frames(self, frames: list[Frame]) -> None:
         self.in_batch = True
@@ -133,17 +200,7 @@ class Connection(asyncio.Protocol):
                 if self.authenticating:
                     self.held.extend(frames[i:])
                     if len(self.held) > MAX_FRAMES_BEFORE_WELCOME:
-                        self._send(
-                            encode_frame(
-                                OP_REPLY_ERR,
-                                0,
-                                {
-                                    "rc": RC_FRAME_ERROR,
-                                    "reason": "too many requests before HELLO was answered",
-                                },
-                            )
-                        )
-                        self._close()
+                        self._fatal(RC_FRAME_ERROR, "too many requests before HELLO was answered")
                     return
                 self.handle(*frame)
         finally:
@@ -159,17 +216,26 @@ class Connection(asyncio.Protocol):
                     other._flush()
         qm.maybe_checkpoint()
 
+    def _fatal(self, rc: int, reason: str) -> None:
+        """Say why outside any request (request id 0), then close the connection."""
+        self._send(encode_frame(OP_REPLY_ERR, 0, {"rc": rc, "reason": reason}))
+        self._close()
+
     def _close(self) -> None:
         self._flush()
         if self.transport is not None:
             self.transport.close()
         self.closed = True
+        self._end_waits()
 
     def _send(self, frame: bytes) -> None:
         if self.closed:
             return
         self.out.append(frame)
-        if not self.in_batch:
+        self.out_size += len(frame)
+        if self.out_size > FLUSH_EARLY:
+            self._flush()
+        elif not self.in_batch:
             self._flush_soon()
 
     def _flush_soon(self) -> None:
@@ -183,11 +249,34 @@ class Connection(asyncio.Protocol):
             self._flush()
 
     def _flush(self) -> None:
-        if self.out and self.transport is not None and not self.closed:
+        transport = self.transport
+        if self.out and transport is not None and not self.closed:
             # One write per batch of replies: one syscall, one segment for pipelined requests.
             out = self.out
-            self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+            transport.write(out[0] if len(out) == 1 else b"".join(out))
+            unread = transport.get_write_buffer_size()
+            if unread > self.qm.limits.max_buffer:
+                self._overflow(unread)
         self.out = []
+        self.out_size = 0
+
+    def _overflow(self, unread: int) -> None:
+        """The client leaves its replies unread: drop them and the connection, not grow memory.
+
+        Its unit of work is backed out (``connection_lost``), as for any connection that breaks.
+        """
+        logger.warning(
+            "connection %d (%s) closed: %d bytes of replies unread, beyond its bound of %d "
+            "(FLOWBROKER_QM_MAX_CONNECTION_BUFFER)",
+            self.id,
+            self.user or "not authenticated",
+            unread,
+            self.qm.limits.max_buffer,
+        )
+        self.closed = True
+        self._end_waits()
+        assert self.transport is not None
+        self.transport.abort()
 
     def reply(self, rid: int, args: Any = None, tail: bytes = b"") -> None:
         self._send(encode_frame(OP_REPLY_OK, rid, args, tail))
@@ -208,7 +297,10 @@ class Connection(asyncio.Protocol):
         out.append(REPLY_HEADER.pack(9 + len(args) + size, OP_REPLY_OK, rid, len(args)))
         out.append(args)
         out.extend(raws)
-        if not self.in_batch:
+        self.out_size += 13 + len(args) + size
+        if self.out_size > FLUSH_EARLY:
+            self._flush()
+        elif not self.in_batch:
             self._flush_soon()
 
     # --- authentication ---------------------------------------------------------------------
@@ -244,8 +336,13 @@ class Connection(asyncio.Protocol):
             self._flush()
 
     def _welcome(self, rid: int, user: str) -> None:
+        if self.handshake is not None:
+            self.handshake.cancel()
+            self.handshake = None
         self.user = user
         self.admin = user == self.qm.admin_user
+        self.decoder.max_frame = self.qm.max_frame
+        self.decoder.limit_context = ""
         self.reply(rid, {"qm": "flowbroker", "user": user, "max_frame": self.qm.max_frame})
 
     def _refuse(self, rid: int) -> None:

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -32,7 +33,12 @@ class QueueManagerProcess:
         cpu: int | None = None,
         checkpoint_mb: float | None = None,
         expiry_interval: float | None = None,
+        options: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
+        #: Further `flowbroker qm` options, and variables added to the inherited environment.
+        self.options = list(options)
+        self.env = dict(env or {})
         self.checkpoint_mb = checkpoint_mb
         self.expiry_interval = expiry_interval
         self.data_dir = Path(data_dir)
@@ -63,13 +69,19 @@ class QueueManagerProcess:
             cmd += ["--checkpoint-mb", str(self.checkpoint_mb)]
         if self.expiry_interval is not None:
             cmd += ["--expiry-interval", str(self.expiry_interval)]
+        cmd += self.options
         if self.cpu is not None:
             cmd = ["taskset", "-c", str(self.cpu), *cmd]
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # A file, not a pipe: an unread pipe would stall a server that logs a lot.
         log_path = self.data_dir / "qm.stderr.log"
         with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+            self.proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env={**os.environ, **self.env} if self.env else None,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -31,6 +31,7 @@ RC_NO_MSG_AVAILABLE = 2033
 RC_BACKED_OUT = 2003
 RC_CONNECTION_BROKEN = 2009
 RC_DATA_LENGTH_ERROR = 2010
+RC_MAX_CONNS_LIMIT_REACHED = 2025
 RC_OBJECT_IN_USE = 2042
 RC_Q_NOT_EMPTY = 2055
 RC_SYNCPOINT_NOT_AVAILABLE = 2072
@@ -58,6 +59,7 @@ REASONS = {
     RC_NO_MSG_AVAILABLE: "no message available",
     RC_CONNECTION_BROKEN: "connection broken",
     RC_DATA_LENGTH_ERROR: "oversized frame",
+    RC_MAX_CONNS_LIMIT_REACHED: "connection limit reached",
     RC_Q_NOT_EMPTY: "queue not empty",
     RC_FRAME_ERROR: "malformed frame",
     RC_BAD_ARGUMENT: "bad argument",
@@ -100,6 +102,9 @@ FRAME_HEADER = struct.Struct("<IBI")
 HEADER_SIZE = FRAME_HEADER.size
 #: Frames larger than this are refused before a byte of their payload is buffered.
 DEFAULT_MAX_FRAME = 64 * 1024 * 1024
+#: Until HELLO has been answered a connection may send no larger frame: a HELLO is a few hundred
+#: bytes, and an unauthenticated peer must not make the queue manager buffer megabytes.
+DEFAULT_MAX_HELLO_FRAME = 4096
 _U32 = struct.Struct("<I")
 
 
@@ -138,8 +143,10 @@ class FrameDecoder:
     nothing but the buffered bytes; never trusts a length before checking it against the limit.
     """
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, limit_context: str = "") -> None:
         self.max_frame = max_frame
+        #: Said after the limit in the refusal, e.g. " before authentication".
+        self.limit_context = limit_context
         self._buf = bytearray()
         self._consumed = 0  # stream offset of _buf[0], for precise error positions
 
@@ -157,7 +164,7 @@ class FrameDecoder:
             (length,) = _U32.unpack_from(buf, pos)
             if length > self.max_frame:
                 raise FrameError(
-                    f"frame length {length} exceeds the limit of {self.max_frame}",
+                    f"frame of {length} bytes exceeds the {self.max_frame}-byte limit{self.limit_context}",
                     self._consumed + pos,
                     oversized=True,
                 )

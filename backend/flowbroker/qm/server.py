@@ -21,6 +21,7 @@ import signal
 import struct
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from flowbroker.qm.checkpoint import CheckpointSnapshot, Held
 from flowbroker.qm.principals import Principals
 from flowbroker.qm.protocol import (
     DEFAULT_MAX_FRAME,
+    DEFAULT_MAX_HELLO_FRAME,
     MD_SIZE,
     PERSISTENCE_OFFSET,
     PRIORITY_OFFSET,
@@ -130,6 +132,31 @@ class Waiter:
         self.conn.waiters.discard(self)
 
 
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """What one client connection may cost the queue manager (``FLOWBROKER_QM_*`` settings).
+
+    Before its HELLO is answered a connection may send frames of ``max_hello_frame`` bytes and
+    ``PRE_AUTH_FRAMES`` of them in all, and must be answered within ``handshake_timeout``
+    seconds; past ``max_connections`` over TCP a new one is refused (the Unix socket, open only
+    to the queue manager's own OS user, is not capped). Once authenticated, replies
+    it leaves unread beyond ``max_buffer`` bytes disconnect it, and no frame it sends may be
+    larger than that bound.
+    """
+
+    max_connections: int = 1000
+    handshake_timeout: float = 10.0
+    max_hello_frame: int = DEFAULT_MAX_HELLO_FRAME
+    max_buffer: int = 128 * 1024 * 1024
+
+    #: Bytes an unauthenticated connection may send in all, as a number of its largest frames.
+    PRE_AUTH_FRAMES = 16
+
+    @property
+    def max_pre_auth_bytes(self) -> int:
+        return self.max_hello_frame * self.PRE_AUTH_FRAMES
+
+
 class QueueManager:
     """The queue manager's state and verbs; connections call these on the loop thread."""
 
@@ -140,6 +167,7 @@ class QueueManager:
         fsync: bool = True,
         checkpoint_bytes: int = 64 * 1024 * 1024,
         max_frame: int = DEFAULT_MAX_FRAME,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         #: Connections whose frames are being handled now (nested: authentication resumes), and
         #: the other connections with replies to write when they are done.
@@ -155,8 +183,12 @@ class QueueManager:
         self.seq = 0
         self.fsync = fsync
         self.checkpoint_bytes = checkpoint_bytes
-        self.max_frame = max_frame
+        self.limits = limits or ConnectionLimits()
+        #: The largest frame an authenticated connection may send (its buffer bound caps it).
+        self.max_frame = min(max_frame, self.limits.max_buffer)
         self.connections: set[Connection] = set()
+        #: Connections over TCP, the ones ``limits.max_connections`` caps.
+        self.network_connections = 0
         self.inflight: dict[int, qlog.TxRecord] = {}
         self._inflight_id = 0
         self.checkpointing = False
@@ -1248,12 +1280,13 @@ async def serve(
     checkpoint_bytes: int = 64 * 1024 * 1024,
     expiry_interval: float = 5.0,
     ready: Callable[[], None] | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> None:
     from flowbroker.qm.connection import Connection
 
     data_dir.mkdir(parents=True, exist_ok=True)
     loop = asyncio.get_running_loop()
-    qm = QueueManager(data_dir, fsync=fsync, checkpoint_bytes=checkpoint_bytes)
+    qm = QueueManager(data_dir, fsync=fsync, checkpoint_bytes=checkpoint_bytes, limits=limits)
     qm.open(loop)
     # a supervisor may stop the queue manager as soon as it answers, so the handlers come
     # first, and the Unix socket exists before the TCP listener tells anyone we are up
@@ -1319,6 +1352,7 @@ def run(
     fsync: bool = True,
     checkpoint_bytes: int = 64 * 1024 * 1024,
     expiry_interval: float = 5.0,
+    limits: ConnectionLimits | None = None,
 ) -> None:
     try:
         import uvloop
@@ -1335,5 +1369,6 @@ def run(
             fsync=fsync,
             checkpoint_bytes=checkpoint_bytes,
             expiry_interval=expiry_interval,
+            limits=limits,
         )
     )
