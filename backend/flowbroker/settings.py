@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     #: Closed by default: no browser origin other than the API's own may call it.
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     token_ttl_seconds: int = Field(default=7 * 24 * 3600, ge=60)
+    #: REST long-polls (POST /api/queues/{q}/get?wait=) waiting at once; past it 429.
+    long_poll_max: int = Field(default=32, ge=1, le=10_000)
+    #: The longest wait, in seconds, a REST get may ask for.
+    long_poll_max_wait: float = Field(default=30.0, ge=0, le=3600)
     #: The built designer; empty means ``frontend/dist`` found relative to the repository.
     frontend_dist: str = ""
     #: Set by `flowbroker up` so /api/health can report the supervised components.

@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import flowbroker.api.routes as routes_package
 from flowbroker.api import errors
 from flowbroker.api.deps import AuthCache
+from flowbroker.api.long_polls import LongPolls
 from flowbroker.repository import db
 from flowbroker.services.stats_history import Sampler, StatsHistory
 from flowbroker.services.validation import SpecLookup
@@ -103,6 +104,7 @@ def create_app(settings: Settings, *, node_lookup: SpecLookup | None = None, mig
     app.state.session_factory = db.session_factory(engine)
     app.state.node_lookup = node_lookup
     app.state.auth_cache = AuthCache()
+    app.state.long_polls = LongPolls(settings.long_poll_max)
     errors.install(app)
     if settings.cors_origins:
         app.add_middleware(

@@ -367,7 +367,9 @@ class ComponentOut(Out):
 
 
 class HealthOut(Out):
-    status: Literal["ok", "degraded"]
+    status: Literal["ok", "degraded", "starting"] = Field(
+        description="starting (with 503) until the first user exists; degraded when a component is down"
+    )
     version: str
     database: str
     components: list[ComponentOut]

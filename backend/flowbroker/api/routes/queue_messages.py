@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Path, Query, Request, status
 from pydantic import Field
+from starlette.concurrency import run_in_threadpool
 
 from flowbroker.api.deps import DbSession, QueueWriter, Reader, SettingsDep
+from flowbroker.api.errors import ApiError
+from flowbroker.api.long_polls import LongPolls
 from flowbroker.api.schemas import Body, Out, StrictInt
 from flowbroker.qm.names import (
     MAX_QUEUE_NAME,
@@ -248,15 +252,35 @@ def browse_messages(
 
 
 @router.post("/{queue:path}/get", response_model=MessageOut | None)
-def get_message(
+async def get_message(
     queue: QueueName,
     user: QueueWriter,
     session: DbSession,
     settings: SettingsDep,
-    wait: Annotated[float, Query(ge=0, le=30)] = 0,
+    request: Request,
+    wait: Annotated[
+        float,
+        Query(ge=0, description="seconds to wait for a message, at most FLOWBROKER_LONG_POLL_MAX_WAIT (30)"),
+    ] = 0,
 ) -> Any:
-    """Take the next message off the queue (null when none arrives within ``wait`` seconds)."""
-    return queues.get(session, user.username, settings.data, queue, wait)
+    """Take the next message off the queue (null when none arrives within ``wait`` seconds).
+
+    A get that waits is a long-poll: at most FLOWBROKER_LONG_POLL_MAX wait at once, past that 429
+    with Retry-After; the waits never hold the threads the other routes run on.
+    """
+    if wait > settings.long_poll_max_wait:
+        message = f"at most {settings.long_poll_max_wait:g} seconds (FLOWBROKER_LONG_POLL_MAX_WAIT)"
+        raise ApiError(
+            422,
+            "invalid",
+            f"invalid query: /wait: {message}",
+            [{"pointer": "/wait", "location": "query", "message": message, "type": "less_than_equal"}],
+        )
+    work = partial(queues.get, session, user.username, settings.data, queue, wait)
+    if wait == 0:
+        return await run_in_threadpool(work)
+    long_polls: LongPolls = request.app.state.long_polls
+    return await long_polls.run(work)
 
 
 @router.post("/{queue:path}/messages/{msg_id}/move", response_model=PutOut)
