@@ -19,6 +19,7 @@ from flowbroker.api import errors
 from flowbroker.api.deps import AuthCache
 from flowbroker.api.long_polls import LongPolls
 from flowbroker.repository import db
+from flowbroker.services.login_throttle import LoginThrottle
 from flowbroker.services.stats_history import Sampler, StatsHistory
 from flowbroker.services.validation import SpecLookup
 from flowbroker.settings import Settings
@@ -105,6 +106,12 @@ def create_app(settings: Settings, *, node_lookup: SpecLookup | None = None, mig
     app.state.node_lookup = node_lookup
     app.state.auth_cache = AuthCache()
     app.state.long_polls = LongPolls(settings.long_poll_max)
+    app.state.login_throttle = LoginThrottle(
+        settings.login_max_failures,
+        settings.login_max_failures_per_address,
+        settings.login_failure_window_seconds,
+        settings.login_lockout_seconds,
+    )
     errors.install(app)
     if settings.cors_origins:
         app.add_middleware(
