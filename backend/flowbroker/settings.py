@@ -32,6 +32,16 @@ class Settings(BaseSettings):
     #: Closed by default: no browser origin other than the API's own may call it.
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     token_ttl_seconds: int = Field(default=7 * 24 * 3600, ge=60)
+    #: Failed logins of one user, and from one client address, within the window that lock it out.
+    login_max_failures: int = Field(default=5, ge=1)
+    login_max_failures_per_address: int = Field(default=20, ge=1)
+    login_failure_window_seconds: float = Field(default=300.0, gt=0)
+    #: How long a lock-out refuses every login (429 with Retry-After), the right password included.
+    login_lockout_seconds: float = Field(default=300.0, ge=1)
+    #: REST long-polls (POST /api/queues/{q}/get?wait=) waiting at once; past it 429.
+    long_poll_max: int = Field(default=32, ge=1, le=10_000)
+    #: The longest wait, in seconds, a REST get may ask for.
+    long_poll_max_wait: float = Field(default=30.0, ge=0, le=3600)
     #: The built designer; empty means ``frontend/dist`` found relative to the repository.
     frontend_dist: str = ""
     #: Set by `flowbroker up` so /api/health can report the supervised components.

@@ -106,3 +106,19 @@ def sqlite_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     yield built
     built.client.close()
     built.app.state.engine.dispose()  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def sqlite_api_with(tmp_path: Path) -> Iterator[Callable[..., Api]]:
+    """Build a private SQLite-backed app with the settings given (e.g. small limits to reach)."""
+    built: list[Api] = []
+
+    def build(**settings: object) -> Api:
+        api = build_api(f"sqlite:///{tmp_path / 'config.db'}", tmp_path, **settings)
+        built.append(api)
+        return api
+
+    yield build
+    for api in built:
+        api.client.close()
+        api.app.state.engine.dispose()  # type: ignore[attr-defined]

@@ -167,3 +167,20 @@ def test_history_keeps_the_rates_of_the_last_quarter_hour(sqlite_api: Any) -> No
     assert [p["msgs_per_s"] for p in next(h for h in recent if h["group"] == "hist")["points"]] == [0.0]
     too_long = sqlite_api.as_("viewer", "GET", "/api/stats/history", params={"seconds": 3600})
     assert too_long.status_code == 422 and too_long.json()["detail"][0]["pointer"] == "/seconds"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "pointer"),
+    [
+        ("/api/deployments", {"flowId": True}, "/flowId"),
+        ("/api/deployments", {"flowName": "F", "version": True}, "/version"),
+        ("/api/deployments", {"flowName": "F", "additionalInstances": True}, "/additionalInstances"),
+        ("/api/deployments", {"flowName": "F", "additionalInstances": "2"}, "/additionalInstances"),
+    ],
+)
+def test_an_integer_field_refuses_a_boolean_or_a_string(
+    api: Any, path: str, body: dict[str, Any], pointer: str
+) -> None:
+    refused = api.as_("admin", "POST", path, json=body)
+    assert refused.status_code == 422, refused.text
+    assert pointer in [d["pointer"] for d in refused.json()["detail"]]

@@ -366,3 +366,79 @@ def test_a_blank_padded_mqhrf2_format_is_read_as_one(operator: TestClient, data_
     [message] = operator.get("/api/queues/PADDED/messages").json()
     assert message["body"] == "<a/>"
     assert message["rfh2"] == {"mcd": {"domain": "xmlnsc"}, "usr": {"Region": "EU"}}
+
+
+def test_a_queue_name_holding_a_slash_is_reachable_over_rest(operator: TestClient) -> None:
+    # MQ allows "/" in a name; over REST it travels percent-encoded as one path segment.
+    name, path = "APP/ORDERS.IN", "/api/queues/APP%2FORDERS.IN"
+    assert operator.post("/api/queues", json={"name": name}).status_code == 201
+    assert operator.patch(path, json={"maxDepth": 10}).json()["attributes"]["max_depth"] == 10
+    put = operator.post(path + "/messages", json={"body": "one"})
+    assert put.status_code == 201, put.text
+    assert put.json()["queue"] == name
+    assert [m["body"] for m in operator.get(path + "/messages").json()] == ["one"]
+    moved = operator.post(f"{path}/messages/{put.json()['msgId']}/move", json={"to": "APP/ORDERS.BACK"})
+    assert moved.status_code == 404  # the target does not exist: the message stays
+    assert operator.post(path + "/get", params={"wait": 0}).json()["body"] == "one"
+    assert operator.post(path + "/purge").json() == {"queue": name, "purged": 0}
+    assert operator.delete(path).status_code == 204
+    assert name not in {q["name"] for q in operator.get("/api/queues").json()}
+
+
+@pytest.mark.parametrize("name", ["A..B", "..", ".", "../SYSTEM.DEAD.LETTER.QUEUE", "QUEUE.É", "x" * 49, ""])
+def test_a_queue_name_outside_the_rule_is_refused_by_the_api(operator: TestClient, name: str) -> None:
+    refused = operator.post("/api/queues", json={"name": name})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["detail"][0]["pointer"] == "/name"
+
+
+@pytest.mark.parametrize("name", ["A..B", "..", ".", "QUEUE.É", "QUEUE ONE", "x" * 49])
+def test_the_queue_manager_refuses_the_names_the_api_refuses(data_dir: Path, name: str) -> None:
+    from flowbroker.qm.client import Client
+    from flowbroker.qm.protocol import RC_BAD_ARGUMENT, QMError
+
+    with Client.connect(data_dir=str(data_dir)) as qm:
+        with pytest.raises(QMError) as refused:
+            qm.define_queue(name)
+    assert refused.value.reason_code == RC_BAD_ARGUMENT
+
+
+def test_the_queue_name_rule_is_in_the_openapi_schema(viewer: TestClient) -> None:
+    from flowbroker.qm.names import MAX_QUEUE_NAME, QUEUE_NAME_PATTERN
+
+    schema = viewer.get("/api/openapi.json").json()
+    name = schema["components"]["schemas"]["DefineIn"]["properties"]["name"]
+    assert (name["pattern"], name["maxLength"], name["minLength"]) == (QUEUE_NAME_PATTERN, MAX_QUEUE_NAME, 1)
+    parameter = next(
+        p
+        for p in schema["paths"]["/api/queues/{queue}/messages"]["get"]["parameters"]
+        if p["name"] == "queue"
+    )
+    assert parameter["schema"]["pattern"] == QUEUE_NAME_PATTERN
+    assert parameter["schema"]["maxLength"] == MAX_QUEUE_NAME
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("maxDepth", True),
+        ("maxDepth", False),
+        ("backoutThreshold", True),
+        ("defaultPersistence", True),
+        ("maxDepth", "10"),
+        ("defaultPriority", 1.0),
+    ],
+)
+def test_an_integer_attribute_refuses_booleans_strings_and_floats(
+    operator: TestClient, field: str, value: Any
+) -> None:
+    refused = operator.post("/api/queues", json={"name": "STRICT.INT", field: value})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["detail"][0]["pointer"] == f"/{field}"
+
+
+def test_a_message_priority_refuses_a_boolean(operator: TestClient) -> None:
+    assert operator.post("/api/queues", json={"name": "STRICT.PRIORITY"}).status_code == 201
+    refused = operator.post("/api/queues/STRICT.PRIORITY/messages", json={"body": "x", "priority": True})
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["detail"][0]["pointer"] == "/priority"

@@ -76,12 +76,10 @@ def _group(url: str) -> dict[str, Any]:
 
 
 def test_a_killed_execution_group_is_restarted_and_resumes_its_flows(up: str) -> None:
-    # the API answers before `flowbroker up` has created the admin: log in once it has
-    token = _eventually(
-        lambda: httpx.post(
-            up + "/api/auth/login", json={"username": "admin", "password": PASSWORD}, timeout=10
-        ).json()["accessToken"]
-    )
+    # health says ok only once `flowbroker up` has created the admin: the first login succeeds
+    login = httpx.post(up + "/api/auth/login", json={"username": "admin", "password": PASSWORD}, timeout=10)
+    assert login.status_code == 200, login.text
+    token = login.json()["accessToken"]
     headers = {"Authorization": f"Bearer {token}"}
 
     def call(method: str, path: str, **kwargs: Any) -> Any:

@@ -17,7 +17,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import flowbroker.api.routes as routes_package
 from flowbroker.api import errors
 from flowbroker.api.deps import AuthCache
+from flowbroker.api.long_polls import LongPolls
 from flowbroker.repository import db
+from flowbroker.services.login_throttle import LoginThrottle
 from flowbroker.services.stats_history import Sampler, StatsHistory
 from flowbroker.services.validation import SpecLookup
 from flowbroker.settings import Settings
@@ -103,6 +105,13 @@ def create_app(settings: Settings, *, node_lookup: SpecLookup | None = None, mig
     app.state.session_factory = db.session_factory(engine)
     app.state.node_lookup = node_lookup
     app.state.auth_cache = AuthCache()
+    app.state.long_polls = LongPolls(settings.long_poll_max)
+    app.state.login_throttle = LoginThrottle(
+        settings.login_max_failures,
+        settings.login_max_failures_per_address,
+        settings.login_failure_window_seconds,
+        settings.login_lockout_seconds,
+    )
     errors.install(app)
     if settings.cors_origins:
         app.add_middleware(

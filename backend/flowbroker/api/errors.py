@@ -33,12 +33,20 @@ HTTP_CODES = {
 class ApiError(Exception):
     """Raised by routes and dependencies for a refusal the services do not express."""
 
-    def __init__(self, status_code: int, code: str, message: str, detail: Any = None) -> None:
+    def __init__(
+        self,
+        status_code: int,
+        code: str,
+        message: str,
+        detail: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.code = code
         self.message = message
         self.detail = detail
+        self.headers = headers
 
 
 class BodyTooLarge(StarletteHTTPException):
@@ -108,6 +116,8 @@ async def _service_error(_request: Request, exc: Exception) -> JSONResponse:
 async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+    if exc.headers:
+        headers = {**(headers or {}), **exc.headers}
     return error_response(exc.status_code, exc.code, exc.message, exc.detail, headers)
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Path
 from flowbroker_nodes.spec import PropertyType, TerminalKind
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
@@ -15,7 +15,9 @@ Role = Literal["viewer", "developer", "operator", "admin"]
 #: Database ids are 32-bit on every backend; a larger number cannot name anything.
 MAX_ID = 2_147_483_647
 Id = Annotated[int, Path(ge=1, le=MAX_ID)]
-RefId = Annotated[int, Field(ge=1, le=MAX_ID)]
+RefId = Annotated[int, Strict(), Field(ge=1, le=MAX_ID)]
+#: An integer of a request body: JSON true and false are not 1 and 0, nor is "1" or 1.0 a number.
+StrictInt = Annotated[int, Strict()]
 
 
 class Body(BaseModel):
@@ -134,11 +136,11 @@ class ConnectionDoc(Doc):
 
 class FlowProperties(Doc):
     coordinated_transaction: bool | SkipJsonSchema[None] = Field(default=None)
-    additional_instances: int | SkipJsonSchema[None] = Field(default=None, ge=0)
-    commit_count: int | SkipJsonSchema[None] = Field(default=None, ge=0)
+    additional_instances: StrictInt | SkipJsonSchema[None] = Field(default=None, ge=0)
+    commit_count: StrictInt | SkipJsonSchema[None] = Field(default=None, ge=0)
     #: CPU time (ms) and largest string or BLOB (bytes) one node invocation's ESQL may use; 0: no limit.
-    esql_cpu_limit_ms: int | SkipJsonSchema[None] = Field(default=None, ge=0)
-    esql_memory_limit_bytes: int | SkipJsonSchema[None] = Field(default=None, ge=0)
+    esql_cpu_limit_ms: StrictInt | SkipJsonSchema[None] = Field(default=None, ge=0)
+    esql_memory_limit_bytes: StrictInt | SkipJsonSchema[None] = Field(default=None, ge=0)
 
 
 class FlowDocument(Doc):
@@ -149,7 +151,7 @@ class FlowDocument(Doc):
     """
 
     name: str
-    version: int | SkipJsonSchema[None] = Field(default=None, ge=0)
+    version: StrictInt | SkipJsonSchema[None] = Field(default=None, ge=0)
     description: str | SkipJsonSchema[None] = Field(default=None)
     properties: FlowProperties | SkipJsonSchema[None] = Field(default=None)
     nodes: list[FlowNodeDoc]
@@ -378,7 +380,9 @@ class ComponentOut(Out):
 
 
 class HealthOut(Out):
-    status: Literal["ok", "degraded"]
+    status: Literal["ok", "degraded", "starting"] = Field(
+        description="starting (with 503) until the first user exists; degraded when a component is down"
+    )
     version: str
     database: str
     components: list[ComponentOut]

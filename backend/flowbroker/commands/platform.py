@@ -244,7 +244,7 @@ def prepare_repository(settings: Any) -> str | None:
     return shown
 
 
-def _wait_healthy(url: str, timeout: float, supervisor: Any) -> bool:
+def _wait_answering(url: str, timeout: float, supervisor: Any, statuses: tuple[int, ...] = (200,)) -> bool:
     import http.client
     from urllib.parse import urlsplit
 
@@ -255,7 +255,7 @@ def _wait_healthy(url: str, timeout: float, supervisor: Any) -> bool:
         connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=1.0)
         try:
             connection.request("GET", parts.path)
-            if connection.getresponse().status == 200:
+            if connection.getresponse().status in statuses:
                 return True
         except OSError:
             pass
@@ -289,12 +289,15 @@ def cmd_up(args: argparse.Namespace) -> int:
     names = ", ".join(c.name for c in supervisor.components)
     host = "127.0.0.1" if settings.api_host in ("0.0.0.0", "") else settings.api_host
     url = f"http://{host}:{settings.api_port}"
-    healthy = _wait_healthy(url + "/api/health", 30.0, supervisor)
+    # The API answers 503 "starting" until the first user exists: create the admin as soon as
+    # the API has migrated the repository, so that health "ok" means a login can succeed.
+    answering = _wait_answering(url + "/api/health", 30.0, supervisor, (200, 503))
     try:
         password = prepare_repository(settings)
     except Exception as exc:
         supervisor.stop_all()
         raise CommandError(f"cannot open the config repository: {type(exc).__name__}: {exc}") from None
+    healthy = answering and _wait_answering(url + "/api/health", 10.0, supervisor)
     if healthy:
         print(f"flowbroker is up at {url}/  (components: {names}; data: {settings.data})", flush=True)
     elif not supervisor.stopping:

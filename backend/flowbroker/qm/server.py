@@ -31,6 +31,7 @@ from flowbroker.pubsub.filters import Publication, compile_filter
 from flowbroker.pubsub.topics import Subscription, TopicSpace, split_topic
 from flowbroker.qm import log as qlog
 from flowbroker.qm.checkpoint import CheckpointSnapshot, Held
+from flowbroker.qm.names import queue_name_problem
 from flowbroker.qm.principals import Principals
 from flowbroker.qm.protocol import (
     DEFAULT_MAX_FRAME,
@@ -71,7 +72,6 @@ DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
 #: Answers on arrival and keeps nothing: see ``QueueManager._echo``.
 ECHO_QUEUE = "SYSTEM.BROKER.ECHO"
 SYSTEM_QUEUES = (DEAD_LETTER_QUEUE, ECHO_QUEUE, "SYSTEM.DEFAULT.LOCAL.QUEUE")
-MAX_QUEUE_NAME = 48
 TOPIC_PREFIX = "topic:"
 _D = struct.Struct("<d")
 _LENGTHS = struct.Struct("<II")  # properties and body lengths, the last fields of the descriptor
@@ -82,14 +82,10 @@ Failed = Callable[[QMError], None]
 
 
 def _valid_queue_name(name: Any) -> str:
-    if not isinstance(name, str) or not name:
-        raise QMError(RC_BAD_ARGUMENT, "queue name is missing")
-    if len(name) > MAX_QUEUE_NAME:
-        raise QMError(RC_BAD_ARGUMENT, f"queue name longer than {MAX_QUEUE_NAME} characters: {name[:60]!r}")
-    for ch in name:
-        if not (ch.isalnum() or ch in "._%/"):
-            raise QMError(RC_BAD_ARGUMENT, f"queue name {name!r} contains {ch!r}")
-    return name
+    problem = queue_name_problem(name)
+    if problem is not None:
+        raise QMError(RC_BAD_ARGUMENT, problem)
+    return str(name)
 
 
 class UnitOfWork:

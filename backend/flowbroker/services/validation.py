@@ -8,14 +8,13 @@ from typing import Any
 
 from flowbroker_nodes.spec import NodeSpec, Property
 
+from flowbroker.qm.names import queue_name_problem
 from flowbroker.services.errors import Invalid, problem
 
 SpecLookup = Callable[[str], NodeSpec | None]
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
 NODE_ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-#: MQ object names: at most 48 characters of A-Z a-z 0-9 . _ / %.
-QUEUE_RE = re.compile(r"^[A-Za-z0-9._/%]{1,48}$")
 
 TOP_FIELDS = {"name", "version", "description", "properties", "nodes", "connections", "ui"}
 FLOW_PROPERTIES = {
@@ -199,8 +198,8 @@ def _property_problem(prop: Property, value: Any) -> str | None:
     if kind in TEXT_TYPES:
         if not isinstance(value, str):
             return "must be a string"
-        if kind == "queue" and value and not QUEUE_RE.match(value):
-            return "a queue name is 1-48 characters of A-Z a-z 0-9 . _ / %"
+        if kind == "queue" and value and (bad := queue_name_problem(value)) is not None:
+            return bad
         if kind == "topic" and value and ("\x00" in value or len(value) > 10240):
             return "a topic is a string of at most 10240 characters without NUL"
     elif kind == "integer":

@@ -2,25 +2,57 @@
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from typing import Any
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Request, status
 
 from flowbroker.api.deps import CurrentToken, CurrentUser, DbSession, SettingsDep
+from flowbroker.api.errors import ApiError
 from flowbroker.api.schemas import LoginIn, MeOut, PasswordIn, TokenOut
-from flowbroker.services import users
+from flowbroker.services import audit, users
 from flowbroker.services.errors import Unauthorized
+from flowbroker.services.login_throttle import LoginThrottle
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 
 
 @router.post("/login", response_model=TokenOut)
-def login(body: LoginIn, session: DbSession, settings: SettingsDep) -> Any:
-    """Exchange a username and password for a bearer token."""
-    user, token = users.login(
-        session, body.username, body.password, timedelta(seconds=settings.token_ttl_seconds)
-    )
+def login(body: LoginIn, request: Request, session: DbSession, settings: SettingsDep) -> Any:
+    """Exchange a username and password for a bearer token.
+
+    Too many failures for the user or from the client address (FLOWBROKER_LOGIN_MAX_FAILURES,
+    FLOWBROKER_LOGIN_MAX_FAILURES_PER_ADDRESS) lock logins out with 429 and Retry-After.
+    """
+    throttle: LoginThrottle = request.app.state.login_throttle
+    address = request.client.host if request.client else "unknown"
+    wait = throttle.retry_after(body.username, address)
+    if wait > 0:
+        seconds = math.ceil(wait)
+        raise ApiError(
+            429,
+            "login_locked",
+            f"too many failed logins: try again in {seconds} s",
+            {"retryAfter": seconds},
+            headers={"Retry-After": str(seconds)},
+        )
+    try:
+        user, token = users.login(
+            session, body.username, body.password, timedelta(seconds=settings.token_ttl_seconds)
+        )
+    except Unauthorized:
+        for lockout in throttle.failed(body.username, address):
+            audit.record(
+                session,
+                body.username,
+                "auth.locked_out",
+                f"{lockout.kind}:{lockout.key}",
+                {"address": address, "failures": lockout.failures, "seconds": lockout.seconds},
+            )
+            session.commit()
+        raise
+    throttle.succeeded(body.username)
     row = users.authenticate(session, token)[1]
     return TokenOut(
         access_token=token,

@@ -10,7 +10,7 @@ from fastapi.responses import PlainTextResponse
 from pydantic import Field
 
 from flowbroker.api.deps import DbSession, Deployer, Reader, SettingsDep, TopologyManager
-from flowbroker.api.schemas import Body, GroupOut, Id, Out, RefId
+from flowbroker.api.schemas import Body, GroupOut, Id, Out, RefId, StrictInt
 from flowbroker.services import deploy, groups, stats
 
 router = APIRouter(tags=["deployments"])
@@ -21,13 +21,13 @@ class DeploymentIn(Body):
 
     flow_id: RefId | None = None
     flow_name: Annotated[str, Field(max_length=128)] | None = None
-    version: Annotated[int, Field(ge=1)] | None = None
+    version: Annotated[StrictInt, Field(ge=1)] | None = None
     document: dict[str, Any] | None = Field(
         default=None, description="a flow document, saved as the flow's next version"
     )
     broker: Annotated[str, Field(min_length=1, max_length=64)] = "default"
     group: Annotated[str, Field(min_length=1, max_length=64)] = "default"
-    additional_instances: Annotated[int, Field(ge=0, le=256)] | None = None
+    additional_instances: Annotated[StrictInt, Field(ge=0, le=256)] | None = None
     overrides: dict[str, Any] = Field(
         default_factory=dict,
         description='{"nodeId.property": value} node property overrides; "externals": {VAR: value} EXTERNAL values',

@@ -8,11 +8,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter
-from sqlalchemy import text
+from fastapi import APIRouter, Response
+from sqlalchemy import select, text
 
 from flowbroker.api.deps import DbSession, SettingsDep
 from flowbroker.api.schemas import HealthOut
+from flowbroker.repository.models import User
 
 router = APIRouter(prefix="/api", tags=["health"])
 STARTED = time.time()
@@ -31,11 +32,17 @@ def supervised_components(state_file: str) -> list[dict[str, Any]]:
 
 
 @router.get("/health", response_model=HealthOut)
-def health(session: DbSession, settings: SettingsDep) -> Any:
-    """Whether the system is up; needs no token."""
+def health(session: DbSession, settings: SettingsDep, response: Response) -> Any:
+    """Whether the system is up; needs no token.
+
+    503 with status ``starting`` until the repository holds its first user (`flowbroker up`
+    creates the admin once the API answers): "ok" means a login can succeed.
+    """
+    starting = False
     try:
         session.execute(text("SELECT 1"))
         database = "up"
+        starting = session.scalars(select(User.id).limit(1)).first() is None
     except Exception as exc:
         database = f"down: {type(exc).__name__}"
     components = supervised_components(settings.supervisor_state)
@@ -54,8 +61,10 @@ def health(session: DbSession, settings: SettingsDep) -> Any:
     ok = database == "up" and all(
         c.get("state") == "running" for c in merged if c.get("desired", "running") == "running"
     )
+    if starting:
+        response.status_code = 503
     return {
-        "status": "ok" if ok else "degraded",
+        "status": "starting" if starting else "ok" if ok else "degraded",
         "version": "0.1.0",
         "database": database,
         "components": merged,

@@ -2,19 +2,50 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Path, Query, Request, status
 from pydantic import Field
+from starlette.concurrency import run_in_threadpool
 
 from flowbroker.api.deps import DbSession, QueueWriter, Reader, SettingsDep
-from flowbroker.api.schemas import Body, Out
+from flowbroker.api.errors import ApiError
+from flowbroker.api.long_polls import LongPolls
+from flowbroker.api.schemas import Body, Out, StrictInt
+from flowbroker.qm.names import (
+    MAX_QUEUE_NAME,
+    QUEUE_NAME_OR_BLANK_PATTERN,
+    QUEUE_NAME_PATTERN,
+    QUEUE_NAME_RULE,
+)
 from flowbroker.services import queues
 
 router = APIRouter(prefix="/api/queues", tags=["queues"])
 
-QUEUE_PATTERN = r"^[A-Za-z0-9._/%]{1,48}$"
-QueueName = Annotated[str, Path(pattern=QUEUE_PATTERN, description="an MQ queue name")]
+# Every route names its queue with the path converter, so a name holding "/" (sent as %2F) is
+# reachable; the name's own rule is the queue manager's (flowbroker.qm.names).
+QueueName = Annotated[
+    str,
+    Path(
+        pattern=QUEUE_NAME_PATTERN,
+        min_length=1,
+        max_length=MAX_QUEUE_NAME,
+        description=f"an MQ queue name: {QUEUE_NAME_RULE}; a '/' sent percent-encoded (%2F)",
+    ),
+]
+QueueNameField = Annotated[
+    str,
+    Field(pattern=QUEUE_NAME_PATTERN, min_length=1, max_length=MAX_QUEUE_NAME, description=QUEUE_NAME_RULE),
+]
+OptionalQueueName = Annotated[
+    str,
+    Field(
+        pattern=QUEUE_NAME_OR_BLANK_PATTERN,
+        max_length=MAX_QUEUE_NAME,
+        description=f"empty, or {QUEUE_NAME_RULE}",
+    ),
+]
 MsgId = Annotated[str, Path(pattern=r"^[0-9a-fA-F]{48}$", description="the message id, 48 hex digits")]
 FieldName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
 FieldValue = Annotated[str, Field(max_length=1024)]
@@ -61,9 +92,9 @@ class PutIn(Body):
     body: str = Field(max_length=4 * 1024 * 1024, description="the message body as text (UTF-8)")
     format: Literal["MQSTR", "XML", "JSON", "NONE"] = "MQSTR"
     persistent: bool = True
-    priority: int = Field(default=-1, ge=-1, le=9)
+    priority: StrictInt = Field(default=-1, ge=-1, le=9)
     correl_id: str | None = Field(default=None, max_length=24)
-    reply_to_q: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._/%]{0,48}$")
+    reply_to_q: OptionalQueueName | None = None
     rfh2: Rfh2In | None = None
 
 
@@ -75,14 +106,14 @@ class PutOut(Out):
 class QueueAttributesIn(Body):
     """Attributes of a local queue, named after MQ's (MAXDEPTH, DEFPSIST, BOTHRESH, BOQNAME, …)."""
 
-    max_depth: int | None = Field(default=None, ge=1, le=100_000_000)
-    max_msg_length: int | None = Field(default=None, ge=1, le=100 * 1024 * 1024)
-    default_persistence: Literal[0, 1] | None = None
-    default_priority: int | None = Field(default=None, ge=0, le=9)
+    max_depth: StrictInt | None = Field(default=None, ge=1, le=100_000_000)
+    max_msg_length: StrictInt | None = Field(default=None, ge=1, le=100 * 1024 * 1024)
+    default_persistence: Annotated[StrictInt, Field(ge=0, le=1)] | None = None
+    default_priority: StrictInt | None = Field(default=None, ge=0, le=9)
     put_inhibited: bool | None = None
     get_inhibited: bool | None = None
-    backout_threshold: int | None = Field(default=None, ge=0, le=999_999)
-    backout_requeue_q: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._/%]{0,48}$")
+    backout_threshold: StrictInt | None = Field(default=None, ge=0, le=999_999)
+    backout_requeue_q: OptionalQueueName | None = None
     description: str | None = Field(default=None, max_length=256)
 
     def attributes(self) -> dict[str, Any]:
@@ -90,11 +121,11 @@ class QueueAttributesIn(Body):
 
 
 class DefineIn(QueueAttributesIn):
-    name: str = Field(pattern=QUEUE_PATTERN)
+    name: QueueNameField
 
 
 class MoveIn(Body):
-    to: str = Field(pattern=QUEUE_PATTERN)
+    to: QueueNameField
 
 
 class QueueOut(Out):
@@ -153,7 +184,7 @@ def define_queue(body: DefineIn, user: QueueWriter, session: DbSession, settings
     return queues.define(session, user.username, settings.data, body.name, body.attributes())
 
 
-@router.patch("/{queue}", response_model=QueueOut)
+@router.patch("/{queue:path}", response_model=QueueOut)
 def alter_queue(
     queue: QueueName, body: QueueAttributesIn, user: QueueWriter, session: DbSession, settings: SettingsDep
 ) -> Any:
@@ -161,7 +192,7 @@ def alter_queue(
     return queues.alter(session, user.username, settings.data, queue, body.attributes())
 
 
-@router.delete("/{queue}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{queue:path}", status_code=status.HTTP_204_NO_CONTENT)
 def delete_queue(
     queue: QueueName,
     user: QueueWriter,
@@ -173,13 +204,13 @@ def delete_queue(
     queues.delete(session, user.username, settings.data, queue, purge=purge)
 
 
-@router.post("/{queue}/purge", response_model=PurgeOut)
+@router.post("/{queue:path}/purge", response_model=PurgeOut)
 def purge_queue(queue: QueueName, user: QueueWriter, session: DbSession, settings: SettingsDep) -> Any:
     """Remove every message of a queue."""
     return PurgeOut(queue=queue, purged=queues.purge(session, user.username, settings.data, queue))
 
 
-@router.post("/{queue}/messages", response_model=PutOut, status_code=status.HTTP_201_CREATED)
+@router.post("/{queue:path}/messages", response_model=PutOut, status_code=status.HTTP_201_CREATED)
 def put_message(
     queue: QueueName, message: PutIn, user: QueueWriter, session: DbSession, settings: SettingsDep
 ) -> Any:
@@ -209,7 +240,7 @@ def put_message(
     return PutOut(queue=queue, msg_id=queues.put(session, user.username, settings.data, queue, test))
 
 
-@router.get("/{queue}/messages", response_model=list[MessageOut])
+@router.get("/{queue:path}/messages", response_model=list[MessageOut])
 def browse_messages(
     queue: QueueName,
     _: Reader,
@@ -220,19 +251,39 @@ def browse_messages(
     return queues.browse(settings.data, queue, limit)
 
 
-@router.post("/{queue}/get", response_model=MessageOut | None)
-def get_message(
+@router.post("/{queue:path}/get", response_model=MessageOut | None)
+async def get_message(
     queue: QueueName,
     user: QueueWriter,
     session: DbSession,
     settings: SettingsDep,
-    wait: Annotated[float, Query(ge=0, le=30)] = 0,
+    request: Request,
+    wait: Annotated[
+        float,
+        Query(ge=0, description="seconds to wait for a message, at most FLOWBROKER_LONG_POLL_MAX_WAIT (30)"),
+    ] = 0,
 ) -> Any:
-    """Take the next message off the queue (null when none arrives within ``wait`` seconds)."""
-    return queues.get(session, user.username, settings.data, queue, wait)
+    """Take the next message off the queue (null when none arrives within ``wait`` seconds).
+
+    A get that waits is a long-poll: at most FLOWBROKER_LONG_POLL_MAX wait at once, past that 429
+    with Retry-After; the waits never hold the threads the other routes run on.
+    """
+    if wait > settings.long_poll_max_wait:
+        message = f"at most {settings.long_poll_max_wait:g} seconds (FLOWBROKER_LONG_POLL_MAX_WAIT)"
+        raise ApiError(
+            422,
+            "invalid",
+            f"invalid query: /wait: {message}",
+            [{"pointer": "/wait", "location": "query", "message": message, "type": "less_than_equal"}],
+        )
+    work = partial(queues.get, session, user.username, settings.data, queue, wait)
+    if wait == 0:
+        return await run_in_threadpool(work)
+    long_polls: LongPolls = request.app.state.long_polls
+    return await long_polls.run(work)
 
 
-@router.post("/{queue}/messages/{msg_id}/move", response_model=PutOut)
+@router.post("/{queue:path}/messages/{msg_id}/move", response_model=PutOut)
 def move_message(
     queue: QueueName,
     msg_id: MsgId,
@@ -245,7 +296,7 @@ def move_message(
     return queues.move(session, user.username, settings.data, queue, msg_id, target.to)
 
 
-@router.post("/{queue}/messages/{msg_id}/move-to-origin", response_model=PutOut)
+@router.post("/{queue:path}/messages/{msg_id}/move-to-origin", response_model=PutOut)
 def move_to_origin(
     queue: QueueName, msg_id: MsgId, user: QueueWriter, session: DbSession, settings: SettingsDep
 ) -> Any:
