@@ -72,6 +72,9 @@ export interface paths {
         /**
          * Login
          * @description Exchange a username and password for a bearer token.
+         *
+         *     Too many failures for the user or from the client address (FLOWBROKER_LOGIN_MAX_FAILURES,
+         *     FLOWBROKER_LOGIN_MAX_FAILURES_PER_ADDRESS) lock logins out with 429 and Retry-After.
          */
         post: operations["login_api_auth_login_post"];
         delete?: never;
@@ -646,6 +649,9 @@ export interface paths {
         /**
          * Health
          * @description Whether the system is up; needs no token.
+         *
+         *     503 with status ``starting`` until the repository holds its first user (`flowbroker up`
+         *     creates the admin once the API answers): "ok" means a login can succeed.
          */
         get: operations["health_api_health_get"];
         put?: never;
@@ -868,6 +874,9 @@ export interface paths {
         /**
          * Get Message
          * @description Take the next message off the queue (null when none arrives within ``wait`` seconds).
+         *
+         *     A get that waits is a long-poll: at most FLOWBROKER_LONG_POLL_MAX wait at once, past that 429
+         *     with Retry-After; the waits never hold the threads the other routes run on.
          */
         post: operations["get_message_api_queues__queue__get_post"];
         delete?: never;
@@ -1354,7 +1363,7 @@ export interface components {
             /** Backoutthreshold */
             backoutThreshold?: number | null;
             /** Defaultpersistence */
-            defaultPersistence?: (0 | 1) | null;
+            defaultPersistence?: number | null;
             /** Defaultpriority */
             defaultPriority?: number | null;
             /** Description */
@@ -1365,7 +1374,10 @@ export interface components {
             maxDepth?: number | null;
             /** Maxmsglength */
             maxMsgLength?: number | null;
-            /** Name */
+            /**
+             * Name
+             * @description 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'
+             */
             name: string;
             /** Putinhibited */
             putInhibited?: boolean | null;
@@ -1945,9 +1957,10 @@ export interface components {
             database: string;
             /**
              * Status
+             * @description starting (with 503) until the first user exists; degraded when a component is down
              * @enum {string}
              */
-            status: "ok" | "degraded";
+            status: "ok" | "degraded" | "starting";
             /** Version */
             version: string;
         };
@@ -2240,7 +2253,10 @@ export interface components {
         };
         /** MoveIn */
         MoveIn: {
-            /** To */
+            /**
+             * To
+             * @description 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'
+             */
             to: string;
         };
         /**
@@ -2441,7 +2457,7 @@ export interface components {
             /** Backoutthreshold */
             backoutThreshold?: number | null;
             /** Defaultpersistence */
-            defaultPersistence?: (0 | 1) | null;
+            defaultPersistence?: number | null;
             /** Defaultpriority */
             defaultPriority?: number | null;
             /** Description */
@@ -4403,7 +4419,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;
@@ -4433,7 +4449,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;
@@ -4467,11 +4483,12 @@ export interface operations {
     get_message_api_queues__queue__get_post: {
         parameters: {
             query?: {
+                /** @description seconds to wait for a message, at most FLOWBROKER_LONG_POLL_MAX_WAIT (30) */
                 wait?: number;
             };
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;
@@ -4505,7 +4522,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;
@@ -4537,7 +4554,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;
@@ -4573,7 +4590,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
                 /** @description the message id, 48 hex digits */
                 msg_id: string;
@@ -4611,7 +4628,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
                 /** @description the message id, 48 hex digits */
                 msg_id: string;
@@ -4645,7 +4662,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;
