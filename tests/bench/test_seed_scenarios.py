@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from flowbroker.bench import seeds
+from flowbroker.bench import flow, seeds
 from flowbroker.bench.core import scenarios
 from flowbroker.bench.seed004 import seed_key
 from flowbroker.cli import main
@@ -36,7 +36,6 @@ def test_every_scenario_is_discovered() -> None:
 
 
 def test_runtime_driver_figures_match_the_seed_data() -> None:
-    flow = pytest.importorskip("flowbroker.bench.flow")
     for case in flow.CASES:
         if not case.seed_table:
             continue
