@@ -8,14 +8,15 @@ from typing import Any
 from fastapi import APIRouter, status
 
 from flowbroker.api.deps import CurrentToken, CurrentUser, DbSession, SettingsDep
+from flowbroker.api.errors import responses
 from flowbroker.api.schemas import LoginIn, MeOut, PasswordIn, TokenOut
 from flowbroker.services import users
 from flowbroker.services.errors import Unauthorized
 
-router = APIRouter(prefix="/api/auth", tags=["auth"])
+router = APIRouter(prefix="/api/auth", tags=["auth"], responses=responses(401))
 
 
-@router.post("/login", response_model=TokenOut)
+@router.post("/login", responses=responses(429), response_model=TokenOut)
 def login(body: LoginIn, session: DbSession, settings: SettingsDep) -> Any:
     """Exchange a username and password for a bearer token."""
     user, token = users.login(

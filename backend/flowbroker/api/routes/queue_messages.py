@@ -8,10 +8,11 @@ from fastapi import APIRouter, Path, Query, status
 from pydantic import Field
 
 from flowbroker.api.deps import DbSession, QueueWriter, Reader, SettingsDep
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import Body, Out
 from flowbroker.services import queues
 
-router = APIRouter(prefix="/api/queues", tags=["queues"])
+router = APIRouter(prefix="/api/queues", tags=["queues"], responses=responses(*AUTHENTICATED, 502, 503))
 
 QUEUE_PATTERN = r"^[A-Za-z0-9._/%]{1,48}$"
 QueueName = Annotated[str, Path(pattern=QUEUE_PATTERN, description="an MQ queue name")]
@@ -147,13 +148,13 @@ def failed_messages(_: Reader, settings: SettingsDep) -> Any:
     return queues.depths_summary(queues.list_queues(settings.data))
 
 
-@router.post("", response_model=QueueOut, status_code=status.HTTP_201_CREATED)
+@router.post("", responses=responses(409), response_model=QueueOut, status_code=status.HTTP_201_CREATED)
 def define_queue(body: DefineIn, user: QueueWriter, session: DbSession, settings: SettingsDep) -> Any:
     """Define a local queue (409 when it exists)."""
     return queues.define(session, user.username, settings.data, body.name, body.attributes())
 
 
-@router.patch("/{queue}", response_model=QueueOut)
+@router.patch("/{queue}", responses=responses(404, 409), response_model=QueueOut)
 def alter_queue(
     queue: QueueName, body: QueueAttributesIn, user: QueueWriter, session: DbSession, settings: SettingsDep
 ) -> Any:
@@ -161,7 +162,7 @@ def alter_queue(
     return queues.alter(session, user.username, settings.data, queue, body.attributes())
 
 
-@router.delete("/{queue}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{queue}", responses=responses(404, 409), status_code=status.HTTP_204_NO_CONTENT)
 def delete_queue(
     queue: QueueName,
     user: QueueWriter,
@@ -173,13 +174,18 @@ def delete_queue(
     queues.delete(session, user.username, settings.data, queue, purge=purge)
 
 
-@router.post("/{queue}/purge", response_model=PurgeOut)
+@router.post("/{queue}/purge", responses=responses(404, 409), response_model=PurgeOut)
 def purge_queue(queue: QueueName, user: QueueWriter, session: DbSession, settings: SettingsDep) -> Any:
     """Remove every message of a queue."""
     return PurgeOut(queue=queue, purged=queues.purge(session, user.username, settings.data, queue))
 
 
-@router.post("/{queue}/messages", response_model=PutOut, status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/{queue}/messages",
+    responses=responses(404, 409, 413),
+    response_model=PutOut,
+    status_code=status.HTTP_201_CREATED,
+)
 def put_message(
     queue: QueueName, message: PutIn, user: QueueWriter, session: DbSession, settings: SettingsDep
 ) -> Any:
@@ -209,7 +215,7 @@ def put_message(
     return PutOut(queue=queue, msg_id=queues.put(session, user.username, settings.data, queue, test))
 
 
-@router.get("/{queue}/messages", response_model=list[MessageOut])
+@router.get("/{queue}/messages", responses=responses(404), response_model=list[MessageOut])
 def browse_messages(
     queue: QueueName,
     _: Reader,
@@ -220,7 +226,7 @@ def browse_messages(
     return queues.browse(settings.data, queue, limit)
 
 
-@router.post("/{queue}/get", response_model=MessageOut | None)
+@router.post("/{queue}/get", responses=responses(404, 409, 429), response_model=MessageOut | None)
 def get_message(
     queue: QueueName,
     user: QueueWriter,
@@ -232,7 +238,7 @@ def get_message(
     return queues.get(session, user.username, settings.data, queue, wait)
 
 
-@router.post("/{queue}/messages/{msg_id}/move", response_model=PutOut)
+@router.post("/{queue}/messages/{msg_id}/move", responses=responses(404, 409, 413), response_model=PutOut)
 def move_message(
     queue: QueueName,
     msg_id: MsgId,
@@ -245,7 +251,9 @@ def move_message(
     return queues.move(session, user.username, settings.data, queue, msg_id, target.to)
 
 
-@router.post("/{queue}/messages/{msg_id}/move-to-origin", response_model=PutOut)
+@router.post(
+    "/{queue}/messages/{msg_id}/move-to-origin", responses=responses(404, 409, 413), response_model=PutOut
+)
 def move_to_origin(
     queue: QueueName, msg_id: MsgId, user: QueueWriter, session: DbSession, settings: SettingsDep
 ) -> Any:
