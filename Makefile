@@ -53,7 +53,7 @@ typecheck: setup
 	$(BIN)/mypy
 
 pytest: setup
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -rs -p no:cacheprovider
 
 clean:
 	rm -rf $(VENV) frontend/node_modules frontend/dist

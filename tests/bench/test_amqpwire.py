@@ -9,11 +9,10 @@ import uuid
 
 import pytest
 from flowbroker.bench import amqpwire
-
-pamqp_frame = pytest.importorskip("pamqp.frame")
-from pamqp import body as pamqp_body  # noqa: E402
-from pamqp import commands, decode, encode  # noqa: E402
-from pamqp import header as pamqp_header  # noqa: E402
+from pamqp import body as pamqp_body
+from pamqp import commands, decode, encode
+from pamqp import frame as pamqp_frame
+from pamqp import header as pamqp_header
 
 
 def _unmarshal_all(data: bytes) -> list[tuple[int, object]]:

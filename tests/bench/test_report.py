@@ -148,7 +148,7 @@ def _seed004_rows() -> list[dict[str, object]]:
             "Msgs/Sec": None,
             "seed": "004/7.6-cwf-cwf/np-4096",
             "figure": "Msgs/Sec",
-            "note": "blocked: no message set",
+            "note": "not measured: no reply on FB.OUT within 10s",
         }
     )
     return rows
@@ -163,7 +163,7 @@ def test_report_plots_seed004_sweeps_one_line_per_size(tmp_path: Path) -> None:
     for name in ("rate-vs-message-size", "rate-vs-subscribers", "rate-vs-execution-groups"):
         assert (tmp_path / "img" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     assert "| passthrough | MQInput/MQOutput | np | 1,024 | 12,000 | 004/7.1/np-1024 |" in text
-    assert "blocked: no message set" in text
+    assert "not measured: no reply on FB.OUT within 10s" in text
     sweep = [r for r in doc["rows"] if "subscribers" in r]
     labels = {report._series_label(doc, r, "subscribers") for r in sweep}
     assert labels == {"seed004 / np / 1,024 B"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from flowbroker.bench import seeds
+from flowbroker.bench import flow, seeds
 from flowbroker.bench.core import scenarios
 from flowbroker.bench.seed004 import seed_key
 from flowbroker.cli import main
@@ -36,7 +36,6 @@ def test_every_scenario_is_discovered() -> None:
 
 
 def test_runtime_driver_figures_match_the_seed_data() -> None:
-    flow = pytest.importorskip("flowbroker.bench.flow")
     for case in flow.CASES:
         if not case.seed_table:
             continue
@@ -102,11 +101,18 @@ def test_seed003_ramp_against_the_queue_manager(capsys: pytest.CaptureFixture[st
         ],
     )
     steps = [r for r in rows if r["step"] == "ramp"]
-    assert [r["offered_rate"] for r in steps] == [200, 400]
-    assert all(r["lost"] == 0 for r in steps)
+    # which steps hold depends on this machine's load; the ramp's rules and delivery do not:
+    # it climbs until a step fails, every message put is delivered, and the MST is the highest
+    # step that held
+    offered = [r["offered_rate"] for r in steps]
+    assert offered in ([200], [200, 400]), steps
+    assert all(str(r["sustainable"]).startswith(("yes", "no: ")) for r in steps), steps
+    assert offered == [200, 400] or steps[0]["sustainable"] != "yes", steps
+    assert all(r["lost"] == 0 for r in steps), steps
     summary = rows[-1]
     assert summary["step"] == "MST" and summary["seed"] == "003/npnt/1-1024"
-    assert summary["msgs_per_sec"] in (200, 400)
+    held = [r["offered_rate"] for r in steps if r["sustainable"] == "yes"]
+    assert summary["msgs_per_sec"] == max(held, default=0), rows
 
 
 def test_bad_options_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,12 +152,14 @@ def test_seed000_bank_ramps_publications_through_the_flow(capsys: pytest.Capture
     )
     steps = [r for r in rows if r["step"] == "ramp"]
     assert [r["offered_rate"] for r in steps][:1] == [100]
-    assert all(r["lost"] == 0 and r["deliveries_per_sec"] for r in steps), steps
+    # every publication reaches all three subscribers, however loaded this machine is
+    assert all(r["lost"] == 0 for r in steps), steps
     summary = rows[-1]
     assert summary["step"] == "MST" and summary["seed"] == "000/bank/10" and summary["subscriptions"] == 3
-    # which step holds depends on this machine's load: the figure is one of the offered rates
-    assert summary["seed_figure"] == 49 and summary["msgs_per_sec"] in (0, 100, 200)
     assert all(str(r["sustainable"]).startswith(("yes", "no: ")) for r in steps)
+    # which step holds depends on the load: the MST is the highest step that held
+    held = [r["offered_rate"] for r in steps if r["sustainable"] == "yes"]
+    assert summary["seed_figure"] == 49 and summary["msgs_per_sec"] == max(held, default=0), rows
 
 
 @pytest.mark.timeout(180)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from flowbroker import formats
 
 from esql.compiler import compile_program
 from esql.runtime import EsqlRuntimeError, ExecutionContext
 from esql.tree import build
-
-formats = pytest.importorskip("flowbroker.formats")
 
 
 def setup_module() -> None:

@@ -5,14 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from esql import compiler, runtime
 from esql.domains import DomainError
 from esql.tree import Element
 from flowbroker.formats import assembly
 from flowbroker.formats.errors import parser_exception
 from flowbroker.formats.mrm import CATALOG
-
-compiler = pytest.importorskip("esql.compiler")
-runtime = pytest.importorskip("esql.runtime")
 
 SET = {
     "types": {

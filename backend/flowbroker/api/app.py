@@ -138,6 +138,8 @@ def create_app(settings: Settings, *, node_lookup: SpecLookup | None = None, mig
 def _document_error_body(app: FastAPI) -> None:
     """State in the schema the error body clients really get: 422 answers {code, message, detail}.
 
+    Routes that read a body also answer 400 (malformed JSON, invalid Content-Length) and 413.
+
     FastAPI describes its own validation errors; errors.py answers every refusal with one body
     instead, so the generated client's error types must name that one.
     """
@@ -150,6 +152,16 @@ def _document_error_body(app: FastAPI) -> None:
         ref = {"$ref": "#/components/schemas/ErrorBody"}
         for operations in schema.get("paths", {}).values():
             for operation in operations.values():
+                if "requestBody" in operation:
+                    # BodyLimit and the JSON decoder answer these on every route that reads a body
+                    for status in (400, 413):
+                        operation["responses"].setdefault(
+                            str(status),
+                            {
+                                "description": errors.DESCRIPTIONS[status],
+                                "content": {"application/json": {"schema": ref}},
+                            },
+                        )
                 response = operation.get("responses", {}).get("422")
                 if response is not None:
                     response["description"] = (
@@ -173,6 +185,10 @@ def _serve_designer(app: FastAPI, dist: Path) -> None:
     @app.get("/{path:path}", include_in_schema=False)
     async def designer(path: str, request: Request) -> Any:
         if path == "api" or path.startswith("api/"):
+            # an API path that exists for other methods is 405, as it is without the designer
+            methods = errors.allowed_methods(request)
+            if methods:
+                return errors.method_not_allowed(request, methods)
             return errors.error_response(404, "not_found", f"no route GET {request.url.path}")
         candidate = (root / path).resolve()
         if path and candidate.is_file() and candidate.is_relative_to(root):

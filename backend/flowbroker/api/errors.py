@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -11,6 +12,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from flowbroker.api.schemas import ErrorBody
 from flowbroker.services.errors import ServiceError
 
 log = logging.getLogger("flowbroker.api")
@@ -28,6 +30,60 @@ HTTP_CODES = {
     422: "invalid",
     429: "too_many_requests",
 }
+
+
+#: What each refusal means in the OpenAPI document; every one answers with :class:`ErrorBody`.
+DESCRIPTIONS = {
+    400: "Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value",
+    401: "Authentication required: no token, or one that is unknown, expired or revoked",
+    403: "The signed-in user's role does not grant this action",
+    404: "The named object does not exist",
+    409: "The change conflicts with the object's current state",
+    413: "The request body, or the message, is larger than allowed",
+    422: "The request is invalid: the detail names each field by its JSON pointer",
+    429: "Too many requests: retry after the interval in the Retry-After header",
+    502: "The queue manager refused the request for a reason of its own",
+    503: "The queue manager is not reachable",
+}
+
+
+def responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` of a router or route: each refusal it really answers, with the error body."""
+    return {code: {"model": ErrorBody, "description": DESCRIPTIONS[code]} for code in codes}
+
+
+#: Every route that needs a signed-in user with a permission.
+AUTHENTICATED = (401, 403)
+
+_HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+
+
+def allowed_methods(request: Request, also: str = "") -> list[str]:
+    """The methods the OpenAPI document declares on the request's path, and ``also`` (an Allow header)."""
+    patterns = getattr(request.app.state, "path_methods", None)
+    if patterns is None:
+        patterns = [
+            (re.compile("^" + re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(path)) + "$"), operations)
+            for path, operations in request.app.openapi().get("paths", {}).items()
+        ]
+        request.app.state.path_methods = patterns
+    methods = {m.strip().upper() for m in also.split(",") if m.strip()}
+    for pattern, operations in patterns:
+        if pattern.match(request.url.path):
+            methods |= {m.upper() for m in operations if m in _HTTP_METHODS}
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
+
+
+def method_not_allowed(request: Request, methods: list[str]) -> JSONResponse:
+    return error_response(
+        405,
+        "method_not_allowed",
+        f"method {request.method} is not allowed on {request.url.path}",
+        {"allowed": methods},
+        {"Allow": ", ".join(methods)},
+    )
 
 
 class ApiError(Exception):
@@ -124,10 +180,12 @@ async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = HTTP_CODES.get(exc.status_code, "error")
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route on the path; the path may have several
+        headers = getattr(exc, "headers", None) or {}
+        return method_not_allowed(request, allowed_methods(request, headers.get("Allow", "")))
     if exc.status_code == 404 and exc.detail == "Not Found":
         message = f"no route {request.method} {request.url.path}"
-    elif exc.status_code == 405:
-        message = f"method {request.method} is not allowed on {request.url.path}"
     else:
         message = str(exc.detail)
     return error_response(exc.status_code, code, message, None, getattr(exc, "headers", None))

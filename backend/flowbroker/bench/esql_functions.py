@@ -12,8 +12,8 @@ from typing import Any
 
 from flowbroker.bench.core import Row, Scenario
 
-#: (name, what it stands for in ESQL, factory returning a zero-argument callable)
-_Case = tuple[str, str, Callable[[], Callable[[], Any]]]
+#: (name, what it stands for in ESQL, factory returning a zero-argument callable, the value it must return)
+_Case = tuple[str, str, Callable[[], Callable[[], Any]], Any]
 
 
 def _cases() -> list[_Case]:
@@ -33,51 +33,76 @@ def _cases() -> list[_Case]:
     coalesce = F["COALESCE"].impl
     blob = "café crème".encode()
     return [
-        ("add INTEGER", "n + 1", lambda: lambda: v.add(41, 1)),
-        ("add DECIMAL", "price + tax", lambda: lambda: v.add(price, qty)),
-        ("mul DECIMAL", "qty * price", lambda: lambda: v.mul(qty, price)),
-        ("add CHARACTER field + INTEGER", "InputBody.Qty + 1", lambda: lambda: v.add("41", 1)),
-        ("eq CHARACTER", "status = 'DONE'", lambda: lambda: v.eq("DONE", "DONE")),
-        ("eq INTEGER", "n = 5", lambda: lambda: v.eq(5, 5)),
-        ("lt DECIMAL/INTEGER", "price < 100", lambda: lambda: v.lt(price, 100)),
-        ("and", "a AND b", lambda: lambda: v.and_(True, None)),
-        ("concat CHARACTER", "'Hello ' || name", lambda: lambda: v.concat("Hello ", "World")),
-        ("cast INTEGER AS CHARACTER", "CAST(n AS CHARACTER)", lambda: lambda: v.cast(12345, "CHARACTER")),
-        ("cast CHARACTER AS INTEGER", "CAST('12345' AS INTEGER)", lambda: lambda: v.cast("12345", "INTEGER")),
-        ("cast CHARACTER AS DECIMAL", "CAST('12.50' AS DECIMAL)", lambda: lambda: v.cast("12.50", "DECIMAL")),
+        ("add INTEGER", "n + 1", lambda: lambda: v.add(41, 1), 42),
+        ("add DECIMAL", "price + tax", lambda: lambda: v.add(price, qty), Decimal("15.50")),
+        ("mul DECIMAL", "qty * price", lambda: lambda: v.mul(qty, price), Decimal("37.50")),
+        ("add CHARACTER field + INTEGER", "InputBody.Qty + 1", lambda: lambda: v.add("41", 1), 42),
+        ("eq CHARACTER", "status = 'DONE'", lambda: lambda: v.eq("DONE", "DONE"), True),
+        ("eq INTEGER", "n = 5", lambda: lambda: v.eq(5, 5), True),
+        ("lt DECIMAL/INTEGER", "price < 100", lambda: lambda: v.lt(price, 100), True),
+        ("and", "a AND b", lambda: lambda: v.and_(True, None), None),
+        ("concat CHARACTER", "'Hello ' || name", lambda: lambda: v.concat("Hello ", "World"), "Hello World"),
+        (
+            "cast INTEGER AS CHARACTER",
+            "CAST(n AS CHARACTER)",
+            lambda: lambda: v.cast(12345, "CHARACTER"),
+            "12345",
+        ),
+        (
+            "cast CHARACTER AS INTEGER",
+            "CAST('12345' AS INTEGER)",
+            lambda: lambda: v.cast("12345", "INTEGER"),
+            12345,
+        ),
+        (
+            "cast CHARACTER AS DECIMAL",
+            "CAST('12.50' AS DECIMAL)",
+            lambda: lambda: v.cast("12.50", "DECIMAL"),
+            Decimal("12.50"),
+        ),
         (
             "cast DECIMAL FORMAT",
             "CAST(x AS CHARACTER FORMAT '#,##0.00')",
             lambda: lambda: v.cast(Decimal("1234567.891"), "CHARACTER", format="#,##0.00"),
+            "1,234,567.89",
         ),
         (
             "cast TIMESTAMP FORMAT",
             "CAST(ts AS CHARACTER FORMAT 'yyyy-MM-dd HH:mm:ss')",
             lambda: lambda: v.cast(ts, "CHARACTER", format="yyyy-MM-dd HH:mm:ss"),
+            "2024-02-29 13:45:00",
         ),
         (
             "cast CHARACTER AS TIMESTAMP FORMAT",
             "CAST('20240229134500' AS TIMESTAMP FORMAT 'yyyyMMddHHmmss')",
             lambda: lambda: v.cast("20240229134500", "TIMESTAMP", format="yyyyMMddHHmmss"),
+            ts,
         ),
         (
             "cast BLOB CCSID 1208",
             "CAST(blob AS CHARACTER CCSID 1208)",
             lambda: lambda: v.cast(blob, "CHARACTER", ccsid=1208),
+            "café crème",
         ),
         (
             "cast DEFAULT (fails)",
             "CAST('abc' AS INTEGER DEFAULT 0)",
             lambda: lambda: v.cast("abc", "INTEGER", default=0),
+            0,
         ),
-        ("LIKE", "code LIKE 'AB%_9'", lambda: lambda: v.like("AB-1234-9", "AB%_9")),
-        ("SUBSTRING", "SUBSTRING(s FROM 3 FOR 4)", lambda: lambda: substring("ABCDEFGHIJ", 3, 4)),
-        ("TRIM", "TRIM(s)", lambda: lambda: trim("  padded  ", "BOTH", None)),
-        ("POSITION", "POSITION('-' IN s)", lambda: lambda: position("-", "AB-1234-9", None, None)),
-        ("UPPER", "UPPER(s)", lambda: lambda: upper("mixed Case")),
-        ("COALESCE", "COALESCE(a, b, 'x')", lambda: lambda: coalesce(None, None, "x")),
-        ("EXTRACT", "EXTRACT(YEAR FROM ts)", lambda: lambda: extract("YEAR", ts)),
-        ("DATE + INTERVAL", "d + INTERVAL '1' MONTH", lambda: lambda: v.add(day, month)),
+        ("LIKE", "code LIKE 'AB%_9'", lambda: lambda: v.like("AB-1234-9", "AB%_9"), True),
+        ("SUBSTRING", "SUBSTRING(s FROM 3 FOR 4)", lambda: lambda: substring("ABCDEFGHIJ", 3, 4), "CDEF"),
+        ("TRIM", "TRIM(s)", lambda: lambda: trim("  padded  ", "BOTH", None), "padded"),
+        ("POSITION", "POSITION('-' IN s)", lambda: lambda: position("-", "AB-1234-9", None, None), 3),
+        ("UPPER", "UPPER(s)", lambda: lambda: upper("mixed Case"), "MIXED CASE"),
+        ("COALESCE", "COALESCE(a, b, 'x')", lambda: lambda: coalesce(None, None, "x"), "x"),
+        ("EXTRACT", "EXTRACT(YEAR FROM ts)", lambda: lambda: extract("YEAR", ts), 2024),
+        (
+            "DATE + INTERVAL",
+            "d + INTERVAL '1' MONTH",
+            lambda: lambda: v.add(day, month),
+            v.literal("DATE", "2024-03-29"),
+        ),
     ]
 
 
@@ -94,7 +119,8 @@ def _measure(fn: Callable[[], Any], seconds: float) -> tuple[float, float]:
         batch *= 4
     done = 0
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    while time.perf_counter() - wall0 < seconds:
+    # at least one batch: a process descheduled before its first check would otherwise count none
+    while not done or time.perf_counter() - wall0 < seconds:
         for _ in range(batch):
             fn()
         done += batch
@@ -109,9 +135,13 @@ def run(args: argparse.Namespace) -> list[Row]:
         c for c in _cases() if not args.only or any(word.lower() in c[0].lower() for word in args.only)
     ]
     rows: list[Row] = []
-    for name, esql, factory in selected:
+    for name, esql, factory, expected in selected:
         fn = factory()
-        fn()  # first call fills the caches (patterns, CAST targets), as a deployed flow's would be
+        # the first call fills the caches (patterns, CAST targets), as a deployed flow's would be,
+        # and shows the operation is right: a wrong result measured fast is not a figure
+        got = fn()
+        if type(got) is not type(expected) or got != expected:
+            raise ValueError(f"{name}: {esql} returned {got!r}, expected {expected!r}")
         rates, cpu = [], []
         for _ in range(args.repeat):
             rate, ns = _measure(fn, args.seconds)

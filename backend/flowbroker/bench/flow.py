@@ -369,20 +369,6 @@ def _round_trip(bench: Bench, case: Case, persistent: bool, size: int, wait: flo
     return None
 
 
-def _explain(case: Case, reason: str) -> str:
-    if "is not deployed here" in reason and case.message_set is not None:
-        return (
-            f"blocked: the execution group has no message set ({reason}); deployments in this build "
-            "do not carry message sets to the group"
-        )
-    if case.subscription_filter and reason.startswith("no reply"):
-        return (
-            f"blocked: no publication matched the content filter ({reason}); the filter reads "
-            "Root.MQRFH2.usr, which needs flows to publish with the message's properties"
-        )
-    return f"not measured: {reason}"
-
-
 async def _drive(
     bench: Bench, case: Case, persistent: bool, size: int, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -593,11 +579,11 @@ def run_cases(cases: list[Case], args: argparse.Namespace) -> list[Row]:
         except RuntimeError as exc:
             raise OSError(f"the execution group did not start: {exc}") from None
         for case, cells in plan:
-            blocked = ""
+            unmeasured = ""
             for persistent, size in cells:
                 note = _note(case, bench)
-                if blocked:
-                    rows.append(_row(case, persistent, size, None, blocked))
+                if unmeasured:
+                    rows.append(_row(case, persistent, size, None, unmeasured))
                     continue
                 try:
                     bench.apply(case, size)
@@ -609,8 +595,8 @@ def run_cases(cases: list[Case], args: argparse.Namespace) -> list[Row]:
                     problem = _round_trip(bench, case, persistent, size, args.preflight_timeout)
                 bench.settle(case)
                 if problem is not None:
-                    blocked = _explain(case, problem)
-                    rows.append(_row(case, persistent, size, None, blocked))
+                    unmeasured = f"not measured: {problem}"
+                    rows.append(_row(case, persistent, size, None, unmeasured))
                     continue
                 result = _run_driver(_drive(bench, case, persistent, size, args))
                 rows.append(_row(case, persistent, size, result, note))

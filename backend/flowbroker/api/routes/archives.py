@@ -8,10 +8,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from flowbroker.api.deps import DbSession, FlowEditor, Reader
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import Out
 from flowbroker.services import archives
 
-router = APIRouter(prefix="/api/archives", tags=["archives"])
+router = APIRouter(prefix="/api/archives", tags=["archives"], responses=responses(*AUTHENTICATED))
 
 
 class ImportedItem(Out):
@@ -30,7 +31,7 @@ class ImportOut(Out):
 @router.get(
     "/export",
     response_class=Response,
-    responses={200: {"content": {"application/zip": {}}, "description": "the archive"}},
+    responses={**responses(404), 200: {"content": {"application/zip": {}}, "description": "the archive"}},
 )
 def export_archive(
     _: Reader,

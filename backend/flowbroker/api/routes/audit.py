@@ -8,10 +8,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from flowbroker.api.deps import DbSession, Reader
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import MAX_ID, AuditOut
 from flowbroker.services import audit
 
-router = APIRouter(prefix="/api/audit", tags=["audit"])
+router = APIRouter(prefix="/api/audit", tags=["audit"], responses=responses(*AUTHENTICATED))
 
 
 @router.get("", response_model=list[AuditOut])

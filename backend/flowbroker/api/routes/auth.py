@@ -9,16 +9,16 @@ from typing import Any
 from fastapi import APIRouter, Request, status
 
 from flowbroker.api.deps import CurrentToken, CurrentUser, DbSession, SettingsDep
-from flowbroker.api.errors import ApiError
+from flowbroker.api.errors import ApiError, responses
 from flowbroker.api.schemas import LoginIn, MeOut, PasswordIn, TokenOut
 from flowbroker.services import audit, users
 from flowbroker.services.errors import Unauthorized
 from flowbroker.services.login_throttle import LoginThrottle
 
-router = APIRouter(prefix="/api/auth", tags=["auth"])
+router = APIRouter(prefix="/api/auth", tags=["auth"], responses=responses(401))
 
 
-@router.post("/login", response_model=TokenOut)
+@router.post("/login", responses=responses(429), response_model=TokenOut)
 def login(body: LoginIn, request: Request, session: DbSession, settings: SettingsDep) -> Any:
     """Exchange a username and password for a bearer token.
 

@@ -7,11 +7,12 @@ from typing import Any
 from fastapi import APIRouter, status
 
 from flowbroker.api.deps import DbSession, Reader, SettingsDep, TopologyManager
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import BrokerIn, BrokerOut, BrokerPatch, GroupIn, GroupOut, GroupPatch, Id
 from flowbroker.services import brokers, groups
 from flowbroker.settings import Settings
 
-router = APIRouter(prefix="/api/brokers", tags=["brokers"])
+router = APIRouter(prefix="/api/brokers", tags=["brokers"], responses=responses(*AUTHENTICATED))
 
 
 def _broker(broker: Any, settings: Settings) -> dict[str, Any]:
@@ -34,19 +35,19 @@ def list_brokers(_: Reader, session: DbSession, settings: SettingsDep) -> Any:
     ]
 
 
-@router.post("", response_model=BrokerOut, status_code=status.HTTP_201_CREATED)
+@router.post("", responses=responses(409), response_model=BrokerOut, status_code=status.HTTP_201_CREATED)
 def create_broker(body: BrokerIn, user: TopologyManager, session: DbSession, settings: SettingsDep) -> Any:
     """Define a broker."""
     return _broker(brokers.create(session, user.username, body.name, body.description, body.qm_url), settings)
 
 
-@router.get("/{broker_id}", response_model=BrokerOut)
+@router.get("/{broker_id}", responses=responses(404), response_model=BrokerOut)
 def get_broker(broker_id: Id, _: Reader, session: DbSession, settings: SettingsDep) -> Any:
     """One broker."""
     return _broker(brokers.get(session, broker_id), settings)
 
 
-@router.patch("/{broker_id}", response_model=BrokerOut)
+@router.patch("/{broker_id}", responses=responses(404, 409), response_model=BrokerOut)
 def update_broker(
     broker_id: Id, body: BrokerPatch, user: TopologyManager, session: DbSession, settings: SettingsDep
 ) -> Any:
@@ -55,19 +56,24 @@ def update_broker(
     return _broker(brokers.update(session, user.username, broker_id, changes), settings)
 
 
-@router.delete("/{broker_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{broker_id}", responses=responses(404, 409), status_code=status.HTTP_204_NO_CONTENT)
 def delete_broker(broker_id: Id, user: TopologyManager, session: DbSession) -> None:
     """Delete a broker and its groups (refused while flows are deployed to it)."""
     brokers.delete(session, user.username, broker_id)
 
 
-@router.get("/{broker_id}/groups", response_model=list[GroupOut])
+@router.get("/{broker_id}/groups", responses=responses(404), response_model=list[GroupOut])
 def list_groups(broker_id: Id, _: Reader, session: DbSession, settings: SettingsDep) -> Any:
     """The broker's execution groups."""
     return _broker(brokers.get(session, broker_id), settings)["groups"]
 
 
-@router.post("/{broker_id}/groups", response_model=GroupOut, status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/{broker_id}/groups",
+    responses=responses(404, 409),
+    response_model=GroupOut,
+    status_code=status.HTTP_201_CREATED,
+)
 def create_group(
     broker_id: Id, body: GroupIn, user: TopologyManager, session: DbSession, settings: SettingsDep
 ) -> Any:
@@ -76,13 +82,13 @@ def create_group(
     return _group(group, settings)
 
 
-@router.get("/{broker_id}/groups/{group_id}", response_model=GroupOut)
+@router.get("/{broker_id}/groups/{group_id}", responses=responses(404), response_model=GroupOut)
 def get_group(broker_id: Id, group_id: Id, _: Reader, session: DbSession, settings: SettingsDep) -> Any:
     """One execution group."""
     return _group(brokers.get_group(session, broker_id, group_id), settings)
 
 
-@router.patch("/{broker_id}/groups/{group_id}", response_model=GroupOut)
+@router.patch("/{broker_id}/groups/{group_id}", responses=responses(404, 409), response_model=GroupOut)
 def update_group(
     broker_id: Id,
     group_id: Id,
@@ -96,7 +102,9 @@ def update_group(
     return _group(brokers.update_group(session, user.username, broker_id, group_id, changes), settings)
 
 
-@router.delete("/{broker_id}/groups/{group_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/{broker_id}/groups/{group_id}", responses=responses(404, 409), status_code=status.HTTP_204_NO_CONTENT
+)
 def delete_group(broker_id: Id, group_id: Id, user: TopologyManager, session: DbSession) -> None:
     """Delete an execution group (refused while flows are deployed to it); its process is stopped."""
     brokers.delete_group(session, user.username, broker_id, group_id)

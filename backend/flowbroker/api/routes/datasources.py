@@ -7,11 +7,12 @@ from typing import Any
 from fastapi import APIRouter, status
 
 from flowbroker.api.deps import DbSession, FlowEditor, Reader
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import DataSourceIn, DataSourceOut, DataSourcePatch, Id
 from flowbroker.repository.models import DataSource
 from flowbroker.services import datasources
 
-router = APIRouter(prefix="/api/datasources", tags=["data sources"])
+router = APIRouter(prefix="/api/datasources", tags=["data sources"], responses=responses(*AUTHENTICATED))
 
 
 def _out(source: DataSource) -> DataSourceOut:
@@ -26,7 +27,7 @@ def list_sources(_: Reader, session: DbSession) -> Any:
     return [_out(s) for s in datasources.list_all(session)]
 
 
-@router.post("", response_model=DataSourceOut, status_code=status.HTTP_201_CREATED)
+@router.post("", responses=responses(409), response_model=DataSourceOut, status_code=status.HTTP_201_CREATED)
 def create_source(body: DataSourceIn, user: FlowEditor, session: DbSession) -> Any:
     """Define a data source by SQLAlchemy URL."""
     return _out(
@@ -34,19 +35,19 @@ def create_source(body: DataSourceIn, user: FlowEditor, session: DbSession) -> A
     )
 
 
-@router.get("/{source_id}", response_model=DataSourceOut)
+@router.get("/{source_id}", responses=responses(404), response_model=DataSourceOut)
 def get_source(source_id: Id, _: Reader, session: DbSession) -> Any:
     """One data source."""
     return _out(datasources.get(session, source_id))
 
 
-@router.patch("/{source_id}", response_model=DataSourceOut)
+@router.patch("/{source_id}", responses=responses(404, 409), response_model=DataSourceOut)
 def update_source(source_id: Id, body: DataSourcePatch, user: FlowEditor, session: DbSession) -> Any:
     """Change a data source."""
     return _out(datasources.update(session, user.username, source_id, body.model_dump(exclude_unset=True)))
 
 
-@router.delete("/{source_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{source_id}", responses=responses(404), status_code=status.HTTP_204_NO_CONTENT)
 def delete_source(source_id: Id, user: FlowEditor, session: DbSession) -> None:
     """Delete a data source."""
     datasources.delete(session, user.username, source_id)

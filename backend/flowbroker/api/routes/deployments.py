@@ -10,10 +10,11 @@ from fastapi.responses import PlainTextResponse
 from pydantic import Field
 
 from flowbroker.api.deps import DbSession, Deployer, Reader, SettingsDep, TopologyManager
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import Body, GroupOut, Id, Out, RefId, StrictInt
 from flowbroker.services import deploy, groups, stats
 
-router = APIRouter(tags=["deployments"])
+router = APIRouter(tags=["deployments"], responses=responses(*AUTHENTICATED))
 
 
 class DeploymentIn(Body):
@@ -61,7 +62,12 @@ class DeploymentOut(Out):
     updated_at: datetime
 
 
-@router.post("/api/deployments", response_model=DeploymentOut, status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/api/deployments",
+    responses=responses(404, 409),
+    response_model=DeploymentOut,
+    status_code=status.HTTP_202_ACCEPTED,
+)
 def create_deployment(body: DeploymentIn, user: Deployer, session: DbSession, settings: SettingsDep) -> Any:
     """Deploy a flow version to an execution group; follow its status at GET /api/deployments/{id}."""
     row = groups.deploy_to(
@@ -80,14 +86,17 @@ def create_deployment(body: DeploymentIn, user: Deployer, session: DbSession, se
     return deploy.describe(row)
 
 
-@router.get("/api/deployments/{deployment_id}", response_model=DeploymentOut)
+@router.get("/api/deployments/{deployment_id}", responses=responses(404), response_model=DeploymentOut)
 def get_deployment(deployment_id: Id, _: Reader, session: DbSession) -> Any:
     """One deployment: its status and, when it failed, every diagnostic."""
     return deploy.describe(deploy.get(session, deployment_id))
 
 
 @router.delete(
-    "/api/deployments/{deployment_id}", response_model=DeploymentOut, status_code=status.HTTP_202_ACCEPTED
+    "/api/deployments/{deployment_id}",
+    responses=responses(404),
+    response_model=DeploymentOut,
+    status_code=status.HTTP_202_ACCEPTED,
 )
 def delete_deployment(deployment_id: Id, user: Deployer, session: DbSession, settings: SettingsDep) -> Any:
     """Undeploy: the group stops the flow after the messages in progress."""
@@ -96,6 +105,7 @@ def delete_deployment(deployment_id: Id, user: Deployer, session: DbSession, set
 
 @router.post(
     "/api/deployments/{deployment_id}/start",
+    responses=responses(404, 409),
     response_model=DeploymentOut,
     status_code=status.HTTP_202_ACCEPTED,
 )
@@ -106,6 +116,7 @@ def start_flow(deployment_id: Id, user: Deployer, session: DbSession, settings: 
 
 @router.post(
     "/api/deployments/{deployment_id}/stop",
+    responses=responses(404, 409),
     response_model=DeploymentOut,
     status_code=status.HTTP_202_ACCEPTED,
 )
@@ -123,6 +134,7 @@ class TraceIn(Body):
 
 @router.put(
     "/api/deployments/{deployment_id}/trace",
+    responses=responses(404),
     response_model=DeploymentOut,
     status_code=status.HTTP_202_ACCEPTED,
 )
@@ -135,7 +147,9 @@ def set_trace(
     )
 
 
-@router.get("/api/deployments/{deployment_id}/trace", response_class=PlainTextResponse)
+@router.get(
+    "/api/deployments/{deployment_id}/trace", responses=responses(404), response_class=PlainTextResponse
+)
 def read_trace(
     deployment_id: Id,
     _: Reader,
@@ -159,13 +173,23 @@ def _group(group: Any, settings: Any) -> dict[str, Any]:
     return groups.describe_group(group, settings.data, table, settings.local_broker)
 
 
-@router.post("/api/groups/{group_id}/start", response_model=GroupOut, status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/api/groups/{group_id}/start",
+    responses=responses(404),
+    response_model=GroupOut,
+    status_code=status.HTTP_202_ACCEPTED,
+)
 def start_group(group_id: Id, user: TopologyManager, session: DbSession, settings: SettingsDep) -> Any:
     """Start the group's process; each flow resumes in its own started or stopped state."""
     return _group(groups.set_desired(session, user.username, group_id, "running", settings.data), settings)
 
 
-@router.post("/api/groups/{group_id}/stop", response_model=GroupOut, status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/api/groups/{group_id}/stop",
+    responses=responses(404),
+    response_model=GroupOut,
+    status_code=status.HTTP_202_ACCEPTED,
+)
 def stop_group(group_id: Id, user: TopologyManager, session: DbSession, settings: SettingsDep) -> Any:
     """Stop the group's process, and so every flow in it, after the messages in progress."""
     return _group(groups.set_desired(session, user.username, group_id, "stopped", settings.data), settings)

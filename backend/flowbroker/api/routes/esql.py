@@ -8,10 +8,11 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from flowbroker.api.deps import Reader
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import Body, Out
 from flowbroker.services import esql
 
-router = APIRouter(prefix="/api/esql", tags=["esql"])
+router = APIRouter(prefix="/api/esql", tags=["esql"], responses=responses(*AUTHENTICATED))
 
 
 class CheckIn(Body):

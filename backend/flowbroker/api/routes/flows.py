@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query, Request, status
 
 from flowbroker.api.deps import DbSession, FlowEditor, Reader
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import (
     MAX_ID,
     FlowDocument,
@@ -21,7 +22,7 @@ from flowbroker.api.schemas import (
 from flowbroker.repository.models import Flow
 from flowbroker.services import flows, validation
 
-router = APIRouter(prefix="/api/flows", tags=["flows"])
+router = APIRouter(prefix="/api/flows", tags=["flows"], responses=responses(*AUTHENTICATED))
 
 # The body is read as plain JSON and checked by the validation service, which names every
 # problem by its JSON pointer at once; the schema still states the document's shape.
@@ -66,6 +67,7 @@ def list_flows(
 
 @router.post(
     "",
+    responses=responses(409),
     response_model=FlowOut,
     response_model_exclude_unset=True,
     status_code=status.HTTP_201_CREATED,
@@ -96,7 +98,7 @@ def name_status(
     return flows.name_status(session, name)
 
 
-@router.get("/{flow_id}", response_model=FlowOut, response_model_exclude_unset=True)
+@router.get("/{flow_id}", responses=responses(404), response_model=FlowOut, response_model_exclude_unset=True)
 def get_flow(flow_id: Id, _: Reader, session: DbSession) -> Any:
     """A flow with its current document."""
     state = flows.load(session, flow_id)
@@ -104,7 +106,11 @@ def get_flow(flow_id: Id, _: Reader, session: DbSession) -> Any:
 
 
 @router.put(
-    "/{flow_id}", response_model=FlowOut, response_model_exclude_unset=True, openapi_extra=DOCUMENT_BODY
+    "/{flow_id}",
+    responses=responses(404, 409),
+    response_model=FlowOut,
+    response_model_exclude_unset=True,
+    openapi_extra=DOCUMENT_BODY,
 )
 def save_flow(
     flow_id: Id,
@@ -121,20 +127,23 @@ def save_flow(
     return _out(state, state.document)
 
 
-@router.delete("/{flow_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{flow_id}", responses=responses(404, 409), status_code=status.HTTP_204_NO_CONTENT)
 def delete_flow(flow_id: Id, user: FlowEditor, session: DbSession) -> None:
     """Delete a flow and its history (refused while deployed)."""
     flows.delete(session, user.username, flow_id)
 
 
-@router.get("/{flow_id}/versions", response_model=list[FlowVersionOut])
+@router.get("/{flow_id}/versions", responses=responses(404), response_model=list[FlowVersionOut])
 def list_versions(flow_id: Id, _: Reader, session: DbSession) -> Any:
     """The flow's versions, newest first."""
     return flows.versions(session, flows.get(session, flow_id))
 
 
 @router.get(
-    "/{flow_id}/versions/{number}", response_model=FlowVersionDocument, response_model_exclude_unset=True
+    "/{flow_id}/versions/{number}",
+    responses=responses(404),
+    response_model=FlowVersionDocument,
+    response_model_exclude_unset=True,
 )
 def get_version(flow_id: Id, number: Id, _: Reader, session: DbSession) -> Any:
     """One version's document."""

@@ -8,10 +8,11 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from flowbroker.api.deps import DbSession, FlowEditor
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.services import messagesets
 from flowbroker.services.errors import Invalid, problem
 
-router = APIRouter(prefix="/api/message-sets", tags=["message sets"])
+router = APIRouter(prefix="/api/message-sets", tags=["message sets"], responses=responses(*AUTHENTICATED))
 
 
 class MessageSetImportIn(BaseModel):
@@ -32,7 +33,7 @@ class MessageSetImportOut(BaseModel):
     types: dict[str, Any]
 
 
-@router.post("/import", response_model=MessageSetImportOut, status_code=201)
+@router.post("/import", responses=responses(409), response_model=MessageSetImportOut, status_code=201)
 def import_layout(body: MessageSetImportIn, user: FlowEditor, session: DbSession) -> Any:
     """Import a record layout as a message type of a set (a new version of the set)."""
     from esql.domains import DomainError

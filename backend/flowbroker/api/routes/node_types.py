@@ -7,10 +7,11 @@ from typing import Any
 from fastapi import APIRouter
 
 from flowbroker.api.deps import Reader
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import NodeSpec
 from flowbroker.services import node_types as specs
 
-router = APIRouter(prefix="/api", tags=["node types"])
+router = APIRouter(prefix="/api", tags=["node types"], responses=responses(*AUTHENTICATED))
 
 
 @router.get("/node-types", response_model=list[NodeSpec])

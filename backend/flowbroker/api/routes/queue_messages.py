@@ -10,7 +10,7 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from flowbroker.api.deps import DbSession, QueueWriter, Reader, SettingsDep
-from flowbroker.api.errors import ApiError
+from flowbroker.api.errors import AUTHENTICATED, ApiError, responses
 from flowbroker.api.long_polls import LongPolls
 from flowbroker.api.schemas import Body, Out, StrictInt
 from flowbroker.qm.names import (
@@ -21,7 +21,7 @@ from flowbroker.qm.names import (
 )
 from flowbroker.services import queues
 
-router = APIRouter(prefix="/api/queues", tags=["queues"])
+router = APIRouter(prefix="/api/queues", tags=["queues"], responses=responses(*AUTHENTICATED, 502, 503))
 
 # Every route names its queue with the path converter, so a name holding "/" (sent as %2F) is
 # reachable; the name's own rule is the queue manager's (flowbroker.qm.names).
@@ -178,13 +178,13 @@ def failed_messages(_: Reader, settings: SettingsDep) -> Any:
     return queues.depths_summary(queues.list_queues(settings.data))
 
 
-@router.post("", response_model=QueueOut, status_code=status.HTTP_201_CREATED)
+@router.post("", responses=responses(409), response_model=QueueOut, status_code=status.HTTP_201_CREATED)
 def define_queue(body: DefineIn, user: QueueWriter, session: DbSession, settings: SettingsDep) -> Any:
     """Define a local queue (409 when it exists)."""
     return queues.define(session, user.username, settings.data, body.name, body.attributes())
 
 
-@router.patch("/{queue:path}", response_model=QueueOut)
+@router.patch("/{queue:path}", responses=responses(404, 409), response_model=QueueOut)
 def alter_queue(
     queue: QueueName, body: QueueAttributesIn, user: QueueWriter, session: DbSession, settings: SettingsDep
 ) -> Any:
@@ -192,7 +192,7 @@ def alter_queue(
     return queues.alter(session, user.username, settings.data, queue, body.attributes())
 
 
-@router.delete("/{queue:path}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{queue:path}", responses=responses(404, 409), status_code=status.HTTP_204_NO_CONTENT)
 def delete_queue(
     queue: QueueName,
     user: QueueWriter,
@@ -204,13 +204,18 @@ def delete_queue(
     queues.delete(session, user.username, settings.data, queue, purge=purge)
 
 
-@router.post("/{queue:path}/purge", response_model=PurgeOut)
+@router.post("/{queue:path}/purge", responses=responses(404, 409), response_model=PurgeOut)
 def purge_queue(queue: QueueName, user: QueueWriter, session: DbSession, settings: SettingsDep) -> Any:
     """Remove every message of a queue."""
     return PurgeOut(queue=queue, purged=queues.purge(session, user.username, settings.data, queue))
 
 
-@router.post("/{queue:path}/messages", response_model=PutOut, status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/{queue:path}/messages",
+    responses=responses(404, 409, 413),
+    response_model=PutOut,
+    status_code=status.HTTP_201_CREATED,
+)
 def put_message(
     queue: QueueName, message: PutIn, user: QueueWriter, session: DbSession, settings: SettingsDep
 ) -> Any:
@@ -240,7 +245,7 @@ def put_message(
     return PutOut(queue=queue, msg_id=queues.put(session, user.username, settings.data, queue, test))
 
 
-@router.get("/{queue:path}/messages", response_model=list[MessageOut])
+@router.get("/{queue:path}/messages", responses=responses(404), response_model=list[MessageOut])
 def browse_messages(
     queue: QueueName,
     _: Reader,
@@ -251,7 +256,7 @@ def browse_messages(
     return queues.browse(settings.data, queue, limit)
 
 
-@router.post("/{queue:path}/get", response_model=MessageOut | None)
+@router.post("/{queue:path}/get", responses=responses(404, 409, 429), response_model=MessageOut | None)
 async def get_message(
     queue: QueueName,
     user: QueueWriter,
@@ -283,7 +288,9 @@ async def get_message(
     return await long_polls.run(work)
 
 
-@router.post("/{queue:path}/messages/{msg_id}/move", response_model=PutOut)
+@router.post(
+    "/{queue:path}/messages/{msg_id}/move", responses=responses(404, 409, 413), response_model=PutOut
+)
 def move_message(
     queue: QueueName,
     msg_id: MsgId,
@@ -296,7 +303,11 @@ def move_message(
     return queues.move(session, user.username, settings.data, queue, msg_id, target.to)
 
 
-@router.post("/{queue:path}/messages/{msg_id}/move-to-origin", response_model=PutOut)
+@router.post(
+    "/{queue:path}/messages/{msg_id}/move-to-origin",
+    responses=responses(404, 409, 413),
+    response_model=PutOut,
+)
 def move_to_origin(
     queue: QueueName, msg_id: MsgId, user: QueueWriter, session: DbSession, settings: SettingsDep
 ) -> Any:

@@ -17,11 +17,11 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from flowbroker.api.deps import Reader, SettingsDep
-from flowbroker.api.errors import ApiError
+from flowbroker.api.errors import AUTHENTICATED, ApiError, responses
 from flowbroker.services import stats
 from flowbroker.services.stats_history import WINDOW_SECONDS, StatsHistory
 
-router = APIRouter(tags=["statistics"])
+router = APIRouter(tags=["statistics"], responses=responses(*AUTHENTICATED))
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 
@@ -126,7 +126,7 @@ def group_statistics(request: Request, _: Reader, settings: SettingsDep) -> Any:
     return _read(request, settings)
 
 
-@router.get("/api/stats/groups/{broker}/{group}", response_model=GroupStatistics)
+@router.get("/api/stats/groups/{broker}/{group}", responses=responses(404), response_model=GroupStatistics)
 def one_group(broker: str, group: str, _: Reader, settings: SettingsDep) -> Any:
     """The last statistics of one execution group."""
     record = stats.read_group(settings.data, _name(broker, "broker"), _name(group, "group"))

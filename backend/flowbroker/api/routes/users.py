@@ -7,10 +7,11 @@ from typing import Any
 from fastapi import APIRouter, status
 
 from flowbroker.api.deps import DbSession, UserManager
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import Id, UserIn, UserOut, UserPatch
 from flowbroker.services import users
 
-router = APIRouter(prefix="/api/users", tags=["users"])
+router = APIRouter(prefix="/api/users", tags=["users"], responses=responses(*AUTHENTICATED))
 
 
 @router.get("", response_model=list[UserOut])
@@ -19,19 +20,19 @@ def list_users(_: UserManager, session: DbSession) -> Any:
     return users.list_users(session)
 
 
-@router.post("", response_model=UserOut, status_code=status.HTTP_201_CREATED)
+@router.post("", responses=responses(409), response_model=UserOut, status_code=status.HTTP_201_CREATED)
 def create_user(body: UserIn, actor: UserManager, session: DbSession) -> Any:
     """Create a user with a role."""
     return users.create(session, actor.username, body.username, body.password, body.role)
 
 
-@router.get("/{user_id}", response_model=UserOut)
+@router.get("/{user_id}", responses=responses(404), response_model=UserOut)
 def get_user(user_id: Id, _: UserManager, session: DbSession) -> Any:
     """One user."""
     return users.get(session, user_id)
 
 
-@router.patch("/{user_id}", response_model=UserOut)
+@router.patch("/{user_id}", responses=responses(404, 409), response_model=UserOut)
 def update_user(user_id: Id, body: UserPatch, actor: UserManager, session: DbSession) -> Any:
     """Change a user's role, password or active flag."""
     return users.update(
@@ -39,7 +40,7 @@ def update_user(user_id: Id, body: UserPatch, actor: UserManager, session: DbSes
     )
 
 
-@router.delete("/{user_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete("/{user_id}", responses=responses(404, 409), status_code=status.HTTP_204_NO_CONTENT)
 def delete_user(user_id: Id, actor: UserManager, session: DbSession) -> None:
     """Delete a user (never the last admin)."""
     users.delete(session, actor.username, user_id)
