@@ -41,6 +41,7 @@ log = logging.getLogger("flowbroker.runtime")
 
 DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
 NO_MSG_AVAILABLE = 2033
+UNKNOWN_OBJECT_NAME = 2085
 
 #: Opens a queue-manager connection (``flowbroker.qm.client.Client``) for one flow thread.
 Connector = Callable[[], Any]
@@ -77,6 +78,8 @@ class FlowThread(threading.Thread):
         self._sources: dict[str, ThreadDataSource] = {}
         #: The queue this thread last got from: where a message it dead-letters came from.
         self.input_queue = ""
+        #: The input queue the queue manager does not know, while this thread waits for it.
+        self.missing_queue = ""
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -97,6 +100,8 @@ class FlowThread(threading.Thread):
                     # a lost queue-manager connection backs out its unit of work on the server;
                     # reconnect with back-off and carry on
                     self.deployed.record_error(f"{self.name}: {type(exc).__name__}: {exc}")
+                    if getattr(exc, "reason_code", None) == UNKNOWN_OBJECT_NAME and self.input_queue:
+                        self.missing_queue = self.input_queue
                     log.warning("flow thread %s: %s; reconnecting in %.1fs", self.name, exc, delay)
                     self._drop_connections()
                     self.stop.wait(delay)
@@ -128,16 +133,20 @@ class FlowThread(threading.Thread):
         self.uncommitted = self.uncommitted or syncpoint
         self.input_queue = queue
         try:
-            return self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)  # type: ignore[no-any-return]
+            got = self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)
         except QMError as exc:
             if exc.reason_code == NO_MSG_AVAILABLE:
+                self.missing_queue = ""
                 return None
             raise
+        self.missing_queue = ""
+        return got  # type: ignore[no-any-return]
 
     def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Up to ``limit`` waiting messages under syncpoint, waiting ``wait_ms`` for the first."""
         self.input_queue = queue
         got: list[QueueMessage] = self.client.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)
+        self.missing_queue = ""
         self.uncommitted = self.uncommitted or bool(got)
         return got
 
@@ -360,6 +369,12 @@ class DeployedFlow:
         if alive:
             log.warning("flow %s: threads still busy after %.0fs: %s", self.name, timeout, ", ".join(alive))
         return not alive
+
+    def missing_queues(self) -> list[tuple[str, str]]:
+        """``(input node id, queue)`` for each input queue the queue manager does not know (yet)."""
+        return sorted(
+            {(t.node.id, t.missing_queue) for t in self.threads if t.missing_queue and t.is_alive()}
+        )
 
     def statistics(self) -> dict[str, Any]:
         nodes = {node_id: node.stats.snapshot() for node_id, node in self.compiled.nodes.items()}
