@@ -9,7 +9,7 @@ helpers here, so their semantics (SET to NULL deletes, a path SET creates what i
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from esql.tree import NAME, NAME_VALUE, VALUE, Element
@@ -188,6 +188,7 @@ class _NeverStop:
 
 
 _NEVER = _NeverStop()
+_NO_BROKER: Mapping[str, object] = {}
 
 
 class ExecutionContext:
@@ -209,6 +210,7 @@ class ExecutionContext:
         stop: threading.Event | None = None,
         log: Callable[[str], None] | None = None,
         node_name: str = "",
+        broker: Mapping[str, object] | None = None,
     ) -> None:
         self.input_root = input_root if input_root is not None else Element("Root")
         self.input_local_environment = (
@@ -232,6 +234,9 @@ class ExecutionContext:
         self.stop: Any = stop if stop is not None else _NEVER
         self.log = log
         self.node_name = node_name
+        #: The broker attributes of the running flow (BrokerName, ExecutionGroupLabel,
+        #: MessageFlowLabel, QueueManagerName, WorkPath …); shared, never copied per message.
+        self.broker: Mapping[str, object] = broker if broker is not None else _NO_BROKER
         self.sqlcode = 0
         self.sqlstate = "00000"
         self.sqlerrortext = ""

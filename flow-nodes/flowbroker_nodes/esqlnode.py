@@ -52,6 +52,7 @@ class EsqlNode(Node):
             stop=flow.stop,
             log=esql_log(self),
             node_name=self.name,
+            broker=flow.broker_attributes(),
             **outputs,
         )
 

@@ -94,3 +94,59 @@ def test_define_queues_must_be_a_boolean(platform) -> None:
     assert response.status_code == 422, response.text
     first = response.json()["detail"][0]
     assert first["pointer"] == "/defineQueues" and "valid boolean" in first["message"]
+
+
+BROKER_ESQL = """CREATE COMPUTE MODULE Attributes
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    SET OutputRoot.XMLNSC.A.BrokerName = BrokerName;
+    SET OutputRoot.XMLNSC.A.BrokerVersion = BrokerVersion;
+    SET OutputRoot.XMLNSC.A.ExecutionGroupLabel = ExecutionGroupLabel;
+    SET OutputRoot.XMLNSC.A.ExecutionGroupName = ExecutionGroupName;
+    SET OutputRoot.XMLNSC.A.MessageFlowLabel = MessageFlowLabel;
+    SET OutputRoot.XMLNSC.A.NodeLabel = NodeLabel;
+    SET OutputRoot.XMLNSC.A.QueueManagerName = QueueManagerName;
+    SET OutputRoot.XMLNSC.A.WorkPath = WorkPath;
+    SET OutputRoot.XMLNSC.A.ProcessId = ProcessId;
+    SET OutputRoot.XMLNSC.A.Family = Family;
+    RETURN TRUE;
+  END;
+END MODULE;"""
+
+
+def test_esql_broker_attributes_name_the_running_flow(platform, worker) -> None:
+    from xml.etree import ElementTree
+
+    from flowbroker import __version__
+
+    src, dst = _names("ATTR.IN", "ATTR.OUT")
+    document = flow(
+        {
+            "in": ("MQInput", {"queueName": src}),
+            "calc": ("Compute", {"esql": BROKER_ESQL}),
+            "out": ("MQOutput", {"queueName": dst}),
+        },
+        ["in.out -> calc", "calc.out -> out"],
+        name="ReadsBrokerAttributes",
+    )
+    for node in document["nodes"]:
+        if node["id"] == "calc":
+            node["name"] = "Attributes Compute"
+    created = platform.deploy(document, defineQueues=True)
+    assert platform.wait_status(created["id"], {"running", "failed"})["status"] == "running"
+    with platform.qm.client() as qm:
+        qm.put(src, b"<In/>")
+        [message] = get_all(qm, dst, 1)
+    got = {e.tag: e.text for e in ElementTree.fromstring(message.body)}
+    assert got == {
+        "BrokerName": "default",
+        "BrokerVersion": __version__,
+        "ExecutionGroupLabel": "default",
+        "ExecutionGroupName": "default",
+        "MessageFlowLabel": "ReadsBrokerAttributes",
+        "NodeLabel": "Attributes Compute",
+        "QueueManagerName": "local",
+        "WorkPath": str(platform.data),
+        "ProcessId": str(worker.pid),
+        "Family": "PYTHON",
+    }

@@ -311,6 +311,9 @@ class FlowThread(threading.Thread):
     def externals(self, node: Node) -> dict[str, object]:
         return self.deployed.compiled.externals.get(node.id, {})
 
+    def broker_attributes(self) -> dict[str, object]:
+        return self.deployed.broker
+
     def user_trace(self, text: str) -> None:
         self.deployed.trace.write(text)
 
@@ -325,10 +328,23 @@ class DeployedFlow:
     """A compiled flow and its threads: 1 + additionalInstances per input node."""
 
     def __init__(
-        self, compiled: CompiledFlow, connect: Connector, data_sources: DataSources, trace: UserTrace
+        self,
+        compiled: CompiledFlow,
+        connect: Connector,
+        data_sources: DataSources,
+        trace: UserTrace,
+        broker: dict[str, object] | None = None,
     ) -> None:
         self.compiled = compiled
         self.name = compiled.name
+        #: What ESQL's broker attributes say in this flow: its group's, then its own.
+        self.broker: dict[str, object] = {
+            **(broker or {}),
+            "MessageFlowLabel": compiled.name,
+            "CommitCount": int((compiled.document.get("properties") or {}).get("commitCount") or 1),
+            "CoordinatedTransaction": compiled.coordinated_transaction,
+            "AdditionalInstances": compiled.additional_instances,
+        }
         self.connect = connect
         self.data_sources = data_sources
         self.trace = trace
@@ -405,8 +421,12 @@ class ExecutionGroupRuntime:
         data_sources: DataSources | None = None,
         trace_dir: Path | None = None,
         resolve_subflow: SubflowResolver | None = None,
+        broker: dict[str, object] | None = None,
     ) -> None:
+        """``broker``: the broker attributes ESQL reads in every flow of the group (BrokerName,
+        ExecutionGroupLabel, QueueManagerName, WorkPath …)."""
         self.connect = connect
+        self.broker = dict(broker or {})
         self.data_sources = data_sources or DataSources()
         self.trace_dir = trace_dir or Path("trace")
         self.resolve_subflow = resolve_subflow
@@ -443,7 +463,7 @@ class ExecutionGroupRuntime:
             trace = old.trace if old is not None else UserTrace(self.trace_dir / f"{compiled.name}.trace")
             if old is not None:
                 old.stop()
-            deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace)
+            deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace, self.broker)
             self.flows[compiled.name] = deployed
             if start:
                 deployed.start()

@@ -73,6 +73,7 @@ class GroupState:
             data_sources=DataSources(sources),
             trace_dir=self.data / "trace" / self.broker / self.group,
             resolve_subflow=self._resolve_subflow,
+            broker=broker_attributes(self.broker, self.group, qm_url, self.data),
         )
 
     @staticmethod
@@ -414,6 +415,31 @@ class GroupState:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.statistics(), default=str))
         os.replace(tmp, path)
+
+
+def broker_attributes(broker: str, group: str, qm_url: str, data: Path) -> dict[str, object]:
+    """The broker attributes ESQL reads in the group's flows (IBM's BrokerName, ExecutionGroupLabel …).
+
+    QueueManagerName is the address of the queue manager the group's flows use, without
+    credentials, or ``local`` for the queue manager of the broker's data directory.
+    """
+    from urllib.parse import urlsplit
+
+    from flowbroker import __version__
+
+    queue_manager = "local"
+    if qm_url:
+        parts = urlsplit(qm_url)
+        queue_manager = f"{parts.hostname or ''}:{parts.port}" if parts.port else (parts.hostname or qm_url)
+    return {
+        "BrokerName": broker,
+        "BrokerVersion": __version__,
+        "ExecutionGroupLabel": group,
+        "ExecutionGroupName": group,
+        "QueueManagerName": queue_manager,
+        "WorkPath": str(data),
+        "Family": "PYTHON",
+    }
 
 
 def waiting_problem(node: str, queue: str) -> dict[str, Any]:
