@@ -60,6 +60,18 @@ def test_a_flow_without_its_input_queue_is_waiting_and_runs_once_the_queue_is_de
     assert listed.status_code == 200, listed.text
     assert {d["id"]: d["status"] for d in listed.json()}[created["id"]] == "waiting"
 
+    # the monitoring page's statistics say so too
+    flows: dict[str, Any] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        stats = platform.request("GET", "/api/stats/groups/default/default")
+        flows = stats.json().get("flows", {}) if stats.status_code == 200 else {}
+        if flows.get("WaitsForItsQueue", {}).get("state") == "waiting":
+            break
+        time.sleep(0.5)
+    assert flows["WaitsForItsQueue"]["state"] == "waiting", flows
+    assert flows["WaitsForItsQueue"]["detail"] == f"waiting: queue {src} does not exist"
+
     defined = platform.request("POST", "/api/queues", json={"name": src})
     assert defined.status_code == 201, defined.text
     running = platform.wait_status(created["id"], {"running"}, timeout=60)

@@ -386,6 +386,10 @@ class DeployedFlow:
             log.warning("flow %s: threads still busy after %.0fs: %s", self.name, timeout, ", ".join(alive))
         return not alive
 
+    @staticmethod
+    def waiting_message(queue: str) -> str:
+        return f"waiting: queue {queue} does not exist"
+
     def missing_queues(self) -> list[tuple[str, str]]:
         """``(input node id, queue)`` for each input queue the queue manager does not know (yet)."""
         return sorted(
@@ -395,10 +399,12 @@ class DeployedFlow:
     def statistics(self) -> dict[str, Any]:
         nodes = {node_id: node.stats.snapshot() for node_id, node in self.compiled.nodes.items()}
         inputs = [nodes[n.id] for n in self.compiled.input_nodes()]
+        missing = self.missing_queues() if self.state == "running" else []
         return {
             "flow": self.name,
             "version": self.compiled.version,
-            "state": self.state,
+            "state": "waiting" if missing else self.state,
+            "detail": "; ".join(self.waiting_message(queue) for _, queue in missing),
             "threads": sum(1 for t in self.threads if t.is_alive()),
             "messages_in": sum(i["messages_in"] for i in inputs),
             "cpu_us": sum(i["cpu_us"] for i in inputs),

@@ -17,7 +17,7 @@ from typing import Any
 
 import psutil
 
-from flowbroker.runtime.engine import ExecutionGroupRuntime
+from flowbroker.runtime.engine import DeployedFlow, ExecutionGroupRuntime
 from flowbroker.worker import heap
 
 log = logging.getLogger("flowbroker.worker")
@@ -450,7 +450,7 @@ def waiting_problem(node: str, queue: str) -> dict[str, Any]:
         "line": 0,
         "column": 0,
         "pointer": "",
-        "message": f"waiting: queue {queue} does not exist",
+        "message": DeployedFlow.waiting_message(queue),
     }
 
 
