@@ -16,12 +16,6 @@ export function deploymentProblems(d: Deployment): Problem[] {
   }));
 }
 
-/** The deployment's status, and why when it waits for a queue or failed. */
-export function statusText(d: Deployment): string {
-  if (!d.detail) return d.status;
-  return d.detail.startsWith(`${d.status}:`) ? d.detail : `${d.status}: ${d.detail}`;
-}
-
 export function DeployDialog({
   flowId,
   version,
@@ -118,7 +112,12 @@ export function DeployDialog({
         {deployment && (
           <p className={`status status-${deployment.status}`} role="status" data-testid="deploy-status">
             Deployment {deployment.id} of {deployment.flow} v{deployment.version} to {deployment.broker}/{deployment.group}:{' '}
-            {statusText(deployment)}
+            {deployment.status}
+          </p>
+        )}
+        {deployment?.detail && (
+          <p className={`status status-${deployment.status}`} data-testid="deploy-detail">
+            {deployment.detail}
           </p>
         )}
         {error && (

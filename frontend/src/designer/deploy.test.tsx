@@ -1,6 +1,6 @@
 import { cleanup, fireEvent, render, screen } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
-import { deploymentProblems, statusText } from './DeployDialog';
+import { deploymentProblems } from './DeployDialog';
 import { ProblemsPanel } from './ProblemsPanel';
 
 afterEach(cleanup);
@@ -43,29 +43,5 @@ describe('deployment diagnostics', () => {
     const entry = screen.getByRole('button', { name: /c1 · esql · line 2, column 27/ });
     fireEvent.click(entry);
     expect(focused).toEqual(['c1']);
-  });
-});
-
-describe('deployment status', () => {
-  it('says what a waiting flow waits for', () => {
-    const waiting = {
-      id: 3,
-      flow: 'Eval',
-      flowId: 4,
-      version: 2,
-      broker: 'default',
-      group: 'default',
-      groupId: 1,
-      additionalInstances: 0,
-      overrides: {},
-      createdAt: '2026-01-01T00:00:00Z',
-      updatedAt: '2026-01-01T00:00:00Z',
-      status: 'waiting',
-      detail: 'waiting: queue EVAL.IN does not exist',
-      diagnostics: [],
-    };
-    expect(statusText(waiting)).toBe('waiting: queue EVAL.IN does not exist');
-    expect(statusText({ ...waiting, status: 'failed', detail: 'bad name' })).toBe('failed: bad name');
-    expect(statusText({ ...waiting, status: 'running', detail: '' })).toBe('running');
   });
 });
