@@ -72,6 +72,16 @@ def test_a_flow_without_its_input_queue_is_waiting_and_runs_once_the_queue_is_de
     assert flows["WaitsForItsQueue"]["state"] == "waiting", flows
     assert flows["WaitsForItsQueue"]["detail"] == f"waiting: queue {src} does not exist"
 
+    # stopped, it is stopped; started again, it waits again
+    stopped = platform.request("POST", f"/api/deployments/{created['id']}/stop")
+    assert stopped.status_code == 202, stopped.text
+    assert platform.wait_status(created["id"], {"stopped"}, timeout=60)["detail"] == ""
+    started = platform.request("POST", f"/api/deployments/{created['id']}/start")
+    assert started.status_code == 202, started.text
+    platform.wait_status(created["id"], {"running", "waiting"}, timeout=60)
+    again = platform.wait_status(created["id"], {"waiting"}, timeout=60)
+    assert again["detail"] == f"waiting: queue {src} does not exist"
+
     defined = platform.request("POST", "/api/queues", json={"name": src})
     assert defined.status_code == 201, defined.text
     running = platform.wait_status(created["id"], {"running"}, timeout=60)

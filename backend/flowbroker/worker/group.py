@@ -236,7 +236,8 @@ class GroupState:
                         "message": f"{type(exc).__name__}: {exc}",
                     }
                 ]
-        with db.session_scope(self.session_factory) as session:
+        with self.lock, db.session_scope(self.session_factory) as session:
+            self.waiting.pop(deployment_id, None)
             deploy.report(session, deployment_id, status, problems)
         log.info("deployment %s: %s", deployment_id, status)
         if settle and status != "failed":
@@ -346,9 +347,9 @@ class GroupState:
             else:
                 self.runtime.stop_flow(name)
             self.waiting.pop(deployment_id, None)
-        status = "running" if start else "stopped"
-        with db.session_scope(self.session_factory) as session:
-            deploy.report(session, deployment_id, status)
+            status = "running" if start else "stopped"
+            with db.session_scope(self.session_factory) as session:
+                deploy.report(session, deployment_id, status)
         return status
 
     def trace(self, deployment_id: int, level: str, mode: str) -> str:
@@ -372,23 +373,26 @@ class GroupState:
 
         if self.runtime is None:
             return
-        changed: list[tuple[int, list[tuple[str, str]]]] = []
+        # under the lock the control tasks report under, so a flow stopped or redeployed
+        # meanwhile is never reported waiting after its new status
         with self.lock:
             for deployment_id, name in list(self.by_deployment.items()):
                 flow = self.runtime.flows.get(name)
                 if flow is None or flow.state != "running":
                     continue
                 missing = flow.missing_queues()
-                if missing != self.waiting.get(deployment_id, []):
-                    changed.append((deployment_id, missing))
-        for deployment_id, missing in changed:
-            with db.session_scope(self.session_factory) as session:
-                row = session.get(Deployment, deployment_id)
-                if row is not None and row.status in ("running", "waiting"):
-                    status = "waiting" if missing else "running"
-                    deploy.report(session, deployment_id, status, [waiting_problem(*m) for m in missing])
-                    log.info("deployment %s: %s", deployment_id, status)
-            self.waiting[deployment_id] = missing
+                if missing == self.waiting.get(deployment_id, []):
+                    continue
+                with db.session_scope(self.session_factory) as session:
+                    row = session.get(Deployment, deployment_id)
+                    current = row.status if row is not None else "undeployed"
+                    if current in ("pending", "compiling"):
+                        continue  # its deploy reports first; look again next time
+                    if current in deploy.STARTED:
+                        status = "waiting" if missing else "running"
+                        deploy.report(session, deployment_id, status, [waiting_problem(*m) for m in missing])
+                        log.info("deployment %s: %s", deployment_id, status)
+                self.waiting[deployment_id] = missing
 
     # -- statistics -----------------------------------------------------------------------------
 
