@@ -636,6 +636,10 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             return os.getpid()
         if name == "ThreadId":
             return threading.get_ident()
+        value = ctx.broker.get(name)
+        if value is not None:
+            return value
+        # outside a deployed flow (``flowbroker esql run``, tests) there is no broker to name
         return {"BrokerName": "flowbroker", "Family": "PYTHON"}.get(name, "")
 
     def foreign_routine(name: str, language: str) -> Any:

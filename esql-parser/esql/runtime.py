@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from esql.tree import NAME, NAME_VALUE, VALUE, Element
@@ -257,6 +257,7 @@ class _NeverStop:
 
 
 _NEVER = _NeverStop()
+_NO_BROKER: Mapping[str, object] = {}
 
 
 class ExecutionContext:
@@ -280,6 +281,7 @@ class ExecutionContext:
         node_name: str = "",
         cpu_limit_ms: int = 0,
         memory_limit_bytes: int = 0,
+        broker: Mapping[str, object] | None = None,
     ) -> None:
         self.input_root = input_root if input_root is not None else Element("Root")
         self.input_local_environment = (
@@ -305,6 +307,9 @@ class ExecutionContext:
         self.budget = Budget(self.stop, cpu_limit_ms, memory_limit_bytes, node_name)
         self.log = log
         self.node_name = node_name
+        #: The broker attributes of the running flow (BrokerName, ExecutionGroupLabel,
+        #: MessageFlowLabel, QueueManagerName, WorkPath …); shared, never copied per message.
+        self.broker: Mapping[str, object] = broker if broker is not None else _NO_BROKER
         self.sqlcode = 0
         self.sqlstate = "00000"
         self.sqlerrortext = ""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
 from esql.tree import Element
@@ -170,6 +170,7 @@ class FlowServices(Protocol):
         """CPU time (ms) and largest value (bytes) one node invocation's ESQL may use; 0: unlimited."""
         ...
 
+    def broker_attributes(self) -> Mapping[str, object]: ...
     def user_trace(self, text: str) -> None: ...
     def log(self, text: str) -> None: ...
 

@@ -55,6 +55,7 @@ class EsqlNode(Node):
             node_name=self.name,
             cpu_limit_ms=cpu_limit_ms,
             memory_limit_bytes=memory_limit_bytes,
+            broker=flow.broker_attributes(),
             **outputs,
         )
 

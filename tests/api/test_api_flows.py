@@ -194,3 +194,42 @@ def test_esql_budget_flow_properties_are_saved_and_checked(api: Any, unique: str
     refused = api.as_("developer", "POST", "/api/flows", json=bad)
     assert refused.status_code == 422, refused.text
     assert "/properties/esqlCpuLimitMs" in refused.text
+
+
+def test_save_refuses_what_deploy_refuses_with_a_pointer_per_problem(api: Any, unique: str) -> None:
+    """An MQOutput without a queue name and broken ESQL: refused on create and on save, not only on deploy."""
+    document = flow(unique)
+    document["nodes"][1]["properties"] = {"destinationMode": "queueName"}
+    document["nodes"].append(
+        {
+            "id": "calc",
+            "type": "Compute",
+            "properties": {
+                "esql": "CREATE COMPUTE MODULE X\nCREATE FUNCTION Main() RETURNS BOOLEAN\nBEGIN\n"
+                "  SET OutputRoot = ;\nEND;\nEND MODULE;"
+            },
+        }
+    )
+    created = api.as_("developer", "POST", "/api/flows", json=document)
+    assert created.status_code == 422, created.text
+    detail = {p["pointer"]: p for p in created.json()["detail"]}
+    assert set(detail) == {"/nodes/1/properties/queueName", "/nodes/2/properties/esql"}
+    assert (
+        "required when the destination mode is queueName"
+        in detail["/nodes/1/properties/queueName"]["message"]
+    )
+    assert detail["/nodes/2/properties/esql"]["node"] == "calc"
+    assert detail["/nodes/2/properties/esql"]["line"] == 4
+    assert detail["/nodes/2/properties/esql"]["column"] > 0
+
+    saved = api.as_("developer", "POST", "/api/flows", json=flow(unique))
+    assert saved.status_code == 201, saved.text
+    bad = flow(unique)
+    bad["nodes"][1]["properties"] = {}
+    put = api.as_("developer", "PUT", f"/api/flows/{saved.json()['id']}", json=bad)
+    assert put.status_code == 422, put.text
+    assert _pointers(put) == ["/nodes/1/properties/queueName"]
+    checked = api.as_("viewer", "POST", "/api/flows/validate", json=bad).json()
+    assert checked["valid"] is False
+    assert [p["pointer"] for p in checked["problems"]] == ["/nodes/1/properties/queueName"]
+    assert checked["problems"][0]["node"] == "out1" and checked["problems"][0]["property"] == "queueName"

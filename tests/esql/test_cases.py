@@ -19,6 +19,17 @@ CASES = Path(__file__).parent / "cases"
 NAMES = sorted(p.stem for p in CASES.glob("*.esql"))
 
 
+#: The broker attributes the cases run under, as a deployed flow's runtime passes them.
+CASE_BROKER = {
+    "BrokerName": "CaseBroker",
+    "ExecutionGroupLabel": "CaseGroup",
+    "ExecutionGroupName": "CaseGroup",
+    "MessageFlowLabel": "CaseFlow",
+    "QueueManagerName": "CASE.QM",
+    "Family": "PYTHON",
+}
+
+
 def _input(name: str) -> tuple[bytes, str]:
     for suffix, domain in ((".in.xml", "XMLNSC"), (".in.json", "JSON"), (".in.blob", "BLOB")):
         path = CASES / f"{name}{suffix}"
@@ -43,6 +54,7 @@ def test_case(name: str) -> None:
         input_root=xmlio.read_message(data, domain),
         externals={"caseName": name},
         node_name="CaseNode",
+        broker=CASE_BROKER,
     )
     error_file = CASES / f"{name}.error.txt"
     if error_file.exists():

@@ -141,11 +141,13 @@ def test_bad_flow_fails_with_every_diagnostic_and_the_running_version_keeps_runn
         ["in.out -> c", "c.out -> o"],
         name="KeepRunning",
     )
-    bad = platform.deploy(bad_doc)
-    assert bad["status"] == "failed"
-    places = {(d["node"], d["property"]) for d in bad["diagnostics"]}
+    # saving the document runs the deploy's checks: refused before anything is sent to the group
+    bad = platform.request("POST", "/api/deployments", json={"document": bad_doc})
+    assert bad.status_code == 422, bad.text
+    diagnostics = bad.json()["detail"]
+    places = {(d["node"], d["property"]) for d in diagnostics}
     assert ("c", "esql") in places and ("o", "queueName") in places
-    esql_problem = next(d for d in bad["diagnostics"] if d["node"] == "c")
+    esql_problem = next(d for d in diagnostics if d["node"] == "c")
     assert esql_problem["line"] == 4 and esql_problem["column"] > 0
     with platform.qm.client() as qm:
         qm.put(src, b"still flowing")

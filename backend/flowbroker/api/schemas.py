@@ -239,10 +239,18 @@ class FlowVersionDocument(FlowVersionOut):
 
 
 class Problem(Out):
-    """One problem of a document: the JSON pointer of the field, and what is wrong with it."""
+    """One problem of a document: the JSON pointer of the field, and what is wrong with it.
+
+    A problem of a node's configuration also names the node, its property and, in ESQL, the
+    line and column (0 where they do not apply).
+    """
 
     pointer: str
     message: str
+    node: str = ""
+    property: str = ""
+    line: int = 0
+    column: int = 0
 
 
 class ValidationOut(Out):

@@ -121,7 +121,16 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     }
     if args.instances is not None:
         body["additionalInstances"] = args.instances
-    created = api_request("POST", "/api/deployments", api=args.api, json=body)
+    try:
+        created = api_request("POST", "/api/deployments", api=args.api, json=body)
+    except CommandError as exc:
+        if not isinstance(exc.detail, list) or not exc.detail:
+            raise
+        # a flow refused when saved: every problem on its node, property and ESQL line, as a compiler would
+        for found in exc.detail:
+            if isinstance(found, dict):
+                print(f"{args.file}: {_place(found)}: error: {found.get('message', '')}", file=sys.stderr)
+        return 1
     deployment = created
     if not args.no_wait:
         deadline = time.monotonic() + args.timeout

@@ -382,13 +382,16 @@ def api_request(method: str, path: str, *, api: str | None = None, **kwargs: Any
     except httpx.HTTPError as exc:
         raise CommandError(f"cannot reach the API at {base}: {exc}") from None
     if response.status_code >= 400:
+        detail = None
         try:
-            message = response.json().get("message") or response.text
-        except ValueError:
+            error = response.json()
+            message = error.get("message") or response.text
+            detail = error.get("detail")
+        except (ValueError, AttributeError):
             message = response.text[:200]
         if response.status_code == 401:
             message += " (run `flowbroker login`)"
-        raise CommandError(f"{method} {path}: {response.status_code}: {message}")
+        raise CommandError(f"{method} {path}: {response.status_code}: {message}", detail=detail)
     return (
         response.json()
         if response.content and "json" in response.headers.get("content-type", "")

@@ -34,7 +34,7 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 
-DEPLOYMENT_STATUSES = ("pending", "compiling", "running", "failed", "stopped")
+DEPLOYMENT_STATUSES = ("pending", "compiling", "running", "waiting", "failed", "stopped")
 #: What an operator asked of an execution group: its process runs, or is kept stopped.
 GROUP_DESIRED_STATES = ("running", "stopped")
 ROLE_RANKS = {"viewer": 1, "developer": 2, "operator": 3, "admin": 4}

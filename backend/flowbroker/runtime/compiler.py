@@ -88,9 +88,9 @@ def compile_flow(
     """Validate, expand and prepare ``document``; raise :class:`FlowCompileError` with every problem."""
     from flowbroker.services import validation
 
+    # the same check a save runs: the document's shape, then each node's configuration
     problems = [_from_pointer(p, document) for p in validation.problems(document)]
     if problems:
-        problems.extend(_prepare_problems(document, {(p.node, p.property) for p in problems}))
         raise FlowCompileError(problems)
     nodes_doc, connections = _expand(document, "", resolve_subflow, problems, 0)
     if problems:
@@ -153,32 +153,6 @@ def compile_flow(
     )
 
 
-def _prepare_problems(document: Any, known: set[tuple[str, str]]) -> list[Problem]:
-    """Problems of preparing each well-formed node of an otherwise invalid flow (ESQL errors too)."""
-    found: list[Problem] = []
-    nodes = document.get("nodes") if isinstance(document, dict) else None
-    for node_doc in nodes if isinstance(nodes, list) else []:
-        if not isinstance(node_doc, dict) or not isinstance(node_doc.get("properties", {}), dict):
-            continue
-        module = registry.modules().get(str(node_doc.get("type")))
-        node_id = str(node_doc.get("id", ""))
-        if module is None or node_doc.get("type") == "Subflow":
-            continue
-        try:
-            module.Node(
-                node_id, str(node_doc.get("name") or ""), dict(node_doc.get("properties") or {})
-            ).prepare()
-        except DeployProblem as first:
-            for problem in first.all():
-                if (node_id, problem.property) not in known:
-                    found.append(
-                        Problem(problem.message, node_id, problem.property, problem.line, problem.column)
-                    )
-        except Exception:  # a malformed property the validator already reported
-            continue
-    return found
-
-
 def _externals(overrides: dict[str, Any], nodes: dict[str, Node]) -> dict[str, dict[str, object]]:
     """Per node: the node's own EXTERNAL values, then flow-wide overrides, then node-specific ones."""
     shared = {k: v for k, v in overrides.items() if not isinstance(v, dict)}
@@ -196,8 +170,17 @@ def _externals(overrides: dict[str, Any], nodes: dict[str, Node]) -> dict[str, d
     return result
 
 
-def _from_pointer(found: dict[str, str], document: Any) -> Problem:
+def _from_pointer(found: dict[str, Any], document: Any) -> Problem:
     pointer = found.get("pointer", "")
+    if "node" in found:  # a node's configuration problem names its place itself
+        return Problem(
+            found["message"],
+            found["node"],
+            found.get("property", ""),
+            found.get("line", 0),
+            found.get("column", 0),
+            pointer,
+        )
     parts = pointer.split("/")
     node = prop = ""
     if len(parts) >= 3 and parts[1] == "nodes" and parts[2].isdigit():

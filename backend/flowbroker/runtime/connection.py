@@ -103,5 +103,9 @@ class QueueConnection:
     def inquire_queue(self, name: str) -> dict[str, Any]:
         return self._client.inquire_queue(name)
 
+    def define_queue(self, name: str, **attrs: Any) -> dict[str, Any]:
+        """Define a local queue (the reason code 2100 when it exists already)."""
+        return self._client.define_queue(name, **attrs)
+
     def close(self) -> None:
         self._client.close()

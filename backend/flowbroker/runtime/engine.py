@@ -41,6 +41,7 @@ log = logging.getLogger("flowbroker.runtime")
 
 DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
 NO_MSG_AVAILABLE = 2033
+UNKNOWN_OBJECT_NAME = 2085
 
 #: Opens a queue-manager connection (``flowbroker.qm.client.Client``) for one flow thread.
 Connector = Callable[[], Any]
@@ -77,6 +78,8 @@ class FlowThread(threading.Thread):
         self._sources: dict[str, ThreadDataSource] = {}
         #: The queue this thread last got from: where a message it dead-letters came from.
         self.input_queue = ""
+        #: The input queue the queue manager does not know, while this thread waits for it.
+        self.missing_queue = ""
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -97,6 +100,8 @@ class FlowThread(threading.Thread):
                     # a lost queue-manager connection backs out its unit of work on the server;
                     # reconnect with back-off and carry on
                     self.deployed.record_error(f"{self.name}: {type(exc).__name__}: {exc}")
+                    if getattr(exc, "reason_code", None) == UNKNOWN_OBJECT_NAME and self.input_queue:
+                        self.missing_queue = self.input_queue
                     log.warning("flow thread %s: %s; reconnecting in %.1fs", self.name, exc, delay)
                     self._drop_connections()
                     self.stop.wait(delay)
@@ -128,16 +133,20 @@ class FlowThread(threading.Thread):
         self.uncommitted = self.uncommitted or syncpoint
         self.input_queue = queue
         try:
-            return self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)  # type: ignore[no-any-return]
+            got = self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)
         except QMError as exc:
             if exc.reason_code == NO_MSG_AVAILABLE:
+                self.missing_queue = ""
                 return None
             raise
+        self.missing_queue = ""
+        return got  # type: ignore[no-any-return]
 
     def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Up to ``limit`` waiting messages under syncpoint, waiting ``wait_ms`` for the first."""
         self.input_queue = queue
         got: list[QueueMessage] = self.client.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)
+        self.missing_queue = ""
         self.uncommitted = self.uncommitted or bool(got)
         return got
 
@@ -306,6 +315,9 @@ class FlowThread(threading.Thread):
         compiled = self.deployed.compiled
         return compiled.esql_cpu_limit_ms, compiled.esql_memory_limit_bytes
 
+    def broker_attributes(self) -> dict[str, object]:
+        return self.deployed.broker
+
     def user_trace(self, text: str) -> None:
         self.deployed.trace.write(text)
 
@@ -320,10 +332,23 @@ class DeployedFlow:
     """A compiled flow and its threads: 1 + additionalInstances per input node."""
 
     def __init__(
-        self, compiled: CompiledFlow, connect: Connector, data_sources: DataSources, trace: UserTrace
+        self,
+        compiled: CompiledFlow,
+        connect: Connector,
+        data_sources: DataSources,
+        trace: UserTrace,
+        broker: dict[str, object] | None = None,
     ) -> None:
         self.compiled = compiled
         self.name = compiled.name
+        #: What ESQL's broker attributes say in this flow: its group's, then its own.
+        self.broker: dict[str, object] = {
+            **(broker or {}),
+            "MessageFlowLabel": compiled.name,
+            "CommitCount": int((compiled.document.get("properties") or {}).get("commitCount") or 1),
+            "CoordinatedTransaction": compiled.coordinated_transaction,
+            "AdditionalInstances": compiled.additional_instances,
+        }
         self.connect = connect
         self.data_sources = data_sources
         self.trace = trace
@@ -365,13 +390,25 @@ class DeployedFlow:
             log.warning("flow %s: threads still busy after %.0fs: %s", self.name, timeout, ", ".join(alive))
         return not alive
 
+    @staticmethod
+    def waiting_message(queue: str) -> str:
+        return f"waiting: queue {queue} does not exist"
+
+    def missing_queues(self) -> list[tuple[str, str]]:
+        """``(input node id, queue)`` for each input queue the queue manager does not know (yet)."""
+        return sorted(
+            {(t.node.id, t.missing_queue) for t in self.threads if t.missing_queue and t.is_alive()}
+        )
+
     def statistics(self) -> dict[str, Any]:
         nodes = {node_id: node.stats.snapshot() for node_id, node in self.compiled.nodes.items()}
         inputs = [nodes[n.id] for n in self.compiled.input_nodes()]
+        missing = self.missing_queues() if self.state == "running" else []
         return {
             "flow": self.name,
             "version": self.compiled.version,
-            "state": self.state,
+            "state": "waiting" if missing else self.state,
+            "detail": "; ".join(self.waiting_message(queue) for _, queue in missing),
             "threads": sum(1 for t in self.threads if t.is_alive()),
             "messages_in": sum(i["messages_in"] for i in inputs),
             "cpu_us": sum(i["cpu_us"] for i in inputs),
@@ -394,8 +431,12 @@ class ExecutionGroupRuntime:
         data_sources: DataSources | None = None,
         trace_dir: Path | None = None,
         resolve_subflow: SubflowResolver | None = None,
+        broker: dict[str, object] | None = None,
     ) -> None:
+        """``broker``: the broker attributes ESQL reads in every flow of the group (BrokerName,
+        ExecutionGroupLabel, QueueManagerName, WorkPath …)."""
         self.connect = connect
+        self.broker = dict(broker or {})
         self.data_sources = data_sources or DataSources()
         self.trace_dir = trace_dir or Path("trace")
         self.resolve_subflow = resolve_subflow
@@ -432,7 +473,7 @@ class ExecutionGroupRuntime:
             trace = old.trace if old is not None else UserTrace(self.trace_dir / f"{compiled.name}.trace")
             if old is not None:
                 old.stop()
-            deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace)
+            deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace, self.broker)
             self.flows[compiled.name] = deployed
             if start:
                 deployed.start()

@@ -76,7 +76,7 @@ def update(session: Session, actor: str, broker_id: int, changes: dict[str, Any]
 
 
 #: Deployment statuses of a flow that is (or is becoming) deployed; a stopped flow is still deployed.
-DEPLOYED = ("pending", "compiling", "running", "stopped", "undeploying")
+DEPLOYED = ("pending", "compiling", "running", "waiting", "stopped", "undeploying")
 
 
 def _deployed_count(session: Session, *where: Any) -> int:

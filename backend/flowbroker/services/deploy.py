@@ -33,7 +33,10 @@ def pickup_timeout() -> float:
 
 
 #: Statuses: pending → compiling → running | failed; stopped; undeploying → undeployed; replaced.
-ACTIVE = ("pending", "compiling", "running", "stopped")
+#: A running flow whose input queue does not exist is ``waiting`` (for it) until it is defined.
+ACTIVE = ("pending", "compiling", "running", "waiting", "stopped")
+#: A flow the group has loaded and started: it may be stopped, traced, started again.
+STARTED = ("running", "waiting")
 
 
 def control_queue(broker: str, group: str) -> str:
@@ -120,8 +123,13 @@ def create(
     overrides: dict[str, Any] | None = None,
     send: bool = True,
     data: Path | None = None,
+    define_queues: bool = False,
 ) -> Deployment:
-    """Record a deployment, compile-check it and send it to its group; returns the row (202 semantics)."""
+    """Record a deployment, compile-check it and send it to its group; returns the row (202 semantics).
+
+    ``define_queues``: the group defines the flow's input and output queues its queue manager
+    does not have before the flow starts (otherwise a missing input queue leaves it waiting).
+    """
     target = brokers.group_by_name(session, broker, group)
     if document is not None:
         if isinstance(document, dict):
@@ -164,11 +172,12 @@ def create(
             "version": fv.version,
             "group": f"{broker}/{group}",
             "status": deployment.status,
+            **({"define_queues": True} if define_queues else {}),
         },
     )
     session.commit()
     if send and deployment.status == "pending":
-        send_control(broker, group, "deploy", deployment.id, data)
+        send_control(broker, group, "deploy", deployment.id, data, *([True] if define_queues else []))
     return deployment
 
 
@@ -262,7 +271,7 @@ def group_control(
     group = session.get(ExecutionGroup, group_id)
     if group is None:
         raise NotFound(f"execution group {group_id} not found")
-    deployments = [d for d in group_flows(session, group_id) if d.status in ("running", "stopped")]
+    deployments = [d for d in group_flows(session, group_id) if d.status in (*STARTED, "stopped")]
     for deployment in deployments:
         send_control(group.broker.name, group.name, action, deployment.id, data)
     audit.record(session, actor, f"group.{action}", f"group:{group.broker.name}/{group.name}", {})
@@ -276,7 +285,7 @@ def group_control(
 def to_resume(session: Session, broker: str, group: str) -> list[Deployment]:
     """The deployments a (re)started worker of ``broker/group`` must run again."""
     target = brokers.group_by_name(session, broker, group)
-    return [d for d in group_flows(session, target.id) if d.status in ("running", "pending", "stopped")]
+    return [d for d in group_flows(session, target.id) if d.status in (*STARTED, "pending", "stopped")]
 
 
 def report(
@@ -289,7 +298,7 @@ def report(
     deployment.status = status
     if diagnostics is not None:
         deployment.diagnostics = diagnostics
-    if status == "running":
+    if status in STARTED:
         older = session.scalars(
             select(Deployment)
             .join(FlowVersion, Deployment.flow_version_id == FlowVersion.id)
@@ -297,7 +306,7 @@ def report(
                 Deployment.group_id == deployment.group_id,
                 Deployment.id < deployment.id,
                 FlowVersion.flow_id == deployment.flow_version.flow_id,
-                Deployment.status.in_(("running", "stopped", "pending")),
+                Deployment.status.in_((*STARTED, "stopped", "pending")),
             )
         ).all()
         for row in older:
@@ -317,10 +326,18 @@ def describe(deployment: Deployment) -> dict[str, Any]:
         "additional_instances": deployment.additional_instances,
         "overrides": deployment.overrides,
         "status": deployment.status,
+        "detail": detail(deployment.status, deployment.diagnostics),
         "diagnostics": deployment.diagnostics,
         "created_at": deployment.created_at,
         "updated_at": deployment.updated_at,
     }
+
+
+def detail(status: str, diagnostics: list[dict[str, Any]] | None) -> str:
+    """One line saying why a deployment is waiting or failed ("" when it is neither)."""
+    if status not in ("waiting", "failed") or not diagnostics:
+        return ""
+    return "; ".join(str(d.get("message", "")) for d in diagnostics)
 
 
 def send_control(
@@ -348,7 +365,7 @@ def set_trace(
     if found:
         raise Invalid(f"invalid trace setting: {found[0]['pointer']}: {found[0]['message']}", found)
     deployment = get(session, deployment_id)
-    if deployment.status not in ("running", "stopped"):
+    if deployment.status not in (*STARTED, "stopped"):
         raise Invalid(
             f"deployment {deployment_id} is {deployment.status}; trace applies to a running flow",
             [problem("", "not running")],

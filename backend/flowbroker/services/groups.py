@@ -218,7 +218,7 @@ def control_flow(
         raise ValueError(action)
     row = deploy.get(session, deployment_id)
     require_running(row.group)
-    if row.status not in ("running", "stopped"):
+    if row.status not in (*deploy.STARTED, "stopped"):
         raise Conflict(
             f"deployment {deployment_id} is {row.status}; only a running or stopped flow can be "
             f"{'started' if action == 'start' else 'stopped'}",

@@ -38,8 +38,15 @@ def _pointer_token(key: object) -> str:
     return str(key).replace("~", "~0").replace("/", "~1")
 
 
-def problems(document: Any, lookup: SpecLookup | None = None) -> list[dict[str, str]]:
-    """Every problem of ``document``; an empty list means the flow may be saved and deployed."""
+def problems(document: Any, lookup: SpecLookup | None = None) -> list[dict[str, Any]]:
+    """Every problem of ``document``; an empty list means the flow may be saved and deployed.
+
+    Saving and deploying run this same check: the document's shape against the node specs, then
+    each well-formed node's own configuration (the node's ``prepare``: ESQL compiled, properties
+    that depend on each other), so a flow that would be refused on deploy is refused on save.
+    Problems of a node's configuration carry its ``node``, ``property``, ``line`` and ``column``
+    beside the JSON pointer.
+    """
     lookup = lookup or registry_lookup
     found: list[dict[str, str]] = []
     if not isinstance(document, dict):
@@ -66,6 +73,47 @@ def problems(document: Any, lookup: SpecLookup | None = None) -> list[dict[str, 
     _check_flow_properties(document.get("properties", {}), found)
     specs = _check_nodes(document.get("nodes"), lookup, found)
     _check_connections(document.get("connections", []), specs, found)
+    found.extend(configuration_problems(document, lookup, {p["pointer"] for p in found}))
+    return found
+
+
+def configuration_problems(document: Any, lookup: SpecLookup, known: set[str]) -> list[dict[str, Any]]:
+    """What each well-formed node's ``prepare`` refuses, named by pointer, node, property, line, column.
+
+    ``known`` holds the pointers already reported, whose nodes' configuration is not judged again.
+    Subflow nodes are checked when the flow is compiled, with the subflows it names.
+    """
+    from flowbroker_nodes import registry
+    from flowbroker_nodes.base import DeployProblem
+
+    found: list[dict[str, Any]] = []
+    nodes = document.get("nodes")
+    for index, node in enumerate(nodes if isinstance(nodes, list) else []):
+        base = f"/nodes/{index}"
+        if not isinstance(node, dict) or any(p == base or p.startswith(base + "/") for p in known):
+            continue
+        type_name = str(node.get("type"))
+        module = registry.modules().get(type_name)
+        if module is None or type_name == "Subflow" or lookup(type_name) is None:
+            continue
+        node_id = str(node.get("id", ""))
+        try:
+            module.Node(node_id, str(node.get("name") or ""), dict(node.get("properties") or {})).prepare()
+        except DeployProblem as first:
+            for each in first.all():
+                pointer = f"{base}/properties/{_pointer_token(each.property)}" if each.property else base
+                found.append(
+                    {
+                        "pointer": pointer,
+                        "message": each.message,
+                        "node": node_id,
+                        "property": each.property,
+                        "line": each.line,
+                        "column": each.column,
+                    }
+                )
+        except Exception as exc:  # a node that cannot judge its configuration names why
+            found.append({"pointer": base, "message": f"{type(exc).__name__}: {exc}", "node": node_id})
     return found
 
 

@@ -44,7 +44,8 @@ class ResumeStep(bootsteps.StartStopStep):
 
 
 class StatisticsStep(bootsteps.StartStopStep):
-    """Publishes the group's statistics every ``FLOWBROKER_STATS_INTERVAL`` seconds (default 5), and
+    """Publishes the group's statistics every ``FLOWBROKER_STATS_INTERVAL`` seconds (default 5), with
+    which flows wait for an input queue that does not exist (:meth:`GroupState.report_waiting`), and
     settles the heap every ``FLOWBROKER_HEAP_SETTLE_INTERVAL`` (:mod:`flowbroker.worker.heap`)."""
 
     requires = ("flowbroker.worker.bootsteps:ResumeStep",)
@@ -65,6 +66,10 @@ class StatisticsStep(bootsteps.StartStopStep):
                     state.publish_statistics()
                 except Exception as exc:  # statistics must never take the group down
                     log.warning("cannot publish statistics: %s", exc)
+                try:
+                    state.report_waiting()
+                except Exception as exc:  # nor must a status report that could not be written
+                    log.warning("cannot report waiting flows: %s", exc)
                 if every and time.monotonic() - settled >= every:
                     heap.settle()
                     settled = time.monotonic()

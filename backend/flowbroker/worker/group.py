@@ -17,7 +17,7 @@ from typing import Any
 
 import psutil
 
-from flowbroker.runtime.engine import ExecutionGroupRuntime
+from flowbroker.runtime.engine import DeployedFlow, ExecutionGroupRuntime
 from flowbroker.worker import heap
 
 log = logging.getLogger("flowbroker.worker")
@@ -34,6 +34,8 @@ class GroupState:
         self.session_factory: Any = None
         self.engine: Any = None
         self.by_deployment: dict[int, str] = {}
+        #: Per deployment: the missing input queues last reported (see :meth:`report_waiting`).
+        self.waiting: dict[int, list[tuple[str, str]]] = {}
         self.lock = threading.RLock()
         self.process = psutil.Process()
         self.process.cpu_percent(None)
@@ -71,6 +73,7 @@ class GroupState:
             data_sources=DataSources(sources),
             trace_dir=self.data / "trace" / self.broker / self.group,
             resolve_subflow=self._resolve_subflow,
+            broker=broker_attributes(self.broker, self.group, qm_url, self.data),
         )
 
     @staticmethod
@@ -149,7 +152,7 @@ class GroupState:
             for deployment_id, name in list(self.by_deployment.items()):
                 if name not in self.runtime.flows:
                     continue
-                if running and own.get(deployment_id) == "running":
+                if running and own.get(deployment_id) in ("running", "waiting"):
                     self.runtime.start_flow(name)
                 elif not running:
                     self.runtime.stop_flow(name)
@@ -164,12 +167,19 @@ class GroupState:
     # -- control tasks --------------------------------------------------------------------------
 
     def deploy(
-        self, deployment_id: int, *, start: bool = True, recorded: str | None = None, settle: bool = True
+        self,
+        deployment_id: int,
+        *,
+        start: bool = True,
+        recorded: str | None = None,
+        settle: bool = True,
+        define_queues: bool = False,
     ) -> str:
         """Compile and load a deployment's flow, started or not; ``recorded`` keeps its reported status.
 
         ``settle``: freeze the heap afterwards (see :mod:`flowbroker.worker.heap`); resuming
-        several flows settles once after the last.
+        several flows settles once after the last. ``define_queues``: define the flow's input
+        and output queues the queue manager does not have, before its threads start.
         """
         from flowbroker.repository import db
         from flowbroker.repository.models import Deployment
@@ -200,11 +210,17 @@ class GroupState:
                     doc,
                     externals=externals,
                     additional_instances=instances,
-                    start=start,
+                    start=start and not define_queues,
                     dependencies=needs,
                 )
-                status, problems = (recorded or ("running" if start else "stopped")), []
+                problems = []
+                if define_queues:
+                    problems = self._define_queues(deployment_id, flow.compiled)
+                    if start:
+                        flow.start()
+                status = recorded or ("running" if start else "stopped")
                 self.by_deployment[deployment_id] = flow.name
+                self.waiting.pop(deployment_id, None)
             except FlowCompileError as exc:
                 status, problems = "failed", [p.to_json() for p in exc.problems]
             except Exception as exc:  # a deployment must end in a status, whatever went wrong
@@ -220,12 +236,74 @@ class GroupState:
                         "message": f"{type(exc).__name__}: {exc}",
                     }
                 ]
-        with db.session_scope(self.session_factory) as session:
+        with self.lock, db.session_scope(self.session_factory) as session:
+            self.waiting.pop(deployment_id, None)
             deploy.report(session, deployment_id, status, problems)
         log.info("deployment %s: %s", deployment_id, status)
         if settle and status != "failed":
             heap.settle()
         return status
+
+    def _define_queues(self, deployment_id: int, compiled: Any) -> list[dict[str, Any]]:
+        """Define the queues the flow's MQInput and MQOutput nodes name that do not exist yet.
+
+        Returns a diagnostic for each queue that could not be defined (the flow still starts,
+        and is reported waiting while an input queue is missing).
+        """
+        from flowbroker.qm.protocol import RC_OBJECT_ALREADY_EXISTS, RC_UNKNOWN_OBJECT_NAME, QMError
+
+        assert self.runtime is not None
+        wanted: dict[str, str] = {}
+        for node in compiled.nodes.values():
+            props = node.properties
+            if node.SPEC.type == "MQInput" or (
+                node.SPEC.type == "MQOutput" and (props.get("destinationMode") or "queueName") == "queueName"
+            ):
+                name = str(props.get("queueName") or "")
+                if name:
+                    wanted.setdefault(name, node.id)
+        problems: list[dict[str, Any]] = []
+
+        def cannot(node_id: str, text: str) -> None:
+            problems.append(
+                {
+                    "node": node_id,
+                    "property": "queueName",
+                    "line": 0,
+                    "column": 0,
+                    "pointer": "",
+                    "message": text,
+                }
+            )
+
+        try:
+            connection = self.runtime.connect()
+        except Exception as exc:  # the flow still starts; its threads retry the queue manager
+            cannot("", f"cannot define the flow's queues: {exc}")
+            return problems
+        try:
+            for queue, node_id in wanted.items():
+                try:
+                    connection.inquire_queue(queue)
+                    continue
+                except QMError as exc:
+                    if exc.reason_code != RC_UNKNOWN_OBJECT_NAME:
+                        cannot(node_id, f"cannot define queue {queue}: {exc.reason or exc}")
+                        continue
+                try:
+                    connection.define_queue(queue)
+                    log.info("deployment %s: defined queue %s", deployment_id, queue)
+                except QMError as exc:
+                    if exc.reason_code != RC_OBJECT_ALREADY_EXISTS:
+                        cannot(node_id, f"cannot define queue {queue}: {exc.reason or exc}")
+        except OSError as exc:
+            cannot("", f"cannot define the flow's queues: {exc}")
+        finally:
+            try:
+                connection.close()
+            except Exception:
+                pass
+        return problems
 
     def _flow_name(self, deployment_id: int) -> str | None:
         from flowbroker.repository import db
@@ -268,9 +346,10 @@ class GroupState:
                 self.runtime.start_flow(name)
             else:
                 self.runtime.stop_flow(name)
-        status = "running" if start else "stopped"
-        with db.session_scope(self.session_factory) as session:
-            deploy.report(session, deployment_id, status)
+            self.waiting.pop(deployment_id, None)
+            status = "running" if start else "stopped"
+            with db.session_scope(self.session_factory) as session:
+                deploy.report(session, deployment_id, status)
         return status
 
     def trace(self, deployment_id: int, level: str, mode: str) -> str:
@@ -280,6 +359,40 @@ class GroupState:
             return "missing"
         self.runtime.set_trace(name, level, mode)
         return f"trace {level} {mode}"
+
+    def report_waiting(self) -> None:
+        """Report a running flow whose input queue does not exist as waiting for it, and back to running.
+
+        A flow thread retries an unknown input queue (with back-off) until it is defined; the
+        deployment says so rather than claiming the flow runs, and says running again by itself
+        once the queue manager knows the queue.
+        """
+        from flowbroker.repository import db
+        from flowbroker.repository.models import Deployment
+        from flowbroker.services import deploy
+
+        if self.runtime is None:
+            return
+        # under the lock the control tasks report under, so a flow stopped or redeployed
+        # meanwhile is never reported waiting after its new status
+        with self.lock:
+            for deployment_id, name in list(self.by_deployment.items()):
+                flow = self.runtime.flows.get(name)
+                if flow is None or flow.state != "running":
+                    continue
+                missing = flow.missing_queues()
+                if missing == self.waiting.get(deployment_id, []):
+                    continue
+                with db.session_scope(self.session_factory) as session:
+                    row = session.get(Deployment, deployment_id)
+                    current = row.status if row is not None else "undeployed"
+                    if current in ("pending", "compiling"):
+                        continue  # its deploy reports first; look again next time
+                    if current in deploy.STARTED:
+                        status = "waiting" if missing else "running"
+                        deploy.report(session, deployment_id, status, [waiting_problem(*m) for m in missing])
+                        log.info("deployment %s: %s", deployment_id, status)
+                self.waiting[deployment_id] = missing
 
     # -- statistics -----------------------------------------------------------------------------
 
@@ -306,6 +419,43 @@ class GroupState:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.statistics(), default=str))
         os.replace(tmp, path)
+
+
+def broker_attributes(broker: str, group: str, qm_url: str, data: Path) -> dict[str, object]:
+    """The broker attributes ESQL reads in the group's flows (IBM's BrokerName, ExecutionGroupLabel …).
+
+    QueueManagerName is the address of the queue manager the group's flows use, without
+    credentials, or ``local`` for the queue manager of the broker's data directory.
+    """
+    from urllib.parse import urlsplit
+
+    from flowbroker import __version__
+
+    queue_manager = "local"
+    if qm_url:
+        parts = urlsplit(qm_url)
+        queue_manager = f"{parts.hostname or ''}:{parts.port}" if parts.port else (parts.hostname or qm_url)
+    return {
+        "BrokerName": broker,
+        "BrokerVersion": __version__,
+        "ExecutionGroupLabel": group,
+        "ExecutionGroupName": group,
+        "QueueManagerName": queue_manager,
+        "WorkPath": str(data),
+        "Family": "PYTHON",
+    }
+
+
+def waiting_problem(node: str, queue: str) -> dict[str, Any]:
+    """The diagnostic of a flow waiting for its input queue ``queue`` to be defined."""
+    return {
+        "node": node,
+        "property": "queueName",
+        "line": 0,
+        "column": 0,
+        "pointer": "",
+        "message": DeployedFlow.waiting_message(queue),
+    }
 
 
 def stats_path(data: Path, broker: str, group: str) -> Path:

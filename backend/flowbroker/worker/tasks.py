@@ -9,9 +9,9 @@ app = celery_app()
 
 
 @app.task(name="flowbroker.eg.deploy")
-def deploy(deployment_id: int) -> str:
-    """Compile and start (or replace) the deployment's flow."""
-    return state(wait=120).deploy(int(deployment_id))
+def deploy(deployment_id: int, define_queues: bool = False) -> str:
+    """Compile and start (or replace) the deployment's flow; first define its missing queues if asked."""
+    return state(wait=120).deploy(int(deployment_id), define_queues=bool(define_queues))
 
 
 @app.task(name="flowbroker.eg.undeploy")

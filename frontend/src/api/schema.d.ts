@@ -1395,6 +1395,12 @@ export interface components {
              */
             broker?: string;
             /**
+             * Definequeues
+             * @description define the flow's input and output queues the queue manager does not have before it starts
+             * @default false
+             */
+            defineQueues?: boolean;
+            /**
              * Document
              * @description a flow document, saved as the flow's next version
              */
@@ -1431,6 +1437,12 @@ export interface components {
              * Format: date-time
              */
             createdAt: string;
+            /**
+             * Detail
+             * @description why the flow is waiting or failed, e.g. "waiting: queue EVAL.IN does not exist"
+             * @default
+             */
+            detail: string;
             /** Diagnostics */
             diagnostics: components["schemas"]["Diagnostic"][];
             /** Flow */
@@ -1449,7 +1461,7 @@ export interface components {
             };
             /**
              * Status
-             * @description pending, compiling, running, stopped, failed, undeploying, undeployed or replaced
+             * @description pending, compiling, running, waiting (for an input queue that does not exist), stopped, failed, undeploying, undeployed or replaced
              */
             status: string;
             /**
@@ -1685,6 +1697,12 @@ export interface components {
              */
             cpu_us: number;
             /**
+             * Detail
+             * @description why a flow is waiting: "waiting: queue EVAL.IN does not exist"
+             * @default
+             */
+            detail: string;
+            /**
              * Elapsed Us
              * @default 0
              */
@@ -1707,6 +1725,7 @@ export interface components {
             messages_in: number;
             /**
              * State
+             * @description running, waiting (for an input queue), stopping or stopped
              * @default
              */
             state: string;
@@ -1734,6 +1753,12 @@ export interface components {
              */
             cpu_us: number;
             /**
+             * Detail
+             * @description why a flow is waiting: "waiting: queue EVAL.IN does not exist"
+             * @default
+             */
+            detail: string;
+            /**
              * Elapsed Us
              * @default 0
              */
@@ -1758,6 +1783,7 @@ export interface components {
             };
             /**
              * State
+             * @description running, waiting (for an input queue), stopping or stopped
              * @default
              */
             state: string;
@@ -2351,12 +2377,35 @@ export interface components {
         /**
          * Problem
          * @description One problem of a document: the JSON pointer of the field, and what is wrong with it.
+         *
+         *     A problem of a node's configuration also names the node, its property and, in ESQL, the
+         *     line and column (0 where they do not apply).
          */
         Problem: {
+            /**
+             * Column
+             * @default 0
+             */
+            column: number;
+            /**
+             * Line
+             * @default 0
+             */
+            line: number;
             /** Message */
             message: string;
+            /**
+             * Node
+             * @default
+             */
+            node: string;
             /** Pointer */
             pointer: string;
+            /**
+             * Property
+             * @default
+             */
+            property: string;
         };
         /**
          * PropertySpec

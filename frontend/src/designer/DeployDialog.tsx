@@ -33,6 +33,7 @@ export function DeployDialog({
   const [brokerId, setBrokerId] = useState<number | null>(null);
   const [groupId, setGroupId] = useState<number | null>(null);
   const [instances, setInstances] = useState(0);
+  const [defineQueues, setDefineQueues] = useState(false);
   const [deployment, setDeployment] = useState<Deployment | null>(null);
   const [error, setError] = useState<string | null>(null);
   const list = brokers.data ?? [];
@@ -46,7 +47,7 @@ export function DeployDialog({
         .get(deployment.id)
         .then((d) => {
           setDeployment(d);
-          if (d.diagnostics?.length) onProblems(deploymentProblems(d));
+          if (d.diagnostics?.length && d.status !== 'waiting') onProblems(deploymentProblems(d));
         })
         .catch((err) => setError(problemText(err)));
     }, 700);
@@ -57,7 +58,7 @@ export function DeployDialog({
     if (!broker || !group) return;
     setError(null);
     deployments
-      .create({ flowId, version, broker: broker.name, group: group.name, additionalInstances: instances })
+      .create({ flowId, version, broker: broker.name, group: group.name, additionalInstances: instances, defineQueues })
       .then((d) => {
         setDeployment(d);
         if (d.diagnostics?.length) onProblems(deploymentProblems(d));
@@ -102,10 +103,21 @@ export function DeployDialog({
             onChange={(e) => setInstances(Math.max(0, Math.min(64, Number(e.target.value) || 0)))}
           />
         </div>
+        <div className="field">
+          <label>
+            <input type="checkbox" checked={defineQueues} onChange={(e) => setDefineQueues(e.target.checked)} /> Define
+            missing input and output queues
+          </label>
+        </div>
         {deployment && (
           <p className={`status status-${deployment.status}`} role="status" data-testid="deploy-status">
             Deployment {deployment.id} of {deployment.flow} v{deployment.version} to {deployment.broker}/{deployment.group}:{' '}
             {deployment.status}
+          </p>
+        )}
+        {deployment?.detail && (
+          <p className={`status status-${deployment.status}`} data-testid="deploy-detail">
+            {deployment.detail}
           </p>
         )}
         {error && (

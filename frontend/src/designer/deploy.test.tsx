@@ -20,6 +20,7 @@ describe('deployment diagnostics', () => {
       createdAt: '2026-01-01T00:00:00Z',
       updatedAt: '2026-01-01T00:00:00Z',
       status: 'failed',
+      detail: '',
       diagnostics: [
         { node: 'c1', property: 'esql', line: 2, column: 27, pointer: '', message: "routine 'X' is not defined" },
         { node: '', property: '', line: 0, column: 0, pointer: '/name', message: 'bad name' },

@@ -249,7 +249,9 @@ export default function Monitoring() {
                   {g.broker}/{g.group}
                 </td>
                 <td>
-                  <span className={`status status-${f.state}`}>{f.state}</span>
+                  <span className={`status status-${f.state}`} title={f.detail || undefined}>
+                    {f.detail || f.state}
+                  </span>
                 </td>
                 <td data-testid={`flow-messages-${name}`}>{f.messages_in ?? 0}</td>
                 <td>{rate === undefined ? '—' : rate.toFixed(1)}</td>

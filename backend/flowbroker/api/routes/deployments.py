@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, status
 from fastapi.responses import PlainTextResponse
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from flowbroker.api.deps import DbSession, Deployer, Reader, SettingsDep, TopologyManager
 from flowbroker.api.errors import AUTHENTICATED, responses
@@ -33,6 +33,10 @@ class DeploymentIn(Body):
         default_factory=dict,
         description='{"nodeId.property": value} node property overrides; "externals": {VAR: value} EXTERNAL values',
     )
+    define_queues: StrictBool = Field(
+        default=False,
+        description="define the flow's input and output queues the queue manager does not have before it starts",
+    )
 
 
 class Diagnostic(Out):
@@ -55,7 +59,12 @@ class DeploymentOut(Out):
     additional_instances: int
     overrides: dict[str, Any]
     status: str = Field(
-        description="pending, compiling, running, stopped, failed, undeploying, undeployed or replaced"
+        description="pending, compiling, running, waiting (for an input queue that does not exist), "
+        "stopped, failed, undeploying, undeployed or replaced"
+    )
+    detail: str = Field(
+        default="",
+        description='why the flow is waiting or failed, e.g. "waiting: queue EVAL.IN does not exist"',
     )
     diagnostics: list[Diagnostic]
     created_at: datetime
@@ -82,6 +91,7 @@ def create_deployment(body: DeploymentIn, user: Deployer, session: DbSession, se
         additional_instances=body.additional_instances,
         overrides=body.overrides,
         data=settings.data,
+        define_queues=body.define_queues,
     )
     return deploy.describe(row)
 

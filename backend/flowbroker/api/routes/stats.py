@@ -50,7 +50,10 @@ class FlowCounters(Published):
 
     flow: str
     version: int | None = None
-    state: str = ""
+    state: str = Field(default="", description="running, waiting (for an input queue), stopping or stopped")
+    detail: str = Field(
+        default="", description='why a flow is waiting: "waiting: queue EVAL.IN does not exist"'
+    )
     threads: int = 0
     messages_in: int = 0
     cpu_us: int = 0
