@@ -299,14 +299,30 @@ def test_live_api_answers_only_the_status_codes_and_bodies_it_documents(live_api
     assert differences == {}, "\n".join(f"{k}\n    {v}" for k, v in sorted(differences.items()))
 
 
+def _routes(routes: Any) -> Iterator[Any]:
+    """Every route of the app, through the routers it includes."""
+    for route in routes:
+        if hasattr(route, "original_router"):
+            yield from _routes(route.original_router.routes)
+        else:
+            yield route
+
+
 @pytest.mark.timeout(60)
 def test_a_method_a_path_does_not_declare_is_405_with_allow(live_api: LiveApi) -> None:
     paths = httpx.get(f"{live_api.url}/api/openapi.json", timeout=10).json()["paths"]
     headers = {"Authorization": f"Bearer {live_api.token()}"}
     wrong: list[str] = []
     with httpx.Client(base_url=live_api.url, headers=headers, timeout=10) as client:
+        # the app's own route paths: a queue name may hold "/", so `{queue:path}` spans segments
+        # (DELETE /api/queues/1/purge deletes the queue named "1/purge", it is no wrong method)
+        mounted: dict[str, set[str]] = {}
+        for route in _routes(live_api.app.routes):
+            if getattr(route, "path", "").startswith("/api/") and getattr(route, "methods", None):
+                mounted.setdefault(route.path, set()).update(m.lower() for m in route.methods)
         templates = [
-            (re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", p) + "$"), ops) for p, ops in paths.items()
+            (re.compile("^" + re.sub(r"\{[^}:]+\}", "[^/]+", re.sub(r"\{[^}]+:path\}", ".+", p)) + "$"), ops)
+            for p, ops in mounted.items()
         ]
         for path, operations in paths.items():
             declared = {m for m in operations if m in METHODS}

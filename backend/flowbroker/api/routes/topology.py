@@ -7,10 +7,11 @@ from typing import Any
 from fastapi import APIRouter
 
 from flowbroker.api.deps import DbSession, Reader, SettingsDep
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import TopologyGraphOut
 from flowbroker.services import topology
 
-router = APIRouter(prefix="/api/topology", tags=["brokers"])
+router = APIRouter(prefix="/api/topology", tags=["brokers"], responses=responses(*AUTHENTICATED))
 
 
 @router.get("/graph", response_model=TopologyGraphOut)
