@@ -883,7 +883,9 @@ class QueueManager:
                 self.enqueue(q, m)
         return True
 
-    def backout(self, conn: Connection) -> None:
+    def backout(self, conn: Connection, notes: dict[str, str] | None = None) -> None:
+        """Back out; a message that reaches its queue's backout threshold moves to the backout
+        queue (else the dead-letter queue) carrying ``notes`` (why, which node, the exception)."""
         uow = conn.uow
         conn.uow = UnitOfWork()
         _unstage(uow.puts)
@@ -899,7 +901,9 @@ class QueueManager:
                 continue
             if threshold and count >= threshold:
                 target = self.queues.get(q.attrs.backout_requeue_q) or self.queues[DEAD_LETTER_QUEUE]
-                moved = QMsg(self.next_seq(), _noting_origin(m.raw, q.name, count, threshold), m.expire_at)
+                moved = QMsg(
+                    self.next_seq(), _noting_origin(m.raw, q.name, count, threshold, notes), m.expire_at
+                )
                 if moved.persistent:
                     if self._durable(target, moved):
                         moves.puts.append((target.name, moved.seq, moved.raw))
@@ -1172,9 +1176,12 @@ def _opt_id(value: Any) -> bytes | None:
         raise QMError(RC_BAD_ARGUMENT, f"id {value[:60]!r} is not hexadecimal") from None
 
 
-def _noting_origin(raw: bytes, queue: str, count: int, threshold: int) -> bytes:
-    """A message moved past its backout threshold, carrying the queue it came from and why, as
-    a flow's dead-letter puts do, so an operator can send it back. Rare, so decoding is fine."""
+def _noting_origin(
+    raw: bytes, queue: str, count: int, threshold: int, notes: dict[str, str] | None = None
+) -> bytes:
+    """A message moved past its backout threshold, carrying the queue it came from and why (and
+    the ``notes`` of the backout: the node and exception that failed it), as a flow's dead-letter
+    puts do, so an operator can send it back. Rare, so decoding is fine."""
     try:
         msg = decode_message(raw)
     except (ValueError, UnicodeDecodeError):
@@ -1182,6 +1189,8 @@ def _noting_origin(raw: bytes, queue: str, count: int, threshold: int) -> bytes:
     if not isinstance(msg.properties, dict):
         return raw
     msg.properties.setdefault("flowbroker.queue", queue)
+    for key, value in (notes or {}).items():
+        msg.properties[key] = value
     msg.properties.setdefault(
         "flowbroker.reason", f"backout count {count} reached the backout threshold {threshold} of {queue}"
     )
