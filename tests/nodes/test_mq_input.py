@@ -252,7 +252,7 @@ def _dead_from(qm, src: str, count: int) -> list:
     return found
 
 
-def test_a_poison_message_never_loops_with_default_settings(qm, queues, group) -> None:
+def test_a_poison_message_never_loops_with_default_settings(qm, queues, group, tmp_path) -> None:
     """No threshold on the node or the queue: the group's default (3) sends the message to the
     dead-letter queue with why, the node where it failed and the exception, and the statistics
     count its retries as backouts, not as messages processed."""
@@ -275,6 +275,17 @@ def test_a_poison_message_never_loops_with_default_settings(qm, queues, group) -
     assert qm.get(src) is None
     stats = group.statistics()[name]
     assert (stats["backouts"], stats["failures"], stats["messages_in"]) == (3, 1, 3)
+    # as the statistics rows and Prometheus metrics serve them
+    from flowbroker.services import stats as served
+
+    record = {"broker": "b", "group": "g", "time": time.time(), "flows": {name: stats}}
+    (tmp_path / "stats" / "b").mkdir(parents=True)
+    (tmp_path / "stats" / "b" / "g.json").write_text(json.dumps(record))
+    (row,) = served.flows(tmp_path)
+    assert (row["backouts"], row["failures"]) == (3, 1)
+    assert f'flowbroker_flow_failures_total{{broker="b",group="g",flow="{name}"}} 1' in served.prometheus(
+        tmp_path
+    )
 
 
 def test_the_default_threshold_is_a_setting(qm, queues, group, monkeypatch) -> None:
