@@ -32,6 +32,7 @@ from flowbroker.qm import log as qlog
 from flowbroker.qm.checkpoint import CheckpointSnapshot, Held
 from flowbroker.qm.principals import Principals
 from flowbroker.qm.protocol import (
+    BACKOUT_OFFSET,
     DEFAULT_MAX_FRAME,
     MD_SIZE,
     PERSISTENCE_OFFSET,
@@ -72,6 +73,7 @@ SYSTEM_QUEUES = (DEAD_LETTER_QUEUE, ECHO_QUEUE, "SYSTEM.DEFAULT.LOCAL.QUEUE")
 MAX_QUEUE_NAME = 48
 TOPIC_PREFIX = "topic:"
 _D = struct.Struct("<d")
+_NOT_BACKED_OUT = bytes(4)
 _LENGTHS = struct.Struct("<II")  # properties and body lengths, the last fields of the descriptor
 _U16 = struct.Struct("<H")
 
@@ -771,13 +773,23 @@ class QueueManager:
         syncpoint: bool,
         limit: int,
     ) -> bool:
-        """Take up to ``limit`` messages and reply with them; False (no reply) when none."""
+        """Take up to ``limit`` messages and reply with them; False (no reply) when none.
+
+        A message that was backed out before comes alone: a batch ends before it, and it is the
+        only message of the next. So a message that keeps failing is retried in a unit of work of
+        its own, and never raises the backout counts of the messages got with it again.
+        """
         taken: list[tuple[LocalQueue, QMsg]] = []
         dels: list[tuple[str, int]] = []
         while len(taken) < limit:
             m = self.take(q, msg_id, correl_id)
             if m is None:
                 break
+            if limit > 1 and m.raw[BACKOUT_OFFSET : BACKOUT_OFFSET + 4] != _NOT_BACKED_OUT:
+                if taken:
+                    q.restore(m)
+                    break
+                limit = 1
             q.gets += 1
             taken.append((q, m))
             if not syncpoint and m.persistent:

@@ -130,6 +130,7 @@ class FlowThread(threading.Thread):
             self.client = None
         self.uncommitted = False
         self.prefetched = []
+        self.failure_notes = {}
 
     # -- FlowServices: queue manager work ------------------------------------------------------
 
