@@ -1593,6 +1593,7 @@ export interface components {
         FlowRow: {
             /**
              * Backouts
+             * @description units of work backed out (each retry of a message)
              * @default 0
              */
             backouts: number;
@@ -1613,6 +1614,12 @@ export interface components {
              * @default 0
              */
             errors: number;
+            /**
+             * Failures
+             * @description messages given up: past their backout threshold, or failed outside a unit of work
+             * @default 0
+             */
+            failures: number;
             /** Flow */
             flow: string;
             /** Group */
@@ -1621,6 +1628,7 @@ export interface components {
             last_errors: string[];
             /**
              * Messages In
+             * @description messages processed; retries count as backouts
              * @default 0
              */
             messages_in: number;
@@ -1644,6 +1652,7 @@ export interface components {
         FlowStatistics: {
             /**
              * Backouts
+             * @description units of work backed out (each retry of a message)
              * @default 0
              */
             backouts: number;
@@ -1662,12 +1671,19 @@ export interface components {
              * @default 0
              */
             errors: number;
+            /**
+             * Failures
+             * @description messages given up: past their backout threshold, or failed outside a unit of work
+             * @default 0
+             */
+            failures: number;
             /** Flow */
             flow: string;
             /** Last Errors */
             last_errors: string[];
             /**
              * Messages In
+             * @description messages processed; retries count as backouts
              * @default 0
              */
             messages_in: number;
