@@ -149,8 +149,6 @@ class Node(BaseNode):
         self.mode = props.get("transactionMode") or "yes"
         self.wait_ms = int(props.get("waitInterval") or 1000)
         self.read_ahead = max(1, int(props.get("readAhead") or 1))
-        #: the queue's own backout threshold (configuration, the same for every thread)
-        self.queue_threshold = 0
         if props.get("orderMode") == "byQueueOrder":
             self.read_ahead = 1
 
@@ -166,11 +164,11 @@ class Node(BaseNode):
         loop's own state in this call's locals.
         """
         flow = self.flow
-        self.queue_threshold, backout_queue = flow.backout_policy(self.queue)
+        queue_threshold, backout_queue = flow.backout_policy(self.queue)
         # never 0 (infinite): the node's, else the queue's, else the execution group's default
         threshold = (
             int(self.properties.get("backoutThreshold") or 0)
-            or self.queue_threshold
+            or queue_threshold
             or flow.default_backout_threshold()
         )
         backout_queue = str(self.properties.get("backoutQueue") or "") or backout_queue
@@ -179,13 +177,22 @@ class Node(BaseNode):
         while not flow.stop.is_set() or flow.prefetched:
             # after a failed batch its messages come back one at a time, so only the bad one is retried
             limit = 1 if cautious > 0 else self.read_ahead
-            got = self.process(threshold, backout_queue, limit, retrying=cautious > 0)
+            got = self.process(
+                threshold, backout_queue, limit, retrying=cautious > 0, queue_threshold=queue_threshold
+            )
             if got < 0:
                 cautious = -got
             elif cautious:
                 cautious -= got
 
-    def process(self, threshold: int, backout_queue: str, limit: int = 1, retrying: bool = False) -> int:
+    def process(
+        self,
+        threshold: int,
+        backout_queue: str,
+        limit: int = 1,
+        retrying: bool = False,
+        queue_threshold: int = 0,
+    ) -> int:
         """Get up to ``limit`` messages and process them; how many (negative: the batch was backed out)."""
         flow = self.flow
         # gets are always under syncpoint so a crash before the commit loses nothing; the batch
@@ -215,7 +222,7 @@ class Node(BaseNode):
                 # back out: the messages return to the queue with their backout counts raised, and
                 # are retried (after a growing delay) until the threshold sends one to the failure
                 # terminal, the backout queue or the dead-letter queue
-                flow.back_out_failed(message, attempted, self.queue_threshold if len(messages) == 1 else 0)
+                flow.back_out_failed(message, attempted, queue_threshold if len(messages) == 1 else 0)
                 return -len(messages)
         try:
             if retrying or flow.stop.is_set():
