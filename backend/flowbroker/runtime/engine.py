@@ -267,15 +267,20 @@ class FlowThread(threading.Thread):
         for the move past the backout threshold, and log it unless it repeats the last error."""
         self.failure_notes = {"node": node_name, "exception": exception}
         self.deployed.failures_memo.remember(_msg_id(message), self.failure_notes)
-        self.deployed.repeated_errors.report(
-            f"{self.flow_name}: {node_name}", f"backing out the unit of work: {exception}"
-        )
+        text = f"backing out the unit of work: {exception}"
+        self.deployed.repeated_errors.report(f"{self.flow_name}: {node_name}", text)
+        trace = self.deployed.trace
+        if trace.enabled:
+            trace.write(f"{node_name}: {text}")
 
     def back_out_failed(self, message: QueueMessage | None, attempted: int, queue_threshold: int) -> None:
         """Back out a unit of work that failed after ``attempted`` messages; ``message`` is the one
-        that failed, when it was alone in it. Counts the backout apart from throughput, then waits
-        before the retry: longer for each consecutive backout of the same message, bounded."""
-        self.backout(self.failure_notes if message is not None else None)
+        that failed (None: the commit was refused), ``queue_threshold`` its queue's own backout
+        threshold when it was alone in the unit of work, else 0. Counts the backout apart from
+        throughput, then waits before the retry: longer for each consecutive backout of the same
+        message, bounded."""
+        # the notes name what failed this message: they go with it alone, never with a batch
+        self.backout(self.failure_notes if message is not None and queue_threshold else None)
         self.failure_notes = {}
         deployed = self.deployed
         deployed.backouts += 1
@@ -286,6 +291,7 @@ class FlowThread(threading.Thread):
         if queue_threshold and count >= queue_threshold:
             # the queue manager moved it to the backout queue as it backed it out
             deployed.failures += 1
+            deployed.failures_memo.recall(_msg_id(message))
         delay = backouts.retry_delay(count)
         if delay:
             self.stop.wait(delay)
