@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 
 import pytest
@@ -348,3 +349,53 @@ def test_a_repeated_error_is_logged_once_with_a_count(qm, queues, group, caplog,
     _dead_from(qm, src, 1)
     mine = [r.getMessage() for r in caplog.records if name in r.getMessage()]
     assert any("the previous error was repeated 5 more times" in text for text in mine), mine
+
+
+def test_each_flow_thread_processes_only_the_messages_its_unit_of_work_got(
+    qm, queues, group, monkeypatch
+) -> None:
+    """Additional instances share the MQInput node: the batch one thread gets with its commit is
+    that thread's, so no other thread processes (and commits) it under its own unit of work."""
+    from flowbroker.runtime.engine import FlowThread
+
+    got_by: dict[bytes, str] = {}
+    processed_by: dict[bytes, str] = {}
+    get_batch, commit_and_get, build = (
+        FlowThread.get_batch,
+        FlowThread.commit_and_get,
+        FlowThread.build_assembly,
+    )
+
+    def noting(method):
+        def wrapper(self, *args):
+            got = method(self, *args)
+            for message in got:
+                got_by[message.md.msg_id] = self.name
+            return got
+
+        return wrapper
+
+    def building(self, message, template):
+        processed_by[message.md.msg_id] = self.name
+        return build(self, message, template)
+
+    monkeypatch.setattr(FlowThread, "get_batch", noting(get_batch))
+    monkeypatch.setattr(FlowThread, "commit_and_get", noting(commit_and_get))
+    monkeypatch.setattr(FlowThread, "build_assembly", building)
+    # threads switch as often as the interpreter can, so any sharing between them shows
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        _run_instances(qm, queues, group)
+    finally:
+        sys.setswitchinterval(previous)
+    strays = {k: (got_by.get(k), v) for k, v in processed_by.items() if got_by.get(k) != v}
+    assert not strays, f"{len(strays)} messages processed by another thread than the one that got them"
+
+
+def _run_instances(qm, queues, group) -> None:
+    src, dst = queues("IN"), queues("OUT")
+    total = 3000
+    qm.put_many(src, [f"m{i}".encode() for i in range(total)], MessageDescriptor(persistence=1))
+    group.deploy(_passthrough(src, dst, readAhead=4), additional_instances=2)
+    assert len(get_all(qm, dst, total, wait=20)) == total
