@@ -113,8 +113,9 @@ SPEC = NodeSpec(
             default=0,
             minimum=0,
             maximum=999999,
-            description="Backout count at which a message goes to the backout queue; 0 takes the "
-            "queue's own BOTHRESH (and 1 when the queue has none).",
+            description="Backout count at which a message goes to the failure terminal, else the backout "
+            "queue, else the dead-letter queue; 0 takes the queue's own BOTHRESH, and when the queue has "
+            "none the execution group's FLOWBROKER_BACKOUT_THRESHOLD (default 3). Never infinite.",
         ),
         Property(
             "backoutQueue",
@@ -148,8 +149,6 @@ class Node(BaseNode):
         self.mode = props.get("transactionMode") or "yes"
         self.wait_ms = int(props.get("waitInterval") or 1000)
         self.read_ahead = max(1, int(props.get("readAhead") or 1))
-        self.backouts = 0
-        self.prefetched: list[QueueMessage] = []
         if props.get("orderMode") == "byQueueOrder":
             self.read_ahead = 1
 
@@ -158,31 +157,47 @@ class Node(BaseNode):
         self.propagate("out", assembly)
 
     def run(self) -> None:
-        """The flow thread's loop: until stop, get waiting messages and process them."""
+        """The flow thread's loop: until stop, get waiting messages and process them.
+
+        Several flow threads share this node instance: every per-thread value (the batch got with
+        the last commit, the unit of work, the connection) lives on the flow thread, and the
+        loop's own state in this call's locals.
+        """
         flow = self.flow
-        threshold, backout_queue = flow.backout_policy(self.queue)
-        if self.properties.get("backoutThreshold"):
-            threshold = int(self.properties["backoutThreshold"])
+        queue_threshold, backout_queue = flow.backout_policy(self.queue)
+        # never 0 (infinite): the node's, else the queue's, else the execution group's default
+        threshold = (
+            int(self.properties.get("backoutThreshold") or 0)
+            or queue_threshold
+            or flow.default_backout_threshold()
+        )
         backout_queue = str(self.properties.get("backoutQueue") or "") or backout_queue
         cautious = 0
-        # a batch got together with the previous commit; after a reconnect there is none
-        self.prefetched = []
         # messages already got are processed even when a stop arrives, never backed out by it
-        while not flow.stop.is_set() or self.prefetched:
+        while not flow.stop.is_set() or flow.prefetched:
             # after a failed batch its messages come back one at a time, so only the bad one is retried
             limit = 1 if cautious > 0 else self.read_ahead
-            got = self.process(threshold, backout_queue, limit, retrying=cautious > 0)
+            got = self.process(
+                threshold, backout_queue, limit, retrying=cautious > 0, queue_threshold=queue_threshold
+            )
             if got < 0:
                 cautious = -got
             elif cautious:
                 cautious -= got
 
-    def process(self, threshold: int, backout_queue: str, limit: int = 1, retrying: bool = False) -> int:
+    def process(
+        self,
+        threshold: int,
+        backout_queue: str,
+        limit: int = 1,
+        retrying: bool = False,
+        queue_threshold: int = 0,
+    ) -> int:
         """Get up to ``limit`` messages and process them; how many (negative: the batch was backed out)."""
         flow = self.flow
-        # gets are always under syncpoint so a crash before the commit loses nothing
-        messages = self.prefetched or flow.get_batch(self.queue, limit, self.wait_ms)
-        self.prefetched = []
+        # gets are always under syncpoint so a crash before the commit loses nothing; the batch
+        # got with the last commit is this thread's own
+        messages = flow.next_messages(self.queue, limit, self.wait_ms)
         if not messages:
             return 0
         transactional = self.mode == "yes" or (self.mode == "automatic" and any(map(_persistent, messages)))
@@ -202,26 +217,25 @@ class Node(BaseNode):
         # puts are pipelined to the commit unless a lone transactional message is being retried,
         # so that a refused put is seen by the node that made it
         pipeline = len(messages) > 1 or shared
-        for message in messages:
+        for attempted, message in enumerate(messages, 1):
             if not self._run_one(message, True, threshold, backout_queue, pipeline):
                 # back out: the messages return to the queue with their backout counts raised, and
-                # are retried until the threshold sends one to the failure terminal or backout queue
-                self.backouts += 1
-                flow.backout()
+                # are retried (after a growing delay) until the threshold sends one to the failure
+                # terminal, the backout queue or the dead-letter queue
+                flow.back_out_failed(message, attempted, queue_threshold if len(messages) == 1 else 0)
                 return -len(messages)
         try:
             if retrying or flow.stop.is_set():
                 flow.commit()
             else:
                 # the next batch comes back with the commit's reply: one round trip per batch
-                self.prefetched = flow.commit_and_get(self.queue, self.read_ahead, self.wait_ms)
+                flow.commit_and_prefetch(self.queue, self.read_ahead, self.wait_ms)
         except Exception as exc:
             if not pipeline:
                 raise
             # a pipelined put was refused: retry the messages one at a time
             flow.log(f"{self.name}: the commit failed, retrying its messages one at a time: {exc}")
-            self.backouts += 1
-            flow.backout()
+            flow.back_out_failed(None, len(messages), 0)
             return -len(messages)
         return len(messages)
 
@@ -269,7 +283,8 @@ class Node(BaseNode):
         flow = self.flow
         reason = describe_exception_list(errors)
         if transactional:
-            flow.log(f"{self.name}: backing out the unit of work: {reason}")
+            # logged once however often the retries repeat it, remembered for the backout queue
+            flow.failed(message, (origin or self).name, reason)
             (origin or self).stats.backouts += 1
             return False
         # the failed invocation's coordinated database work and syncpoint puts are undone; the
@@ -285,7 +300,9 @@ class Node(BaseNode):
             except Exception as exc:
                 reason = f"{reason}; the failure path failed too: {exc}"
         flow.log(f"{self.name}: message not processed outside a unit of work: {reason}")
-        flow.dead_letter(message, reason, syncpoint=False)
+        flow.gave_up(message)
+        notes = {"node": (origin or self).name, "exception": reason}
+        flow.dead_letter(message, reason, syncpoint=False, notes=notes)
         return True
 
     def _give_up(self, message: QueueMessage, backout_queue: str, count: int, threshold: int) -> bool:
@@ -304,14 +321,17 @@ class Node(BaseNode):
                 flow.log(f"{self.name}: the failure path failed, backing out: {exc}")
                 (exc.node if isinstance(exc, Unwinding) and exc.node else self).stats.backouts += 1
                 return False
+        # why it failed last (the node where the exception began, the exception list) goes with it
+        notes = flow.gave_up(message)
         if backout_queue:
             try:
-                flow.put_raw(backout_queue, message, syncpoint=True, reason=reason)
+                flow.put_raw(backout_queue, message, syncpoint=True, reason=reason, notes=notes)
                 flow.log(f"{self.name}: message moved to backout queue {backout_queue}: {reason}")
                 return True
             except Exception as exc:
                 flow.log(f"{self.name}: cannot put to backout queue {backout_queue}: {exc}")
-        flow.dead_letter(message, reason, syncpoint=True)
+        flow.dead_letter(message, reason, syncpoint=True, notes=notes)
+        flow.log(f"{self.name}: message moved to the dead-letter queue: {reason}")
         return True
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import sys
 import time
 
 import pytest
@@ -238,3 +240,162 @@ def test_properties_transactional_says_whether_the_flow_runs_in_a_unit_of_work(q
         group.deploy(doc)
         qm.put(src, b"x", MessageDescriptor(persistence=persistence))
         assert [m.body for m in get_all(qm, dst, 1)] == [expected], mode
+
+
+def _dead_from(qm, src: str, count: int) -> list:
+    """The messages on the dead-letter queue that came from ``src`` (others' are left behind)."""
+    found: list = []
+    deadline = time.monotonic() + 30
+    while len(found) < count and time.monotonic() < deadline:
+        message = qm.get("SYSTEM.DEAD.LETTER.QUEUE", wait=0.2)
+        if message is not None and message.properties.get("flowbroker.queue") == src:
+            found.append(message)
+    return found
+
+
+def test_a_poison_message_never_loops_with_default_settings(qm, queues, group, tmp_path) -> None:
+    """No threshold on the node or the queue: the group's default (3) sends the message to the
+    dead-letter queue with why, the node where it failed and the exception, and the statistics
+    count its retries as backouts, not as messages processed."""
+    src, dst = queues("IN"), queues("OUT")
+    name = f"Xml{src.replace('.', '')}"
+    group.deploy(_xml_reader(src, dst))
+    persistent = MessageDescriptor(persistence=1)
+    qm.put(src, b"<a>1</a>", persistent)
+    qm.put(src, b"<a>not closed", persistent)
+    qm.put(src, b"<a>3</a>", persistent)
+    assert sorted(m.body for m in get_all(qm, dst, 2)) == [b"<a>1</a>", b"<a>3</a>"]
+    (dead,) = _dead_from(qm, src, 1)
+    assert dead.body == b"<a>not closed" and dead.md.backout_count == 3
+    props = dead.properties
+    assert props["flowbroker.reason"] == "backout count 3 reached the backout threshold 3"
+    assert props["flowbroker.node"] == "read" and props["flowbroker.flow"] == name
+    assert (
+        "ParserException in read: XMLNSC: malformed XML at line 1, column 14" in props["flowbroker.exception"]
+    )
+    assert qm.get(src) is None
+    stats = group.statistics()[name]
+    assert (stats["backouts"], stats["failures"], stats["messages_in"]) == (3, 1, 3)
+    # as the statistics rows and Prometheus metrics serve them
+    from flowbroker.services import stats as served
+
+    record = {"broker": "b", "group": "g", "time": time.time(), "flows": {name: stats}}
+    (tmp_path / "stats" / "b").mkdir(parents=True)
+    (tmp_path / "stats" / "b" / "g.json").write_text(json.dumps(record))
+    (row,) = served.flows(tmp_path)
+    assert (row["backouts"], row["failures"]) == (3, 1)
+    assert f'flowbroker_flow_failures_total{{broker="b",group="g",flow="{name}"}} 1' in served.prometheus(
+        tmp_path
+    )
+
+
+def test_the_default_threshold_is_a_setting(qm, queues, group, monkeypatch) -> None:
+    monkeypatch.setenv("FLOWBROKER_BACKOUT_THRESHOLD", "2")
+    src, dst = queues("IN"), queues("OUT")
+    group.deploy(_xml_reader(src, dst))
+    qm.put(src, b"<a>broken", MessageDescriptor(persistence=1))
+    (dead,) = _dead_from(qm, src, 1)
+    assert dead.md.backout_count == 2
+    assert dead.properties["flowbroker.reason"] == "backout count 2 reached the backout threshold 2"
+
+
+def test_the_queue_managers_move_past_the_queue_threshold_names_node_and_exception(qm, queues, group) -> None:
+    boq = queues("BO")
+    src, dst = queues("IN", backout_threshold=2, backout_requeue_q=boq), queues("OUT")
+    group.deploy(_xml_reader(src, dst))
+    qm.put(src, b"<a>broken", MessageDescriptor(persistence=1))
+    (moved,) = get_all(qm, boq, 1)
+    props = moved.properties
+    assert props["flowbroker.queue"] == src and props["flowbroker.node"] == "read"
+    assert props["flowbroker.reason"] == f"backout count 2 reached the backout threshold 2 of {src}"
+    assert "ParserException in read" in props["flowbroker.exception"]
+    assert group.statistics()[f"Xml{src.replace('.', '')}"]["failures"] == 1
+
+
+def test_retries_of_the_same_message_wait_longer_each_time(qm, queues, group, monkeypatch) -> None:
+    monkeypatch.setenv("FLOWBROKER_BACKOUT_DELAY_MS", "300")
+    src, dst = queues("IN"), queues("OUT")
+    group.deploy(_xml_reader(src, dst))
+    started = time.monotonic()
+    qm.put(src, b"<a>broken", MessageDescriptor(persistence=1))
+    assert len(_dead_from(qm, src, 1)) == 1
+    # three backouts: waits of 300 and 600 ms before the second and third tries, 1.2 s before the give-up
+    assert time.monotonic() - started >= 2.1
+
+
+def test_the_retry_delay_grows_and_is_bounded(monkeypatch) -> None:
+    from flowbroker.runtime.backout import retry_delay
+
+    monkeypatch.setenv("FLOWBROKER_BACKOUT_DELAY_MS", "100")
+    monkeypatch.setenv("FLOWBROKER_BACKOUT_DELAY_MAX_MS", "1000")
+    assert [retry_delay(n) for n in range(6)] == [0.0, 0.1, 0.2, 0.4, 0.8, 1.0]
+    monkeypatch.setenv("FLOWBROKER_BACKOUT_DELAY_MS", "0")
+    assert retry_delay(5) == 0.0
+
+
+def test_a_repeated_error_is_logged_once_with_a_count(qm, queues, group, caplog, monkeypatch) -> None:
+    monkeypatch.setenv("FLOWBROKER_BACKOUT_DELAY_MS", "0")
+    caplog.set_level(logging.INFO, logger="flowbroker.runtime")
+    src, dst = queues("IN"), queues("OUT")
+    group.deploy(_xml_reader(src, dst, backoutThreshold=6))
+    qm.put(src, b"<a>broken", MessageDescriptor(persistence=1))
+    _dead_from(qm, src, 1)
+    name = f"Xml{src.replace('.', '')}"
+    assert group.statistics()[name]["backouts"] == 6
+    mine = [r.getMessage() for r in caplog.records if name in r.getMessage()]
+    assert sum("backing out the unit of work" in text for text in mine) == 1, mine
+    # a different error ends the run of repeats and reports its count
+    qm.put(src, b"<a>broken too", MessageDescriptor(persistence=1))
+    _dead_from(qm, src, 1)
+    mine = [r.getMessage() for r in caplog.records if name in r.getMessage()]
+    assert any("the previous error was repeated 5 more times" in text for text in mine), mine
+
+
+def test_each_flow_thread_processes_only_the_messages_its_unit_of_work_got(
+    qm, queues, group, monkeypatch
+) -> None:
+    """Additional instances share the MQInput node: the batch one thread gets with its commit is
+    that thread's, so no other thread processes (and commits) it under its own unit of work."""
+    from flowbroker.runtime.engine import FlowThread
+
+    got_by: dict[bytes, str] = {}
+    processed_by: dict[bytes, str] = {}
+    get_batch, commit_and_get, build = (
+        FlowThread.get_batch,
+        FlowThread.commit_and_get,
+        FlowThread.build_assembly,
+    )
+
+    def noting(method):
+        def wrapper(self, *args):
+            got = method(self, *args)
+            for message in got:
+                got_by[message.md.msg_id] = self.name
+            return got
+
+        return wrapper
+
+    def building(self, message, template):
+        processed_by[message.md.msg_id] = self.name
+        return build(self, message, template)
+
+    monkeypatch.setattr(FlowThread, "get_batch", noting(get_batch))
+    monkeypatch.setattr(FlowThread, "commit_and_get", noting(commit_and_get))
+    monkeypatch.setattr(FlowThread, "build_assembly", building)
+    # threads switch as often as the interpreter can, so any sharing between them shows
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        _run_instances(qm, queues, group)
+    finally:
+        sys.setswitchinterval(previous)
+    strays = {k: (got_by.get(k), v) for k, v in processed_by.items() if got_by.get(k) != v}
+    assert not strays, f"{len(strays)} messages processed by another thread than the one that got them"
+
+
+def _run_instances(qm, queues, group) -> None:
+    src, dst = queues("IN"), queues("OUT")
+    total = 3000
+    qm.put_many(src, [f"m{i}".encode() for i in range(total)], MessageDescriptor(persistence=1))
+    group.deploy(_passthrough(src, dst, readAhead=4), additional_instances=2)
+    assert len(get_all(qm, dst, total, wait=20)) == total

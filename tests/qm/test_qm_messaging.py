@@ -191,6 +191,31 @@ def test_backout_threshold_moves_to_backout_queue(client: Client, qname: str) ->
     )
 
 
+def test_backout_notes_travel_with_a_message_moved_past_the_threshold(client: Client, qname: str) -> None:
+    client.define_queue("T.BOQ", replace=True)
+    client.purge("T.BOQ")
+    client.alter_queue(qname, backout_threshold=1, backout_requeue_q="T.BOQ")
+    client.put(qname, b"poison", MessageDescriptor(persistence=1))
+    assert client.get(qname, syncpoint=True) is not None
+    client.backout(notes={"flowbroker.node": "read", "flowbroker.exception": "ParserException in read"})
+    moved = client.get("T.BOQ")
+    assert moved is not None and moved.properties["flowbroker.node"] == "read"
+    assert moved.properties["flowbroker.exception"] == "ParserException in read"
+    assert moved.properties["flowbroker.queue"] == qname
+
+
+def test_a_backed_out_message_comes_alone_in_a_batch(client: Client, qname: str) -> None:
+    """A batch ends before a redelivered message, which is the only message of the next batch:
+    a message that keeps failing never takes the messages got with it to their threshold."""
+    client.put_many(qname, [b"a", b"b", b"c", b"d"], MessageDescriptor(persistence=1))
+    assert [m.body for m in client.get_many(qname, 2, syncpoint=True)] == [b"a", b"b"]
+    client.backout()
+    # a and b are back in front with backout count 1
+    batches = [[m.body for m in client.get_many(qname, 10, syncpoint=True)] for _ in range(3)]
+    client.commit()
+    assert batches == [[b"a"], [b"b"], [b"c", b"d"]]
+
+
 def test_backout_threshold_without_backout_queue_uses_dead_letter_queue(client: Client, qname: str) -> None:
     client.purge("SYSTEM.DEAD.LETTER.QUEUE")
     client.alter_queue(qname, backout_threshold=1)

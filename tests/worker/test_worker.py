@@ -229,6 +229,55 @@ def test_sigkill_mid_traffic_then_restart_processes_every_message_exactly_once(p
     assert sorted(m.body for m in got) == [f"{i:05d}".encode() for i in range(total)]
 
 
+def test_instances_sharing_an_input_with_poison_messages_and_a_sigkill_commit_each_message_once(
+    platform,
+) -> None:
+    """Three flow threads share one MQInput node instance: the batch each gets with its commit is
+    its own unit of work's, so backouts, a SIGKILL and the restart lose and duplicate nothing."""
+    (boq,) = _queues(platform, "SHARED.BOQ")
+    (src,) = _queues(platform, "SHARED.IN", backout_threshold=3, backout_requeue_q=boq)
+    (dst,) = _queues(platform, "SHARED.OUT")
+    total, poisons = 3000, {300, 1100, 1900, 2600}
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": src, "messageDomain": "XMLNSC", "readAhead": 8}),
+            "read": ("Compute", {"esql": READ_A}),
+            "out": ("MQOutput", {"queueName": dst}),
+        },
+        ["in.out -> read", "read.out -> out"],
+        name="SharedInput",
+    )
+    _group(platform, "shared")
+    with WorkerProcess(platform.data, group="shared") as crashing:
+        created = platform.deploy(doc, group="shared", additionalInstances=2)
+        platform.wait_status(created["id"], {"running"})
+
+        def produce() -> None:
+            with platform.qm.client() as producer:
+                for i in range(total):
+                    body = b"<a>poison" if i in poisons else f"<a>{i:05d}</a>".encode()
+                    producer.put(src, body, MessageDescriptor(persistence=1))
+
+        putting = threading.Thread(target=produce)
+        putting.start()
+        with platform.qm.client() as qm:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and qm.inquire_queue(dst)["current_depth"] < 1300:
+                time.sleep(0.005)
+        crashing.kill()
+        putting.join()
+        crashing.start()
+        with platform.qm.client() as qm:
+            got = get_all(qm, dst, total - len(poisons), wait=120)
+            moved = get_all(qm, boq, len(poisons), wait=30)
+            time.sleep(1.0)
+            assert qm.get(dst) is None and qm.get(boq) is None and qm.get(src) is None
+    assert sorted(m.body for m in got) == [
+        f"<a>{i:05d}!</a>".encode() for i in range(total) if i not in poisons
+    ]
+    assert [m.body for m in moved] == [b"<a>poison"] * len(poisons)
+
+
 def _group(platform, name: str) -> None:
     brokers = platform.request("GET", "/api/brokers").json()
     default = next(b for b in brokers if b["name"] == "default")

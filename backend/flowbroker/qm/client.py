@@ -453,9 +453,10 @@ class Client:
         _, tail = self._call(OP_COMMIT, {"get": get_args})
         return [decode_message(raw) for raw in split_messages(tail)]
 
-    def backout(self) -> None:
+    def backout(self, notes: dict[str, str] | None = None) -> None:
+        """Back out; ``notes`` become properties of a message moved past its backout threshold."""
         self._outbox.clear()  # never sent: there is nothing of them to back out
-        self._call(OP_BACKOUT)
+        self._call(OP_BACKOUT, {"notes": notes} if notes else None)
 
     # --- pub/sub ----------------------------------------------------------------------------
     def publish(

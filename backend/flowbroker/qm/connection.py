@@ -380,7 +380,12 @@ class Connection(asyncio.Protocol):
             elif op == OP_COMMIT:
                 self._commit(rid, a)
             elif op == OP_BACKOUT:
-                qm.backout(self)
+                notes = a.get("notes")
+                if notes is not None and not (
+                    isinstance(notes, dict) and all(isinstance(v, str) for v in notes.values())
+                ):
+                    raise QMError(RC_BAD_ARGUMENT, "backout notes must be an object of strings")
+                qm.backout(self, notes)
                 self.reply(rid)
             elif op == OP_PUBLISH:
                 if a.get("noreply") and a.get("sync"):

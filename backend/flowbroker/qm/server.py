@@ -34,6 +34,7 @@ from flowbroker.qm.checkpoint import CheckpointSnapshot, Held
 from flowbroker.qm.names import queue_name_problem
 from flowbroker.qm.principals import Principals
 from flowbroker.qm.protocol import (
+    BACKOUT_OFFSET,
     DEFAULT_MAX_FRAME,
     DEFAULT_MAX_HELLO_FRAME,
     MD_SIZE,
@@ -74,6 +75,7 @@ ECHO_QUEUE = "SYSTEM.BROKER.ECHO"
 SYSTEM_QUEUES = (DEAD_LETTER_QUEUE, ECHO_QUEUE, "SYSTEM.DEFAULT.LOCAL.QUEUE")
 TOPIC_PREFIX = "topic:"
 _D = struct.Struct("<d")
+_NOT_BACKED_OUT = bytes(4)
 _LENGTHS = struct.Struct("<II")  # properties and body lengths, the last fields of the descriptor
 _U16 = struct.Struct("<H")
 
@@ -810,13 +812,23 @@ class QueueManager:
         syncpoint: bool,
         limit: int,
     ) -> bool:
-        """Take up to ``limit`` messages and reply with them; False (no reply) when none."""
+        """Take up to ``limit`` messages and reply with them; False (no reply) when none.
+
+        A message that was backed out before comes alone: a batch ends before it, and it is the
+        only message of the next. So a message that keeps failing is retried in a unit of work of
+        its own, and never raises the backout counts of the messages got with it again.
+        """
         taken: list[tuple[LocalQueue, QMsg]] = []
         dels: list[tuple[str, int]] = []
         while len(taken) < limit:
             m = self.take(q, msg_id, correl_id)
             if m is None:
                 break
+            if limit > 1 and m.raw[BACKOUT_OFFSET : BACKOUT_OFFSET + 4] != _NOT_BACKED_OUT:
+                if taken:
+                    q.restore(m)
+                    break
+                limit = 1
             q.gets += 1
             taken.append((q, m))
             if not syncpoint and m.persistent:
@@ -922,7 +934,9 @@ class QueueManager:
                 self.enqueue(q, m)
         return True
 
-    def backout(self, conn: Connection) -> None:
+    def backout(self, conn: Connection, notes: dict[str, str] | None = None) -> None:
+        """Back out; a message that reaches its queue's backout threshold moves to the backout
+        queue (else the dead-letter queue) carrying ``notes`` (why, which node, the exception)."""
         uow = conn.uow
         conn.uow = UnitOfWork()
         _unstage(uow.puts)
@@ -938,7 +952,9 @@ class QueueManager:
                 continue
             if threshold and count >= threshold:
                 target = self.queues.get(q.attrs.backout_requeue_q) or self.queues[DEAD_LETTER_QUEUE]
-                moved = QMsg(self.next_seq(), _noting_origin(m.raw, q.name, count, threshold), m.expire_at)
+                moved = QMsg(
+                    self.next_seq(), _noting_origin(m.raw, q.name, count, threshold, notes), m.expire_at
+                )
                 if moved.persistent:
                     if self._durable(target, moved):
                         moves.puts.append((target.name, moved.seq, moved.raw))
@@ -1211,9 +1227,12 @@ def _opt_id(value: Any) -> bytes | None:
         raise QMError(RC_BAD_ARGUMENT, f"id {value[:60]!r} is not hexadecimal") from None
 
 
-def _noting_origin(raw: bytes, queue: str, count: int, threshold: int) -> bytes:
-    """A message moved past its backout threshold, carrying the queue it came from and why, as
-    a flow's dead-letter puts do, so an operator can send it back. Rare, so decoding is fine."""
+def _noting_origin(
+    raw: bytes, queue: str, count: int, threshold: int, notes: dict[str, str] | None = None
+) -> bytes:
+    """A message moved past its backout threshold, carrying the queue it came from and why (and
+    the ``notes`` of the backout: the node and exception that failed it), as a flow's dead-letter
+    puts do, so an operator can send it back. Rare, so decoding is fine."""
     try:
         msg = decode_message(raw)
     except (ValueError, UnicodeDecodeError):
@@ -1221,6 +1240,8 @@ def _noting_origin(raw: bytes, queue: str, count: int, threshold: int) -> bytes:
     if not isinstance(msg.properties, dict):
         return raw
     msg.properties.setdefault("flowbroker.queue", queue)
+    for key, value in (notes or {}).items():
+        msg.properties[key] = value
     msg.properties.setdefault(
         "flowbroker.reason", f"backout count {count} reached the backout threshold {threshold} of {queue}"
     )

@@ -94,11 +94,12 @@ class QueueConnection:
         self._in_unit_of_work = bool(got)
         return got
 
-    def backout(self) -> None:
+    def backout(self, notes: dict[str, str] | None = None) -> None:
+        """Back out; ``notes`` go with a message the queue manager moves past its backout threshold."""
         self.pipelined = 0
         if self._in_unit_of_work:
             self._in_unit_of_work = False
-            self._client.backout()
+            self._client.backout(notes)
 
     def inquire_queue(self, name: str) -> dict[str, Any]:
         return self._client.inquire_queue(name)

@@ -31,6 +31,7 @@ from esql.tree import Element
 from flowbroker_nodes.base import Assembly, Node, QueueMessage, bind_thread, trace_nodes
 
 from flowbroker.runtime import assembly as assemblies
+from flowbroker.runtime import backout as backouts
 from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_flow
 from flowbroker.runtime.connection import QueueConnection
 from flowbroker.runtime.datasources import DataSources, ThreadDataSource
@@ -47,6 +48,10 @@ UNKNOWN_OBJECT_NAME = 2085
 Connector = Callable[[], Any]
 #: Message properties the queue manager sets on a delivery, not the application's own.
 _DELIVERY_PROPERTIES = frozenset({"MQTopicString", "MQIsRetained"})
+
+
+def _msg_id(message: QueueMessage) -> bytes:
+    return bytes(getattr(message.md, "msg_id", b"") or b"")
 
 
 def _descriptor(**fields: Any) -> Any:
@@ -80,6 +85,11 @@ class FlowThread(threading.Thread):
         self.input_queue = ""
         #: The input queue the queue manager does not know, while this thread waits for it.
         self.missing_queue = ""
+        #: The batch this thread got with its last commit, under its own unit of work: never
+        #: another thread's to process, and gone with the connection it was got on.
+        self.prefetched: list[QueueMessage] = []
+        #: Why the message being processed failed (node, exception), for its backout.
+        self.failure_notes: dict[str, str] = {}
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -124,6 +134,8 @@ class FlowThread(threading.Thread):
                 pass
             self.client = None
         self.uncommitted = False
+        self.prefetched = []
+        self.failure_notes = {}
 
     # -- FlowServices: queue manager work ------------------------------------------------------
 
@@ -149,6 +161,14 @@ class FlowThread(threading.Thread):
         self.missing_queue = ""
         self.uncommitted = self.uncommitted or bool(got)
         return got
+
+    def next_messages(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
+        """The batch got with the last commit, else up to ``limit`` waiting messages (see :meth:`get_batch`)."""
+        got = self.prefetched
+        if got:
+            self.prefetched = []
+            return got
+        return self.get_batch(queue, limit, wait_ms)
 
     def _syncpoint(self, syncpoint: bool | None) -> bool:
         return self.transactional if syncpoint is None else syncpoint
@@ -202,10 +222,22 @@ class FlowThread(threading.Thread):
                     properties[kid.name] = kid.value
         return _descriptor(**fields), properties, body
 
-    def put_raw(self, queue: str, message: QueueMessage, *, syncpoint: bool, reason: str = "") -> None:
+    def put_raw(
+        self,
+        queue: str,
+        message: QueueMessage,
+        *,
+        syncpoint: bool,
+        reason: str = "",
+        notes: dict[str, str] | None = None,
+    ) -> None:
+        """Put a message as it was got; with ``reason``, noting why, the flow, the queue it came
+        from and ``notes`` (``node``, ``exception``) as ``flowbroker.*`` properties."""
         properties = dict(getattr(message, "properties", None) or {})
         if reason:
             properties["flowbroker.reason"] = reason
+            for key, value in (notes or {}).items():
+                properties[f"flowbroker.{key}"] = value
             properties["flowbroker.flow"] = self.flow_name
             if self.input_queue:
                 # so the dead-letter queue's reader can send the message back where it came from
@@ -226,6 +258,7 @@ class FlowThread(threading.Thread):
         return int(result) if isinstance(result, int) and not isinstance(result, bool) else 1
 
     def backout_policy(self, queue: str) -> tuple[int, str]:
+        """The queue's own backout threshold (BOTHRESH, 0 when it has none) and backout queue."""
         try:
             info = self.client.inquire_queue(queue)
         except Exception as exc:
@@ -235,8 +268,52 @@ class FlowThread(threading.Thread):
         threshold = int(get("backout_threshold", 0) or 0)
         return threshold, str(get("backout_requeue_q", "") or get("backout_requeue_queue", "") or "")
 
-    def dead_letter(self, message: QueueMessage, reason: str, *, syncpoint: bool) -> None:
-        self.put_raw(DEAD_LETTER_QUEUE, message, syncpoint=syncpoint, reason=reason)
+    def default_backout_threshold(self) -> int:
+        return backouts.default_threshold()
+
+    def failed(self, message: QueueMessage, node_name: str, exception: str) -> None:
+        """A message's processing failed and its unit of work will be backed out: remember why
+        for the move past the backout threshold, and log it unless it repeats the last error."""
+        self.failure_notes = {"node": node_name, "exception": exception}
+        self.deployed.failures_memo.remember(_msg_id(message), self.failure_notes)
+        text = f"backing out the unit of work: {exception}"
+        self.deployed.repeated_errors.report(f"{self.flow_name}: {node_name}", text)
+        trace = self.deployed.trace
+        if trace.enabled:
+            trace.write(f"{node_name}: {text}")
+
+    def back_out_failed(self, message: QueueMessage | None, attempted: int, queue_threshold: int) -> None:
+        """Back out a unit of work that failed after ``attempted`` messages; ``message`` is the one
+        that failed (None: the commit was refused), ``queue_threshold`` its queue's own backout
+        threshold when it was alone in the unit of work, else 0. Counts the backout apart from
+        throughput, then waits before the retry: longer for each consecutive backout of the same
+        message, bounded."""
+        # the notes name what failed this message: they go with it alone, never with a batch
+        self.backout(self.failure_notes if message is not None and queue_threshold else None)
+        self.failure_notes = {}
+        deployed = self.deployed
+        deployed.backouts += 1
+        deployed.retried += attempted
+        if message is None:
+            return
+        count = int(getattr(message.md, "backout_count", 0) or 0) + 1
+        if queue_threshold and count >= queue_threshold:
+            # the queue manager moved it to the backout queue as it backed it out
+            deployed.failures += 1
+            deployed.failures_memo.recall(_msg_id(message))
+        delay = backouts.retry_delay(count)
+        if delay:
+            self.stop.wait(delay)
+
+    def gave_up(self, message: QueueMessage) -> dict[str, str]:
+        """A message past its backout threshold is being moved: the notes of its last failure."""
+        self.deployed.failures += 1
+        return self.deployed.failures_memo.recall(_msg_id(message))
+
+    def dead_letter(
+        self, message: QueueMessage, reason: str, *, syncpoint: bool, notes: dict[str, str] | None = None
+    ) -> None:
+        self.put_raw(DEAD_LETTER_QUEUE, message, syncpoint=syncpoint, reason=reason, notes=notes)
 
     # -- FlowServices: the unit of work --------------------------------------------------------
 
@@ -257,6 +334,10 @@ class FlowThread(threading.Thread):
             self.client.commit()
             self.uncommitted = False
 
+    def commit_and_prefetch(self, queue: str, limit: int, wait_ms: int) -> None:
+        """Commit, getting this thread's next batch in the same round trip (see :meth:`next_messages`)."""
+        self.prefetched = self.commit_and_get(queue, limit, wait_ms)
+
     def commit_and_get(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Commit the unit of work, then get the next batch under syncpoint, in one round trip."""
         for source in self._sources.values():
@@ -273,11 +354,16 @@ class FlowThread(threading.Thread):
         self.uncommitted = bool(got)
         return got
 
-    def backout(self) -> None:
+    def backout(self, notes: dict[str, str] | None = None) -> None:
+        """Back out the unit of work; ``notes`` (why, node, exception) go with a message the queue
+        manager moves past its queue's backout threshold."""
         for source in self._sources.values():
             source.rollback()
         if self.client is not None and self.uncommitted:
-            self.client.backout()
+            if notes:
+                self.client.backout(notes={f"flowbroker.{k}": v for k, v in notes.items()})
+            else:
+                self.client.backout()
             self.uncommitted = False
 
     # -- FlowServices: assembly, databases, labels, trace --------------------------------------
@@ -357,6 +443,13 @@ class DeployedFlow:
         self.state = "stopped"
         self.errors: list[str] = []
         self.started_at = 0.0
+        #: Units of work backed out, the messages they had processed (retried, not throughput),
+        #: and messages given up past their backout threshold (or not processed outside one).
+        self.backouts = 0
+        self.retried = 0
+        self.failures = 0
+        self.failures_memo = backouts.FailureMemo()
+        self.repeated_errors = backouts.RepeatedErrors(log)
 
     def record_error(self, text: str) -> None:
         self.errors = [*self.errors[-19:], text]
@@ -410,11 +503,13 @@ class DeployedFlow:
             "state": "waiting" if missing else self.state,
             "detail": "; ".join(self.waiting_message(queue) for _, queue in missing),
             "threads": sum(1 for t in self.threads if t.is_alive()),
-            "messages_in": sum(i["messages_in"] for i in inputs),
+            # what was processed: the retries of backed-out messages are counted as backouts
+            "messages_in": max(0, sum(i["messages_in"] for i in inputs) - self.retried),
             "cpu_us": sum(i["cpu_us"] for i in inputs),
             "elapsed_us": sum(i["elapsed_us"] for i in inputs),
             "errors": sum(n["errors"] for n in nodes.values()),
-            "backouts": sum(getattr(n, "backouts", 0) for n in self.compiled.input_nodes()),
+            "backouts": self.backouts,
+            "failures": self.failures,
             "nodes": nodes,
             "last_errors": list(self.errors[-5:]),
             "trace": {"level": self.trace.level, "mode": self.trace.mode},

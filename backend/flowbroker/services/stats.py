@@ -102,7 +102,7 @@ def prometheus(data: Path) -> str:
     metric(
         "flowbroker_flow_messages_total",
         "counter",
-        "Messages the flow's input nodes got.",
+        "Messages the flow's input nodes processed (a backed-out retry counts as a backout).",
         [(lb, f.get("messages_in")) for lb, f in flow_rows],
     )
     metric(
@@ -116,6 +116,12 @@ def prometheus(data: Path) -> str:
         "counter",
         "Units of work the flow backed out.",
         [(lb, f.get("backouts")) for lb, f in flow_rows],
+    )
+    metric(
+        "flowbroker_flow_failures_total",
+        "counter",
+        "Messages the flow gave up: moved past their backout threshold or dead-lettered.",
+        [(lb, f.get("failures")) for lb, f in flow_rows],
     )
     metric(
         "flowbroker_flow_threads",

@@ -1686,6 +1686,7 @@ export interface components {
         FlowRow: {
             /**
              * Backouts
+             * @description units of work backed out (each retry of a message)
              * @default 0
              */
             backouts: number;
@@ -1712,6 +1713,12 @@ export interface components {
              * @default 0
              */
             errors: number;
+            /**
+             * Failures
+             * @description messages given up: past their backout threshold, or failed outside a unit of work
+             * @default 0
+             */
+            failures: number;
             /** Flow */
             flow: string;
             /** Group */
@@ -1720,6 +1727,7 @@ export interface components {
             last_errors: string[];
             /**
              * Messages In
+             * @description messages processed; retries count as backouts
              * @default 0
              */
             messages_in: number;
@@ -1744,6 +1752,7 @@ export interface components {
         FlowStatistics: {
             /**
              * Backouts
+             * @description units of work backed out (each retry of a message)
              * @default 0
              */
             backouts: number;
@@ -1768,12 +1777,19 @@ export interface components {
              * @default 0
              */
             errors: number;
+            /**
+             * Failures
+             * @description messages given up: past their backout threshold, or failed outside a unit of work
+             * @default 0
+             */
+            failures: number;
             /** Flow */
             flow: string;
             /** Last Errors */
             last_errors: string[];
             /**
              * Messages In
+             * @description messages processed; retries count as backouts
              * @default 0
              */
             messages_in: number;

@@ -34,6 +34,12 @@ export function bytes(v: number | null | undefined): string {
   return `${v.toFixed(i ? 1 : 0)} ${units[i]}`;
 }
 
+/** Red when a flow gave messages up (backout or dead-letter queue), amber when it backed any out. */
+export function flowHealth(f: { backouts?: number | null; failures?: number | null }): string {
+  if ((f.failures ?? 0) > 0) return 'flow-failing';
+  return (f.backouts ?? 0) > 0 ? 'flow-backing-out' : '';
+}
+
 export const flowKey = (broker: string, group: string, flow: string) => `${broker}/${group}/${flow}`;
 
 /** The server's history as chart data: one time axis, one series per flow, gaps where a flow had no sample. */
@@ -239,7 +245,11 @@ export default function Monitoring() {
           {flows.map(({ g, name, f, key }) => {
             const rate = lastRate(key);
             return (
-              <tr key={key} className={selected === key ? 'selected' : undefined}>
+              <tr
+                key={key}
+                className={[selected === key ? 'selected' : '', flowHealth(f)].filter(Boolean).join(' ') || undefined}
+                title={f.failures ? `${f.failures} messages given up to a backout or dead-letter queue` : undefined}
+              >
                 <td>
                   <button type="button" className="link" onClick={() => setSelected(key)}>
                     {name}

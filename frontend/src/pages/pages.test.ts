@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseRoute } from '../App';
-import { bytes, chartData, uptime } from './Monitoring';
+import { bytes, chartData, flowHealth, uptime } from './Monitoring';
 import { checkBody, EMPTY_RFH2, parseUsrFolder, rfh2Request } from './Queues';
 import { flowState } from './Topology';
 
@@ -25,6 +25,12 @@ describe('monitoring figures', () => {
     ]);
     expect(data.latency[0].values).toEqual([5, null, null]);
     expect(chartData([]).times).toEqual([]);
+  });
+
+  it('shows a flow with backouts in amber and one that gave messages up in red', () => {
+    expect(flowHealth({ backouts: 0, failures: 0 })).toBe('');
+    expect(flowHealth({ backouts: 3 })).toBe('flow-backing-out');
+    expect(flowHealth({ backouts: 3, failures: 1 })).toBe('flow-failing');
   });
 
   it('formats uptime and sizes', () => {

@@ -55,11 +55,15 @@ class FlowCounters(Published):
         default="", description='why a flow is waiting: "waiting: queue EVAL.IN does not exist"'
     )
     threads: int = 0
-    messages_in: int = 0
+    messages_in: int = Field(default=0, description="messages processed; retries count as backouts")
     cpu_us: int = 0
     elapsed_us: int = 0
     errors: int = 0
-    backouts: int = 0
+    backouts: int = Field(default=0, description="units of work backed out (each retry of a message)")
+    failures: int = Field(
+        default=0,
+        description="messages given up: past their backout threshold, or failed outside a unit of work",
+    )
     last_errors: list[str] = Field(default_factory=list)
     trace: TraceSetting | None = None
 
