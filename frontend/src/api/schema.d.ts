@@ -7353,6 +7353,24 @@ export interface operations {
                     "application/json": components["schemas"]["TopologyGraphOut"];
                 };
             };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     list_users_api_users_get: {
