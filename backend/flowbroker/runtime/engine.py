@@ -288,19 +288,20 @@ class FlowThread(threading.Thread):
         threshold when it was alone in the unit of work, else 0. Counts the backout apart from
         throughput, then waits before the retry: longer for each consecutive backout of the same
         message, bounded."""
+        deployed = self.deployed
+        count = int(getattr(message.md, "backout_count", 0) or 0) + 1 if message is not None else 0
+        if message is not None and queue_threshold and count >= queue_threshold:
+            # the queue manager moves it to the backout queue as it backs it out: counted first,
+            # so whoever sees it there also sees it counted
+            deployed.failures += 1
+            deployed.failures_memo.recall(_msg_id(message))
+        deployed.backouts += 1
+        deployed.retried += attempted
         # the notes name what failed this message: they go with it alone, never with a batch
         self.backout(self.failure_notes if message is not None and queue_threshold else None)
         self.failure_notes = {}
-        deployed = self.deployed
-        deployed.backouts += 1
-        deployed.retried += attempted
         if message is None:
             return
-        count = int(getattr(message.md, "backout_count", 0) or 0) + 1
-        if queue_threshold and count >= queue_threshold:
-            # the queue manager moved it to the backout queue as it backed it out
-            deployed.failures += 1
-            deployed.failures_memo.recall(_msg_id(message))
         delay = backouts.retry_delay(count)
         if delay:
             self.stop.wait(delay)
