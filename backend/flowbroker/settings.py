@@ -28,6 +28,8 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8080, ge=0, le=65535)
     qm_port: int = Field(default=1414, ge=0, le=65535)
+    #: The queue manager's application password; empty means the one kept in ``<data>/qm.json``.
+    qm_password: str = ""
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     #: Closed by default: no browser origin other than the API's own may call it.
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
