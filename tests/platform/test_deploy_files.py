@@ -46,7 +46,7 @@ def free_port() -> int:
 
 
 def env_example(text: str | None = None) -> dict[str, tuple[str, bool]]:
-    """Each variable of .env.example: (value, whether a comment line documents it just above)."""
+    """Each variable of .env.example: (value, whether comment lines document it just above)."""
     found: dict[str, tuple[str, bool]] = {}
     documented = False
     for raw in (text if text is not None else ENV_EXAMPLE.read_text()).splitlines():
@@ -60,6 +60,7 @@ def env_example(text: str | None = None) -> dict[str, tuple[str, bool]]:
         key, sep, value = line.partition("=")
         assert sep and re.fullmatch(r"[A-Z_][A-Z0-9_]*", key), f".env.example: bad line {raw!r}"
         found[key] = (value, documented)
+        documented = False  # each variable has its own comment
     return found
 
 
@@ -74,7 +75,12 @@ def test_every_variable_of_env_example_is_documented() -> None:
 
 
 def test_env_example_parser_notices_an_undocumented_variable() -> None:
-    assert env_example("# a comment\nA=1\n\nB=2\n") == {"A": ("1", True), "B": ("2", False)}
+    assert env_example("# a comment\nA=1\n\nB=2\n# c\nC=3\nD=4\n") == {
+        "A": ("1", True),
+        "B": ("2", False),
+        "C": ("3", True),
+        "D": ("4", False),
+    }
 
 
 def compose_variables(text: str) -> dict[str, list[str]]:
