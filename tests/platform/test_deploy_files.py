@@ -508,6 +508,42 @@ def test_api_health_check_follows_the_configuration_manager(tmp_path: Path) -> N
     assert stopped.returncode == 1 and "unhealthy" in stopped.stderr
 
 
+def test_api_health_check_fails_when_the_repository_is_lost(tmp_path: Path, postgres_url: str) -> None:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    name = f"fb_health_{os.getpid()}_{os.urandom(4).hex()}"
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/api/health"
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("FLOWBROKER_")},
+        "FLOWBROKER_DATABASE_URL": make_url(postgres_url)
+        .set(database=name)
+        .render_as_string(hide_password=False),
+    }
+    api = subprocess.Popen(
+        [str(FLOWBROKER), "api", "--data", str(tmp_path / "data"), "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: healthcheck("api", url, "--timeout", "2").returncode == 0, "the API is healthy")
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        degraded = healthcheck("api", url, "--timeout", "5")
+        assert degraded.returncode == 1 and "status 'degraded'" in degraded.stderr
+    finally:
+        api.terminate()
+        api.wait(timeout=30)
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
 def test_worker_health_check_follows_the_execution_group(tmp_path: Path) -> None:
     data = tmp_path / "data"
     env = {
