@@ -11,6 +11,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 #: Secrets that must never reach a production configuration.
 _DEFAULT_SECRETS = {"", "changeme", "change-me", "secret", "admin", "password"}
+#: The mark of .env.example's placeholder values, which must be replaced before production.
+_PLACEHOLDER = "replace-me"
 
 
 class Settings(BaseSettings):
@@ -28,6 +30,8 @@ class Settings(BaseSettings):
     api_host: str = "127.0.0.1"
     api_port: int = Field(default=8080, ge=0, le=65535)
     qm_port: int = Field(default=1414, ge=0, le=65535)
+    #: The queue manager's application password; empty means the one kept in ``<data>/qm.json``.
+    qm_password: str = ""
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
     #: Closed by default: no browser origin other than the API's own may call it.
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -67,14 +71,25 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _refuse_default_secrets(self) -> Settings:
         if self.environment != "development":
-            if self.secret_key.strip().lower() in _DEFAULT_SECRETS or len(self.secret_key) < 16:
+            if (
+                self.secret_key.strip().lower() in _DEFAULT_SECRETS
+                or len(self.secret_key) < 16
+                or _PLACEHOLDER in self.secret_key.lower()
+            ):
                 raise ValueError(
                     "FLOWBROKER_SECRET_KEY must be set to a random value of at least 16 characters "
                     "outside development"
                 )
-            if self.admin_password and self.admin_password.strip().lower() in _DEFAULT_SECRETS:
+            if self.admin_password and (
+                self.admin_password.strip().lower() in _DEFAULT_SECRETS
+                or _PLACEHOLDER in self.admin_password.lower()
+            ):
                 raise ValueError(
                     "FLOWBROKER_ADMIN_PASSWORD must not be a default password outside development"
+                )
+            if _PLACEHOLDER in self.qm_password.lower():
+                raise ValueError(
+                    "FLOWBROKER_QM_PASSWORD must not be the example's placeholder outside development"
                 )
         return self
 

@@ -33,6 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     up.add_argument("--host", default=None, help="API listen address (default 127.0.0.1)")
     up.set_defaults(func=cmd_up)
 
+    init = sub.add_parser(
+        "init",
+        help="migrate the config repository, create the first admin and the default broker, then exit",
+    )
+    _data_arg(init)
+    init.set_defaults(func=cmd_init)
+
     api = sub.add_parser("api", help="run the configuration manager (REST API) alone")
     _data_arg(api)
     api.add_argument("--port", type=int, default=None, help="API port (default 8080)")
@@ -324,6 +331,25 @@ def cmd_up(args: argparse.Namespace) -> int:
         if reconciler is not None:
             reconciler.close()
     print("flowbroker: stopped", flush=True)
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """What `flowbroker up` does to the repository before its groups start, for deployments that
+    run the configuration manager and the execution groups as separate services."""
+    settings = _settings(args)
+    settings.data.mkdir(parents=True, exist_ok=True)
+    try:
+        password = prepare_repository(settings)
+    except Exception as exc:
+        reason = (str(exc).splitlines() or [""])[0]
+        raise CommandError(f"cannot open the config repository: {type(exc).__name__}: {reason}") from None
+    if password:
+        print(f"first start: user 'admin' created with password {password}", flush=True)
+    elif password == "":
+        print("first start: user 'admin' created with the password in FLOWBROKER_ADMIN_PASSWORD", flush=True)
+    else:
+        print("config repository ready", flush=True)
     return 0
 
 

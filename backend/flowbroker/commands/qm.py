@@ -179,8 +179,10 @@ def _limits(args: argparse.Namespace) -> Any:
 def _qm(args: argparse.Namespace) -> int:
     import logging
 
+    from flowbroker.commands.platform import _settings
     from flowbroker.qm.server import run
 
+    password = _settings(args).qm_password or None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if not 0 <= args.port <= 65535:
         raise CommandError(f"--port {args.port} is not a TCP port")
@@ -204,6 +206,7 @@ def _qm(args: argparse.Namespace) -> int:
             checkpoint_bytes=int(args.checkpoint_mb * 1024 * 1024),
             expiry_interval=args.expiry_interval,
             limits=limits,
+            password=password,
         )
     except OSError as exc:
         raise CommandError(f"queue manager cannot start: {exc.strerror or exc}") from None

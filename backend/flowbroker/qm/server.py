@@ -1262,15 +1262,21 @@ def _with_topic(raw: bytes, topic: str, retained: bool = False) -> bytes:
 
 
 # --- the process ------------------------------------------------------------------------------
-def load_or_create_credentials(data_dir: Path, host: str, port: int) -> dict[str, Any]:
-    """The application credentials of ``DIR/qm.json`` (created, mode 0600, on first start)."""
+def load_or_create_credentials(
+    data_dir: Path, host: str, port: int, password: str | None = None
+) -> dict[str, Any]:
+    """The application credentials of ``DIR/qm.json`` (created, mode 0600, on first start).
+
+    ``password`` (FLOWBROKER_QM_PASSWORD) replaces the stored or generated one, so clients on
+    other hosts, which cannot read ``qm.json``, can be given it in their queue manager URL.
+    """
     path = data_dir / "qm.json"
     info: dict[str, Any] = {}
     if path.exists():
         with contextlib.suppress(ValueError, OSError):
             info = json.loads(path.read_text())
     user = info.get("user") or "app"
-    password = info.get("password") or secrets.token_urlsafe(24)
+    password = password or info.get("password") or secrets.token_urlsafe(24)
     info = {
         "host": host,
         "port": port,
@@ -1298,6 +1304,7 @@ async def serve(
     expiry_interval: float = 5.0,
     ready: Callable[[], None] | None = None,
     limits: ConnectionLimits | None = None,
+    password: str | None = None,
 ) -> None:
     from flowbroker.qm.connection import Connection
 
@@ -1310,7 +1317,7 @@ async def serve(
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    info = load_or_create_credentials(data_dir, host, port)
+    info = load_or_create_credentials(data_dir, host, port, password)
     qm.admin_user = info["user"]
     if qm.principals.ensure(info["user"], info["password"]):
         qm._log_meta()
@@ -1322,7 +1329,7 @@ async def serve(
     tcp = await loop.create_server(lambda: Connection(qm), host, port, reuse_address=True, backlog=512)
     if port == 0:
         info["port"] = tcp.sockets[0].getsockname()[1]
-        load_or_create_credentials(data_dir, host, info["port"])
+        load_or_create_credentials(data_dir, host, info["port"], password)
     if parent_pid:
 
         async def watch_parent() -> None:
@@ -1370,6 +1377,7 @@ def run(
     checkpoint_bytes: int = 64 * 1024 * 1024,
     expiry_interval: float = 5.0,
     limits: ConnectionLimits | None = None,
+    password: str | None = None,
 ) -> None:
     try:
         import uvloop
@@ -1387,5 +1395,6 @@ def run(
             checkpoint_bytes=checkpoint_bytes,
             expiry_interval=expiry_interval,
             limits=limits,
+            password=password,
         )
     )
