@@ -90,7 +90,7 @@ class Reader:
         size = field_length(f)
         chosen: list[Field] = []
         if f.selector is not None:
-            key = _lookup(parent, f.selector[0])
+            key = lookup(parent, f.selector[0])
             name = f.selector[1].get(str(key.value).strip() if key is not None else "")
             chosen = [alt for alt in f.alternatives if alt.name == name]
         candidates = chosen or list(f.alternatives)
@@ -219,7 +219,7 @@ def pack_decimal(number: int, length: int, signed: bool) -> bytes | None:
 
 
 def _count(parent: Element, f: Field, path: str, pos: int) -> int:
-    holder = _lookup(parent, f.depends_on)
+    holder = lookup(parent, f.depends_on)
     if holder is None:
         raise _error(
             f"OCCURS DEPENDING ON field '{f.depends_on}' is not in the record before it",
@@ -241,7 +241,7 @@ def _count(parent: Element, f: Field, path: str, pos: int) -> int:
     return count
 
 
-def _lookup(parent: Element | None, name: str) -> Element | None:
+def lookup(parent: Element | None, name: str) -> Element | None:
     """The nearest earlier field called ``name``: in this structure, then in enclosing ones."""
     node = parent
     while node is not None:
@@ -291,7 +291,7 @@ class Writer:
                 continue
             kids = by_name.get(f.name, [])
             if f.depends_on:
-                holder = _lookup(element, f.depends_on)
+                holder = lookup(element, f.depends_on)
                 if (
                     holder is not None
                     and holder.value is not None
