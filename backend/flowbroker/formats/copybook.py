@@ -548,6 +548,19 @@ class _Builder:
         return name
 
     def element(self, item: _Item) -> dict[str, Any]:
+        if (
+            item.sync
+            and not item.children
+            and (item.usage in _NO_PIC_SIZES or item.usage in ("COMP", "COMP-5"))
+        ):
+            self.notes.append(
+                (
+                    item.line,
+                    item.column,
+                    f"SYNCHRONIZED '{item.name}': no slack bytes are added before it, so the layout "
+                    "matches the program's only where the item already falls on its boundary",
+                )
+            )
         if item.children:
             if item.pic:
                 raise ImportFault(f"group item '{item.name}' has a PIC clause", item.line, item.column)

@@ -73,7 +73,8 @@ def value(f: Field) -> object:
     if f.repr == "binary":
         digits = {1: 2, 2: 4, 4: 9, 8: 18}[f.length]
     elif f.repr == "packed":
-        digits = 2 * f.length - 1
+        # one digit short of what the bytes hold, so an even-digit PIC (which has a spare nibble) fits too
+        digits = max(1, 2 * f.length - 2)
     else:
         digits = f.length - (1 if f.signed and f.sign.endswith("separate") else 0)
     number = int((_DIGITS * (digits // 10 + 1))[:digits])
