@@ -336,3 +336,49 @@ def test_report_imports_a_directory_and_round_trips_each_layout(tmp_path: Path) 
         timeout=120,
     )
     assert again.returncode == 0 and again.stdout.splitlines()[-2] == "imported 2 of 2 files (100.0 %)"
+
+
+def test_occurs_depending_on_a_count_kept_in_a_header_group() -> None:
+    """OCCURS DEPENDING ON clause: the object may be any earlier item of the record, such as a
+    count inside a header group; the reader takes the table's size from it."""
+    text = """\
+       01  VREC.
+           05  HEADER.
+               10  ITEM-COUNT   PIC 9(2).
+           05  ITEMS OCCURS 1 TO 9 DEPENDING ON ITEM-COUNT.
+               10  CODE         PIC X(2).
+"""
+    result = import_copybook(text)
+    mtype = compile_set({"types": result["types"]}).message_type("VREC")
+    tree = Element("MRM")
+    cwf.Reader(b"03AABBCC", ccsid=1208, encoding=273).record(mtype, tree)
+    assert [item.child("CODE").value for item in tree.children_named("ITEMS")] == ["AA", "BB", "CC"]  # type: ignore[union-attr]
+    assert len(assert_round_trip(result)) == 2 + 2 * 2
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        (
+            "       01  R.\n           03  GROUP-A\n           05  B  PIC X.\n",
+            "3:12",
+            "level 05 starts a new entry, but the entry before it has no terminating period",
+        ),
+        (
+            "        * not in column 7\n       01  R  PIC X.\n",
+            "1:9",
+            "a comment line has its '*' in column 7",
+        ),
+        (
+            "       01  R.\n" + "           05  A".ljust(64) + "PIC X(2).\n",
+            "2:69",
+            "columns 73-80 are the identification area: '.' on line 2 is ignored",
+        ),
+    ],
+)
+def test_reference_format_mistakes_are_named(text: str, where: str, message: str) -> None:
+    """Data description entries end with a separator period; comment lines have '*' in column 7;
+    columns 73-80 are the identification area (Reference format)."""
+    with pytest.raises(ImportFault) as info:
+        import_copybook(text, source="m.cpy")
+    assert str(info.value).startswith(f"m.cpy:{where}: ") and message in str(info.value)

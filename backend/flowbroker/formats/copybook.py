@@ -141,6 +141,14 @@ def _lines(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
+def _beyond_72(text: str, number: int) -> str:
+    lines = text.split("\x1a", 1)[0].splitlines()
+    line = lines[number - 1].expandtabs(4).rstrip() if 0 < number <= len(lines) else ""
+    if len(line) > 72 and not _is_free_format([raw.expandtabs(4) for raw in lines]):
+        return f" (columns 73-80 are the identification area: '{line[72:80]}' on line {number} is ignored)"
+    return ""
+
+
 def _continue(previous: str, code: str) -> str:
     """A continuation line added to the line it continues (Reference format: continuation lines)."""
     rest = code.lstrip()
@@ -207,7 +215,9 @@ def _statements(
         if not current[0].text.isdigit():
             _not_data(current[0])
         last = current[-1]
-        raise ImportFault("the last entry has no terminating period", last.line, last.column)
+        raise ImportFault(
+            "the last entry has no terminating period" + _beyond_72(text, last.line), last.line, last.column
+        )
     return statements
 
 
@@ -266,6 +276,12 @@ Notes = list[tuple[int, int, str]]
 
 
 def _not_data(first: _Token) -> NoReturn:
+    if first.text.startswith("*"):
+        raise ImportFault(
+            f"'{first.text}' in column {first.column}: a comment line has its '*' in column 7, the indicator area",
+            first.line,
+            first.column,
+        )
     raise ImportFault(
         f"expected a level number, found '{first.text}': a copybook holds data description entries "
         "only (other COBOL needs a wrapping program)",
@@ -353,6 +369,12 @@ def _parse_item(tokens: list[_Token], notes: Notes) -> _Item | None:
             i += 1
         elif word in ("GLOBAL", "EXTERNAL", "IS", "VOLATILE"):
             i += 1
+        elif tok.text.isdigit() and (1 <= int(tok.text) <= 49 or int(tok.text) in (66, 77, 88)):
+            raise ImportFault(
+                f"level {tok.text} starts a new entry, but the entry before it has no terminating period",
+                tok.line,
+                tok.column,
+            )
         else:
             raise ImportFault(f"unexpected word '{tok.text}'", tok.line, tok.column)
     return item

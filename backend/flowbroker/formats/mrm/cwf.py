@@ -242,14 +242,41 @@ def _count(parent: Element, f: Field, path: str, pos: int) -> int:
 
 
 def lookup(parent: Element | None, name: str) -> Element | None:
-    """The nearest earlier field called ``name``: in this structure, then in enclosing ones."""
+    """The nearest earlier field called ``name``: in this structure, then in enclosing ones; failing
+    that, the last one inside an earlier group of those structures within the record (a count kept
+    in a header group, as COBOL's OCCURS DEPENDING ON allows)."""
     node = parent
     while node is not None:
         found = node.child(name, -1)
         if found is not None:
             return found
         node = node.parent
+    node = parent
+    while node is not None:
+        for kid in reversed(list(node.children())):
+            found = _inside(kid, name)
+            if found is not None:
+                return found
+        if node.name in _ROOTS:
+            break  # the record's own element: fields of other parts of the message do not count
+        node = node.parent
     return None
+
+
+#: Where a record's tree stops: the domain element, or a message root when the record hangs from one.
+_ROOTS = frozenset({"MRM", "Root", "InputRoot", "OutputRoot"})
+
+
+def _inside(group: Element, name: str) -> Element | None:
+    last: Element | None = None
+    for kid in group.children():
+        if kid.name == name and kid.type == NAME_VALUE:
+            last = kid
+        elif kid.first_child is not None:
+            found = _inside(kid, name)
+            if found is not None:
+                last = found
+    return last
 
 
 class Writer:
