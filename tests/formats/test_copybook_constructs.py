@@ -266,13 +266,50 @@ def test_filler_sync_just_blank_when_zero_floats_renames_and_level_77() -> None:
             "cwf": {"repr": "display", "length": 5, "signed": False},
         },
         {"name": "F4", "type": "float", "cwf": {"repr": "float", "length": 4, "byteOrder": "big"}},
+        {"type": "filler", "cwf": {"repr": "bytes", "length": 5}},  # slack bytes: F8 starts at 24
         {"name": "F8", "type": "float", "cwf": {"repr": "float", "length": 8, "byteOrder": "big"}},
     ]
     assert "COUNTER" in result["types"]
-    messages = [w["message"] for w in result["warnings"]]
-    assert any("RENAMES 'NAME-AND-AMT' adds no storage" in m for m in messages)
-    assert any(m.startswith("SYNCHRONIZED 'F8'") for m in messages)
-    assert len(assert_round_trip(result)) == 2 + 8 + 5 + 4 + 8
+    assert [w["message"] for w in result["warnings"]] == [
+        "level-66 RENAMES 'NAME-AND-AMT' adds no storage and is not imported"
+    ]
+    assert len(assert_round_trip(result)) == 2 + 8 + 5 + 4 + 5 + 8
+
+
+def test_synchronized_items_get_the_compilers_slack_bytes() -> None:
+    """SYNCHRONIZED clause and Language Environment "COBOL alignment": a level-01 SYNCHRONIZED
+    group aligns every binary and floating-point item in it (halfword for 1-4 digits, fullword
+    for 5-18 digits) by slack bytes before the item, counted from the record's start; within a
+    table the offset varies, which is flagged."""
+    text = """\
+       01  A SYNCHRONIZED.
+           02  B    PIC X.
+           02  C    PIC S9(9) BINARY.
+           02  D    PIC X.
+           02  E    PIC S9(4) COMP.
+           02  F    PIC X(3).
+           02  G    PIC S9(10) COMP.
+           02  T    OCCURS 2.
+               03  T1  PIC X.
+               03  T2  PIC S9(4) COMP SYNC.
+"""
+    result = import_copybook(text)
+    layout = [(e.get("name", "slack"), e.get("cwf", {}).get("length")) for e in elements(result)]
+    assert layout == [
+        ("B", 1),
+        ("slack", 3),
+        ("C", 4),
+        ("D", 1),
+        ("slack", 1),
+        ("E", 2),
+        ("F", 3),
+        ("slack", 1),
+        ("G", 8),
+        ("T", None),
+    ]
+    [warning] = result["warnings"]
+    assert warning["message"].startswith("SYNCHRONIZED 'T2': its offset is not fixed here")
+    assert len(assert_round_trip(result)) == 24 + 2 * 3
 
 
 def test_procedure_code_is_refused_as_the_importer_refuses_it() -> None:

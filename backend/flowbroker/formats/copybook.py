@@ -514,6 +514,15 @@ def _elementary(item: _Item) -> dict[str, Any]:
     return _filler(out) if not name else out
 
 
+def _alignment(item: _Item) -> int:
+    """The boundary SYNCHRONIZED aligns an elementary item on (SYNCHRONIZED clause): halfword for
+    binary items of 1-4 digits, fullword for 5-18 digits, COMP-1, POINTER and INDEX items,
+    doubleword for COMP-2; other usages are not moved."""
+    if item.usage in ("COMP", "COMP-5"):
+        return 2 if _expand(item.pic).count("9") <= 4 else 4
+    return {"COMP-1": 4, "COMP-2": 8, "POINTER": 4, "PROCEDURE-POINTER": 4, "INDEX": 4}.get(item.usage, 1)
+
+
 def _filler(element: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "filler",
@@ -540,16 +549,42 @@ class _Builder:
             name = f"{wanted}_{n}"
         return name
 
-    def group(self, item: _Item, type_name: str) -> str:
+    def group(self, item: _Item, type_name: str, offset: int | None = 0, sync: bool = False) -> str:
+        """The type of group ``item``; ``offset`` is where it starts in the record (None when that
+        varies, as within a table), ``sync`` whether a level-01 SYNCHRONIZED covers it."""
         name = self.type_name(type_name)
         self.types[name] = {"elements": []}
         elements: list[dict[str, Any]] = []
         seen: dict[str, int] = {}
+        starts: dict[str, int | None] = {}
+        sync = sync or item.sync
         for child in item.children:
-            element = self.element(child)
+            at = starts.get(child.redefines.upper()) if child.redefines else offset
+            align = _alignment(child) if (child.sync or sync) and not child.children else 1
+            if align > 1:
+                slack = -at % align if at is not None else 0
+                if at is None or (slack and child.redefines):
+                    self.notes.append(
+                        (
+                            child.line,
+                            child.column,
+                            f"SYNCHRONIZED '{child.name}': its offset is not fixed here, so no slack bytes are "
+                            "added before it; the layout matches the program's only where it falls on its boundary",
+                        )
+                    )
+                elif slack:
+                    # Enterprise COBOL puts slack bytes before a synchronized item to align it
+                    elements.append({"type": "filler", "cwf": {"repr": "bytes", "length": slack}})
+                    at += slack
+                    offset = at
+            fixed = at if child.occurs == 1 and not child.depending else None
+            element = self.element(child, fixed, sync)
+            size = self._element_size(element)
             if child.redefines:
                 self._redefine(elements, element, child)
                 continue
+            starts[child.name.upper()] = at
+            offset = at + size if at is not None and size is not None else None
             if "name" in element:
                 wanted = element["name"]
                 count = seen.get(wanted.upper(), 0) + 1
@@ -569,24 +604,11 @@ class _Builder:
         self.types[name]["elements"] = elements
         return name
 
-    def element(self, item: _Item) -> dict[str, Any]:
-        if (
-            item.sync
-            and not item.children
-            and (item.usage in _NO_PIC_SIZES or item.usage in ("COMP", "COMP-5"))
-        ):
-            self.notes.append(
-                (
-                    item.line,
-                    item.column,
-                    f"SYNCHRONIZED '{item.name}': no slack bytes are added before it, so the layout "
-                    "matches the program's only where the item already falls on its boundary",
-                )
-            )
+    def element(self, item: _Item, offset: int | None = None, sync: bool = False) -> dict[str, Any]:
         if item.children:
             if item.pic:
                 raise ImportFault(f"group item '{item.name}' has a PIC clause", item.line, item.column)
-            tname = self.group(item, item.name if item.name.upper() != "FILLER" else "FILLER")
+            tname = self.group(item, item.name if item.name.upper() != "FILLER" else "FILLER", offset, sync)
             element: dict[str, Any] = {"name": item.name, "type": tname}
         else:
             element = _elementary(item)
@@ -598,6 +620,23 @@ class _Builder:
             else:
                 element["occurs"] = item.occurs
         return element
+
+    def _element_size(self, element: dict[str, Any]) -> int | None:
+        occurs = element.get("occurs", 1)
+        if not isinstance(occurs, int):
+            return None
+        if "choice" in element:
+            sizes = [self._element_size(alt) for alt in element["choice"]]
+            return None if any(size is None for size in sizes) else max(s or 0 for s in sizes) * occurs
+        if element["type"] in self.types:
+            total = 0
+            for inner in self.types[element["type"]]["elements"]:
+                size = self._element_size(inner)
+                if size is None:
+                    return None
+                total += size
+            return total * occurs
+        return int(element["cwf"]["length"]) * occurs
 
     def _redefine(self, elements: list[dict[str, Any]], element: dict[str, Any], item: _Item) -> None:
         for index in range(len(elements) - 1, -1, -1):
