@@ -8,6 +8,7 @@ generated record written, read back and written again through CWF, byte for byte
 
 from __future__ import annotations
 
+import json
 import struct
 import subprocess
 import sys
@@ -419,3 +420,26 @@ def test_reference_format_mistakes_are_named(text: str, where: str, message: str
     with pytest.raises(ImportFault) as info:
         import_copybook(text, source="m.cpy")
     assert str(info.value).startswith(f"m.cpy:{where}: ") and message in str(info.value)
+
+
+def test_cli_import_says_what_it_wrapped_and_finds_copy_members_beside_the_file(tmp_path: Path) -> None:
+    """``flowbroker msgset import FILE --copybook``: warnings go to standard error with
+    file:line:column, COPY members come from the file's directory."""
+    (tmp_path / "AMOUNTS.cpy").write_text("           10  :X:-AMT   PIC S9(7)V99 COMP-3.\n")
+    main = tmp_path / "PAYMENT.cpy"
+    main.write_text(
+        "           05  PAY-ID       PIC X(8).\n"
+        "           05  PAY-VALUES.\n"
+        "               COPY AMOUNTS REPLACING ==:X:== BY ==PAY==.\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "flowbroker.cli", "msgset", "import", str(main), "--copybook", "--set", "S"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"{main}:1:12: warning: no level-01 record" in done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["type"] == "PAYMENT" and "warnings" not in printed
+    assert [e["name"] for e in printed["types"]["PAY-VALUES"]["elements"]] == ["PAY-AMT"]
