@@ -236,6 +236,8 @@ def test_reference_format_areas_comments_and_free_format() -> None:
     )
     result = import_copybook(fixed)
     assert [(e["name"], e["cwf"]["length"]) for e in elements(result)] == [("A", 3), ("B", 2)]
+    short_numbers = "     1 01  REC.\n     2     05  A  PIC X.\n"
+    assert [e["name"] for e in elements(import_copybook(short_numbers))] == ["A"]
     free = "01 HOSPITAL.\n  03 HOSPNAME   PIC X(20).\n  03 HOSP-PHONE PIC X(10).  *> no areas here\n"
     result = import_copybook(free)
     assert [e["name"] for e in elements(result)] == ["HOSPNAME", "HOSP-PHONE"]

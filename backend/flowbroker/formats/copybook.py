@@ -90,7 +90,7 @@ _USAGES = {
 _NO_PIC_SIZES = {"COMP-1": 4, "COMP-2": 8, "POINTER": 4, "PROCEDURE-POINTER": 8, "INDEX": 4}
 #: Compiler-directing statements that may stand in a copybook without a period.
 _DIRECTIVES = ("EJECT", "SKIP1", "SKIP2", "SKIP3", "TITLE")
-_FREE_LEVEL = re.compile(r"^\s{0,5}\d{1,2}\s+\S")
+_FREE_LEVEL = re.compile(r"^\s{0,5}\d{1,2}\s+(?!\d{1,2}\s)\S")  # not a short sequence number before a level
 
 
 def _is_free_format(lines: list[str]) -> bool:
