@@ -202,6 +202,15 @@ def test_copy_replacing_takes_the_member_beside_the_copybook(tmp_path: Path) -> 
         "WORK-ZIP",
     ]
     assert len(assert_round_trip(result)) == 4 + 2 * 25
+    (tmp_path / "PARTS.cpy").write_text(
+        "           05  WS-PART-NO   PIC 9(3).\n           05  PART-WS      PIC X.\n"
+    )
+    main.write_text(
+        "       01  ORDER.\n           COPY PARTS REPLACING LEADING ==WS-== BY ==OR-==\n"
+        "                                TRAILING ==-WS== BY ==-IN==.\n"
+    )
+    result = import_copybook(main.read_text(), source=str(main), library=library_beside(main))
+    assert [e["name"] for e in elements(result)] == ["OR-PART-NO", "PART-IN"]
     with pytest.raises(ImportFault, match=r"CUST\.cpy:2:17: COPY member 'NOPE' not found"):
         import_copybook(
             "       01  R.\n           COPY NOPE.\n", source=str(main), library=library_beside(main)

@@ -182,18 +182,18 @@ def _before_inline_comment(code: str) -> str:
     return code
 
 
-def _tokens(text: str, replacing: list[tuple[str, str]]) -> list[_Token]:
+def _tokens(text: str, replacing: list[tuple[str, str, str]]) -> list[_Token]:
     tokens = []
     for number, start, code in _lines(text):
-        for old, new in replacing:
-            code = _replace(code, old, new)
+        for mode, old, new in replacing:
+            code = _replace(code, mode, old, new)
         for match in _TOKEN.finditer(code):
             tokens.append(_Token(match.group(0), number, start + match.start()))
     return tokens
 
 
 def _statements(
-    text: str, library: Library | None, depth: int = 0, replacing: list[tuple[str, str]] | None = None
+    text: str, library: Library | None, depth: int = 0, replacing: list[tuple[str, str, str]] | None = None
 ) -> list[list[_Token]]:
     statements: list[list[_Token]] = []
     current: list[_Token] = []
@@ -232,15 +232,20 @@ def _copy(tokens: list[_Token], library: Library | None, depth: int) -> list[lis
         i += 2  # the library name: members are looked up beside the copybook
     if i < len(tokens) and tokens[i].text.upper() == "SUPPRESS":
         i += 1
-    pairs: list[tuple[str, str]] = []
+    pairs: list[tuple[str, str, str]] = []
     if i < len(tokens):
         if tokens[i].text.upper() != "REPLACING":
             raise ImportFault(f"unexpected word '{tokens[i].text}' in COPY", tokens[i].line, tokens[i].column)
         i += 1
         while i < len(tokens):
+            mode = ""
+            if tokens[i].text.upper() in ("LEADING", "TRAILING"):
+                mode = tokens[i].text.upper()
+                i += 1
             if i + 2 >= len(tokens) or tokens[i + 1].text.upper() != "BY":
-                raise ImportFault("REPLACING needs 'operand BY operand'", tokens[i].line, tokens[i].column)
-            pairs.append((tokens[i].text, tokens[i + 2].text))
+                where = tokens[min(i, len(tokens) - 1)]
+                raise ImportFault("REPLACING needs 'operand BY operand'", where.line, where.column)
+            pairs.append((mode, tokens[i].text, tokens[i + 2].text))
             i += 3
     if depth >= 8:
         raise ImportFault(f"COPY {member} nests more than 8 members deep", first.line, first.column)
@@ -257,19 +262,25 @@ def _copy(tokens: list[_Token], library: Library | None, depth: int) -> list[lis
         ) from None
 
 
-def _replace(text: str, old: str, new: str) -> str:
+def _replace(text: str, mode: str, old: str, new: str) -> str:
+    """``text`` with ``old`` replaced by ``new``: whole text words, a ``:TAG:`` wherever it stands, or
+    with LEADING/TRAILING the start or end of words (COPY statement, REPLACING phrase)."""
     if old.startswith("==") and old.endswith("=="):
         old = old[2:-2].strip()
     if new.startswith("==") and new.endswith("=="):
         new = new[2:-2].strip()
     if not old:
         return text
-    if old.startswith(":") or not re.fullmatch(r"[A-Za-z0-9-]+", old):
+    if mode == "LEADING":
+        pattern = rf"(?<![A-Za-z0-9-]){re.escape(old)}(?=[A-Za-z0-9-])"
+    elif mode == "TRAILING":
+        pattern = rf"(?<=[A-Za-z0-9-]){re.escape(old)}(?![A-Za-z0-9-])"
+    elif old.startswith(":") or not re.fullmatch(r"[A-Za-z0-9-]+", old):
         # a tag such as :TAG: is replaced wherever it stands, part of a word or not
-        return re.sub(re.escape(old), lambda _m: new, text, flags=re.IGNORECASE)
-    return re.sub(
-        rf"(?<![A-Za-z0-9-]){re.escape(old)}(?![A-Za-z0-9-])", lambda _m: new, text, flags=re.IGNORECASE
-    )
+        pattern = re.escape(old)
+    else:
+        pattern = rf"(?<![A-Za-z0-9-]){re.escape(old)}(?![A-Za-z0-9-])"
+    return re.sub(pattern, lambda _m: new, text, flags=re.IGNORECASE)
 
 
 Notes = list[tuple[int, int, str]]
