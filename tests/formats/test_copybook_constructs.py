@@ -438,10 +438,11 @@ def test_cli_import_says_what_it_wrapped_and_finds_copy_members_beside_the_file(
     file:line:column, COPY members come from the file's directory."""
     (tmp_path / "AMOUNTS.cpy").write_text("           10  :X:-AMT   PIC S9(7)V99 COMP-3.\n")
     main = tmp_path / "PAYMENT.cpy"
-    main.write_text(
-        "           05  PAY-ID       PIC X(8).\n"
-        "           05  PAY-VALUES.\n"
-        "               COPY AMOUNTS REPLACING ==:X:== BY ==PAY==.\n"
+    main.write_bytes(
+        b"      * montant de l'op\xe9ration (Latin-1, as moved off the host)\n"
+        b"           05  PAY-ID       PIC X(8).\n"
+        b"           05  PAY-VALUES.\n"
+        b"               COPY AMOUNTS REPLACING ==:X:== BY ==PAY==.\n"
     )
     done = subprocess.run(
         [sys.executable, "-m", "flowbroker.cli", "msgset", "import", str(main), "--copybook", "--set", "S"],
@@ -450,7 +451,7 @@ def test_cli_import_says_what_it_wrapped_and_finds_copy_members_beside_the_file(
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert f"{main}:1:12: warning: no level-01 record" in done.stderr
+    assert f"{main}:2:12: warning: no level-01 record" in done.stderr
     printed = json.loads(done.stdout)
     assert printed["type"] == "PAYMENT" and "warnings" not in printed
     assert [e["name"] for e in printed["types"]["PAY-VALUES"]["elements"]] == ["PAY-AMT"]

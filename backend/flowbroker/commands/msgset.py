@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _import(args: argparse.Namespace) -> int:
     from esql.domains import DomainError
 
-    from flowbroker.formats.copybook import ImportFault, library_beside
+    from flowbroker.formats.copybook import ImportFault, library_beside, source_text
     from flowbroker.formats.importing import import_layout
 
     if args.report:
@@ -63,9 +63,9 @@ def _import(args: argparse.Namespace) -> int:
         if args.file == "-":
             text, source = sys.stdin.read(), "<stdin>"
         else:
-            with open(args.file, encoding="utf-8", errors="strict") as handle:
-                text, source = handle.read(), args.file
-    except (OSError, UnicodeDecodeError) as exc:
+            with open(args.file, "rb") as handle:
+                text, source = source_text(handle.read()), args.file
+    except OSError as exc:
         raise CommandError(f"cannot read {args.file}: {exc}") from None
     try:
         library = library_beside(args.file) if args.file != "-" else None

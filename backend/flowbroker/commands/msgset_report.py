@@ -27,7 +27,7 @@ def layout_files(root: Path) -> list[Path]:
 def report(directory: str, kind: str, set_name: str) -> int:
     from esql.domains import DomainError
 
-    from flowbroker.formats.copybook import ImportFault, library_beside
+    from flowbroker.formats.copybook import ImportFault, library_beside, source_text
     from flowbroker.formats.importing import import_layout
     from flowbroker.formats.mrm.model import compile_set
     from flowbroker.formats.mrm.specimen import round_trip
@@ -42,7 +42,7 @@ def report(directory: str, kind: str, set_name: str) -> int:
     for path in files:
         name = str(path.relative_to(root))
         try:
-            text = path.read_bytes().decode("utf-8", errors="replace")
+            text = source_text(path.read_bytes())
             fragment = import_layout(text, kind, set_name, None, name, library_beside(path))
         except ImportFault as fault:
             print(f"refused {fault}")

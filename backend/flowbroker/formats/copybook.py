@@ -742,6 +742,15 @@ def _record_name(source: str) -> str:
     return name or "RECORD"
 
 
+def source_text(data: bytes) -> str:
+    """A layout file's text: UTF-8, else Latin-1 (copybooks moved off the host in a PC code page
+    keep their accented comments and literals, and COBOL words are ASCII either way)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
 def library_beside(path: str | Path) -> Library:
     """COPY members looked up in the copybook's directory: NAME, then NAME with a copybook extension."""
     folder = Path(path).parent
@@ -750,7 +759,7 @@ def library_beside(path: str | Path) -> Library:
         for suffix in ("", ".cpy", ".CPY", ".cbl", ".cob", ".copy", ".txt"):
             candidate = folder / f"{member}{suffix}"
             if candidate.is_file():
-                return candidate.read_text(encoding="utf-8", errors="replace")
+                return source_text(candidate.read_bytes())
         return None
 
     return find
