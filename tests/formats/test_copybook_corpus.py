@@ -11,7 +11,7 @@ import csv
 from pathlib import Path
 
 import pytest
-from flowbroker.formats.copybook import ImportFault, library_beside
+from flowbroker.formats.copybook import ImportFault, library_beside, source_text
 from flowbroker.formats.importing import import_layout
 from flowbroker.formats.mrm.model import compile_set
 from flowbroker.formats.mrm.specimen import round_trip
@@ -41,7 +41,7 @@ def test_corpus_imports_and_round_trips_as_the_manifest_says() -> None:
         path = CORPUS / row["repo"].replace("/", "__") / row["path"]
         if not path.is_file():
             continue
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        text = source_text(path.read_bytes())
         try:
             fragment = import_layout(text, "copybook", "S", None, path.name, library_beside(path))
         except ImportFault as fault:
