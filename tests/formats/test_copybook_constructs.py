@@ -455,3 +455,23 @@ def test_cli_import_says_what_it_wrapped_and_finds_copy_members_beside_the_file(
     printed = json.loads(done.stdout)
     assert printed["type"] == "PAYMENT" and "warnings" not in printed
     assert [e["name"] for e in printed["types"]["PAY-VALUES"]["elements"]] == ["PAY-AMT"]
+
+
+def test_occurs_depending_on_names_an_earlier_item_whatever_its_case() -> None:
+    """OCCURS clause: the DEPENDING ON object is a data name defined before the table in the
+    record; COBOL names are not case-sensitive, so ``item-count`` is ITEM-COUNT."""
+    text = """\
+       01  REC.
+           05  ITEM-COUNT   PIC 9.
+           05  ITEMS OCCURS 0 TO 3 DEPENDING ON item-count PIC X.
+"""
+    result = import_copybook(text)
+    assert elements(result)[1]["occurs"]["dependsOn"] == "ITEM-COUNT"
+    assert len(assert_round_trip(result)) == 1 + 2
+    later = (
+        "       01  REC.\n"
+        "           05  ITEMS OCCURS 0 TO 3 DEPENDING ON item-count PIC X.\n"
+        "           05  ITEM-COUNT   PIC 9.\n"
+    )
+    with pytest.raises(ImportFault, match=r"r.cpy:2:12: OCCURS … DEPENDING ON 'item-count': no earlier item"):
+        import_copybook(later, source="r.cpy")

@@ -695,6 +695,7 @@ def import_copybook(
                 )
             )
             items.insert(0, _Item(0, wrapper_name, first.line, first.column))
+        _check_depending(items)
         records = _nest(items)
         builder = _Builder(notes)
         names = []
@@ -714,6 +715,26 @@ def import_copybook(
         raise ImportFault(f"no record named '{message}' (records: {', '.join(names)})", 1, 1, source)
     warnings = [{"line": line, "column": column, "message": message} for line, column, message in notes]
     return {"message": message, "types": builder.types, "warnings": warnings}
+
+
+def _check_depending(items: list[_Item]) -> None:
+    """OCCURS DEPENDING ON names an earlier item of the same record (OCCURS clause); the name is
+    spelt as that item spells it, since COBOL names are not case-sensitive and message trees are."""
+    seen: dict[str, str] = {}
+    for item in items:
+        if item.level <= 1:
+            seen = {}
+        if item.depending:
+            found = seen.get(item.depending.upper())
+            if found is None:
+                raise ImportFault(
+                    f"OCCURS … DEPENDING ON '{item.depending}': no earlier item of this record has that name "
+                    "(the count must precede the table in the record)",
+                    item.line,
+                    item.column,
+                )
+            item.depending = found
+        seen[item.name.upper()] = item.name
 
 
 _TAG = re.compile(r":[A-Za-z0-9-]+:")
