@@ -475,3 +475,22 @@ def test_occurs_depending_on_names_an_earlier_item_whatever_its_case() -> None:
     )
     with pytest.raises(ImportFault, match=r"r.cpy:2:12: OCCURS … DEPENDING ON 'item-count': no earlier item"):
         import_copybook(later, source="r.cpy")
+
+
+def test_scaling_position_p_left_of_the_digits() -> None:
+    """PICTURE clause, symbol P: each P left of the digits moves the assumed decimal point one
+    place further left without taking storage (PIC SVPP99 holds .00dd); P right of the digits
+    (units of a power of ten) has no form in the message model and is refused by name."""
+    text = "       01  R.\n           05  RATE  PIC SVPP99 COMP-3.\n           05  TINY  PIC PP9.\n"
+    result = import_copybook(text)
+    assert [(e["type"], e.get("scale"), e["cwf"]["length"]) for e in elements(result)] == [
+        ("decimal", 4, 2),
+        ("decimal", 3, 1),
+    ]
+    mtype = compile_set({"types": result["types"]}).message_type("R")
+    tree = Element("MRM")
+    cwf.Reader(bytes.fromhex("042D") + b"7", ccsid=1208, encoding=273).record(mtype, tree)
+    assert [str(e.value) for e in tree.children()] == ["-0.0042", "0.007"]
+    assert_round_trip(result)
+    with pytest.raises(ImportFault, match=r"PIC 999PP: scaling positions P right of the digits"):
+        import_copybook("       01  R.\n           05  BIG  PIC 999PP.\n")

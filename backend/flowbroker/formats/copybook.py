@@ -479,14 +479,31 @@ def _elementary(item: _Item) -> dict[str, Any]:
         if numeric or item.justify == "right":
             out["cwf"]["justify"] = "right"
         return _filler(out) if not name else out
-    if "P" in pic:
-        raise ImportFault("scaling position P in a PIC is not supported", item.line, item.column)
     signed = pic.startswith("S")
     body = pic[1:] if signed else pic
     if "S" in body or body.count("V") > 1:
         raise ImportFault(f"PIC {item.pic} is not a valid numeric picture", item.line, item.column)
-    whole, _, frac = body.partition("V")
-    digits, scale = len(whole) + len(frac), len(frac)
+    if "P" in body:
+        # PICTURE clause, symbol P: positions the point without being stored
+        if re.fullmatch(r"V?P+9+", body):
+            digits = body.count("9")
+            scale = digits + body.count("P")
+        elif re.fullmatch(r"9+P+V?", body):
+            raise ImportFault(
+                f"PIC {item.pic}: scaling positions P right of the digits (a value in units of "
+                f"10^{body.count('P')}) have no form in the message model",
+                item.line,
+                item.column,
+            )
+        else:
+            raise ImportFault(
+                f"PIC {item.pic}: P belongs at the left or the right end of the digits",
+                item.line,
+                item.column,
+            )
+    else:
+        whole, _, frac = body.partition("V")
+        digits, scale = len(whole) + len(frac), len(frac)
     if digits == 0:
         raise ImportFault(f"PIC {item.pic} has no digit positions", item.line, item.column)
     if digits > MAX_DIGITS:
