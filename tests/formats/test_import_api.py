@@ -58,6 +58,34 @@ def test_import_creates_then_versions_the_set(client: tuple[TestClient, dict[str
     assert set(stored["types"]) == {"PAYMENT", "Ack"} and stored["messages"] == ["PAYMENT", "Ack"]
 
 
+def test_import_reports_warnings_with_line_and_column(client: tuple[TestClient, dict[str, str]]) -> None:
+    """Items with no level-01 record are wrapped in one named after the file, and the answer says so."""
+    http, auth = client
+    done = http.post(
+        "/api/message-sets/import",
+        headers=auth,
+        json={
+            "set": "WRAP",
+            "kind": "copybook",
+            "source": "           05  A  PIC X(2).\n",
+            "filename": "PART.cpy",
+        },
+    )
+    assert done.status_code == 201, done.text
+    body = done.json()
+    assert body["type"] == "PART"
+    [warning] = body["warnings"]
+    assert (warning["line"], warning["column"]) == (1, 12) and "wrapped in record 'PART'" in warning[
+        "message"
+    ]
+    plain = http.post(
+        "/api/message-sets/import",
+        headers=auth,
+        json={"set": "PLAIN", "kind": "copybook", "source": COPYBOOK},
+    )
+    assert plain.json()["warnings"] == []
+
+
 def test_import_errors_are_422_with_line_and_column(client: tuple[TestClient, dict[str, str]]) -> None:
     http, auth = client
     bad = http.post(

@@ -104,7 +104,7 @@ def test_copybook_free_format_and_type_name() -> None:
         ("       01  REC.\n           05  B  REDEFINES NOPE PIC X.\n", 2, 12, "not an earlier item"),
         ("       01  REC.\n           05  A.\n", 2, 12, "has no PIC clause"),
         ("       01  REC.\n           05  A PIC X OCCURS 1 TO 5.\n", 2, 24, "needs DEPENDING ON"),
-        ("       01  REC.\n           05  A PIC 9(40).\n", 2, 12, "1 to 31 allowed"),
+        ("       01  REC.\n           05  A PIC 9(40).\n", 2, 12, "allows 1 to 31 digit positions"),
     ],
 )
 def test_copybook_errors_are_positioned(text: str, line: int, column: int, message: str) -> None:

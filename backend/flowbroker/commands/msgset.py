@@ -19,11 +19,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="import a copybook or C header and print the message type as JSON",
         description="Import a COBOL copybook or C struct header and print the message type as JSON.",
     )
-    imp.add_argument("file", metavar="FILE", help="the copybook or header ('-' for standard input)")
-    kind = imp.add_mutually_exclusive_group(required=True)
+    imp.add_argument(
+        "file",
+        metavar="FILE",
+        help="the copybook or header ('-' for standard input), or a directory with --report",
+    )
+    kind = imp.add_mutually_exclusive_group()
     kind.add_argument("--copybook", action="store_true", help="FILE is a COBOL copybook")
     kind.add_argument("--c-header", action="store_true", help="FILE is a C header of struct declarations")
-    imp.add_argument("--set", required=True, help="the message set the type belongs to")
+    imp.add_argument("--set", help="the message set the type belongs to (required unless --report)")
+    imp.add_argument(
+        "--report",
+        action="store_true",
+        help="import every copybook under the directory FILE (copybook unless --c-header), round-trip a "
+        "generated record of each through CWF, and print the share imported, each refusal and warning",
+    )
     imp.add_argument("--type", help="the message type's name (default: the record or last struct)")
     imp.add_argument(
         "--save",
@@ -38,19 +48,30 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def _import(args: argparse.Namespace) -> int:
     from esql.domains import DomainError
 
-    from flowbroker.formats.copybook import ImportFault
+    from flowbroker.formats.copybook import ImportFault, library_beside, source_text
     from flowbroker.formats.importing import import_layout
 
+    if args.report:
+        from flowbroker.commands.msgset_report import report
+
+        return report(args.file, "c-header" if args.c_header else "copybook", args.set or "REPORT")
+    if not (args.copybook or args.c_header):
+        raise CommandError("give --copybook or --c-header")
+    if not args.set:
+        raise CommandError("give --set, the message set the type belongs to")
     try:
         if args.file == "-":
             text, source = sys.stdin.read(), "<stdin>"
         else:
-            with open(args.file, encoding="utf-8", errors="strict") as handle:
-                text, source = handle.read(), args.file
-    except (OSError, UnicodeDecodeError) as exc:
+            with open(args.file, "rb") as handle:
+                text, source = source_text(handle.read()), args.file
+    except OSError as exc:
         raise CommandError(f"cannot read {args.file}: {exc}") from None
     try:
-        result = import_layout(text, "copybook" if args.copybook else "c-header", args.set, args.type, source)
+        library = library_beside(args.file) if args.file != "-" else None
+        result = import_layout(
+            text, "copybook" if args.copybook else "c-header", args.set, args.type, source, library
+        )
     except ImportFault as fault:
         raise CommandError(str(fault)) from None
     except DomainError as exc:
@@ -75,6 +96,10 @@ def _import(args: argparse.Namespace) -> int:
         print(
             f"saved message type {saved['type']!r} in message set {saved['set']!r} version {saved['version']}",
             file=sys.stderr,
+        )
+    for warning in result.pop("warnings", []):
+        print(
+            f"{source}:{warning['line']}:{warning['column']}: warning: {warning['message']}", file=sys.stderr
         )
     print(json.dumps(result, indent=2))
     return 0

@@ -25,12 +25,21 @@ class MessageSetImportIn(BaseModel):
     filename: str = Field(default="", max_length=255)
 
 
+class ImportWarningOut(BaseModel):
+    line: int
+    column: int
+    message: str = Field(description="what was imported other than as written, and how")
+
+
 class MessageSetImportOut(BaseModel):
     id: int
     set: str
     version: int
     type: str
     types: dict[str, Any]
+    warnings: list[ImportWarningOut] = Field(
+        default_factory=list, description="where the import differs from the text (line and column in it)"
+    )
 
 
 @router.post("/import", responses=responses(409), response_model=MessageSetImportOut, status_code=201)
@@ -64,4 +73,5 @@ def import_layout(body: MessageSetImportIn, user: FlowEditor, session: DbSession
         version=saved.current_version,
         type=fragment["type"],
         types=fragment["types"],
+        warnings=fragment.get("warnings", []),
     )

@@ -90,7 +90,7 @@ class Reader:
         size = field_length(f)
         chosen: list[Field] = []
         if f.selector is not None:
-            key = _lookup(parent, f.selector[0])
+            key = lookup(parent, f.selector[0])
             name = f.selector[1].get(str(key.value).strip() if key is not None else "")
             chosen = [alt for alt in f.alternatives if alt.name == name]
         candidates = chosen or list(f.alternatives)
@@ -219,7 +219,7 @@ def pack_decimal(number: int, length: int, signed: bool) -> bytes | None:
 
 
 def _count(parent: Element, f: Field, path: str, pos: int) -> int:
-    holder = _lookup(parent, f.depends_on)
+    holder = lookup(parent, f.depends_on)
     if holder is None:
         raise _error(
             f"OCCURS DEPENDING ON field '{f.depends_on}' is not in the record before it",
@@ -241,15 +241,42 @@ def _count(parent: Element, f: Field, path: str, pos: int) -> int:
     return count
 
 
-def _lookup(parent: Element | None, name: str) -> Element | None:
-    """The nearest earlier field called ``name``: in this structure, then in enclosing ones."""
+def lookup(parent: Element | None, name: str) -> Element | None:
+    """The nearest earlier field called ``name``: in this structure, then in enclosing ones; failing
+    that, the last one inside an earlier group of those structures within the record (a count kept
+    in a header group, as COBOL's OCCURS DEPENDING ON allows)."""
     node = parent
     while node is not None:
         found = node.child(name, -1)
         if found is not None:
             return found
         node = node.parent
+    node = parent
+    while node is not None:
+        for kid in reversed(list(node.children())):
+            found = _inside(kid, name)
+            if found is not None:
+                return found
+        if node.name in _ROOTS:
+            break  # the record's own element: fields of other parts of the message do not count
+        node = node.parent
     return None
+
+
+#: Where a record's tree stops: the domain element, or a message root when the record hangs from one.
+_ROOTS = frozenset({"MRM", "Root", "InputRoot", "OutputRoot"})
+
+
+def _inside(group: Element, name: str) -> Element | None:
+    last: Element | None = None
+    for kid in group.children():
+        if kid.name == name and kid.type == NAME_VALUE:
+            last = kid
+        elif kid.first_child is not None:
+            found = _inside(kid, name)
+            if found is not None:
+                last = found
+    return last
 
 
 class Writer:
@@ -291,7 +318,7 @@ class Writer:
                 continue
             kids = by_name.get(f.name, [])
             if f.depends_on:
-                holder = _lookup(element, f.depends_on)
+                holder = lookup(element, f.depends_on)
                 if (
                     holder is not None
                     and holder.value is not None
