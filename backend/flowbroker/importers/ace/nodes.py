@@ -42,7 +42,8 @@ def choice(table: dict[str, str]) -> Converter:
     def convert(value: str) -> str:
         if value in table:
             return table[value]
-        raise Unconvertible(f"value {value!r} is not supported (supported: {', '.join(table)})")
+        supported = ", ".join(key for key in table if key)
+        raise Unconvertible(f"value {value!r} is not supported (supported: {supported})")
 
     return convert
 

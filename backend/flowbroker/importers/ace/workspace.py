@@ -416,7 +416,7 @@ class _Converter:
                 flow.dropped_properties.append(
                     {"node": label, "property": attribute, "value": value, "reason": str(exc)}
                 )
-        if mapping.esql and "esql" not in props:
+        if mapping.esql and mapping.esql not in node.attributes:
             flow.esql_missing.append(
                 {"node": label, "module": "", "reason": f"the node names no module ({mapping.esql})"}
             )

@@ -63,8 +63,18 @@ class XmiFlow:
     description: str = ""
 
 
+class _NothingExternal(etree.Resolver):
+    """Answers every request for an external resource (a DOCTYPE's SYSTEM DTD) with nothing.
+
+    Without it libxml2 opens a DTD named by a local path even with ``load_dtd`` off.
+    """
+
+    def resolve(self, system_url: str, public_id: str, context: object) -> object:
+        return self.resolve_string("", context)
+
+
 def _parser() -> etree.XMLParser:
-    return etree.XMLParser(
+    parser = etree.XMLParser(
         resolve_entities=False,
         no_network=True,
         load_dtd=False,
@@ -73,6 +83,8 @@ def _parser() -> etree.XMLParser:
         remove_blank_text=True,
         collect_ids=False,
     )
+    parser.resolvers.add(_NothingExternal())
+    return parser
 
 
 def _location(value: str | None) -> tuple[int, int] | None:
