@@ -72,6 +72,9 @@ export interface paths {
         /**
          * Login
          * @description Exchange a username and password for a bearer token.
+         *
+         *     Too many failures for the user or from the client address (FLOWBROKER_LOGIN_MAX_FAILURES,
+         *     FLOWBROKER_LOGIN_MAX_FAILURES_PER_ADDRESS) lock logins out with 429 and Retry-After.
          */
         post: operations["login_api_auth_login_post"];
         delete?: never;
@@ -646,10 +649,33 @@ export interface paths {
         /**
          * Health
          * @description Whether the system is up; needs no token.
+         *
+         *     503 with status ``starting`` until the repository holds its first user (`flowbroker up`
+         *     creates the admin once the API answers): "ok" means a login can succeed.
          */
         get: operations["health_api_health_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/imports/ace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import Ace
+         * @description Import a zipped Toolkit workspace (project folders): flows, subflows, ESQL and MQSC queues.
+         */
+        post: operations["import_ace_api_imports_ace_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -868,6 +894,9 @@ export interface paths {
         /**
          * Get Message
          * @description Take the next message off the queue (null when none arrives within ``wait`` seconds).
+         *
+         *     A get that waits is a long-poll: at most FLOWBROKER_LONG_POLL_MAX wait at once, past that 429
+         *     with Retry-After; the waits never hold the threads the other routes run on.
          */
         post: operations["get_message_api_queues__queue__get_post"];
         delete?: never;
@@ -1158,6 +1187,42 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * AceImportOut
+         * @description The import report: totals, then per flow what was mapped, dropped and resolved, and per queue.
+         */
+        AceImportOut: {
+            /**
+             * Errors
+             * @description files that could not be read: file, line, column, message
+             */
+            errors: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * Flows
+             * @description per flow: name, source, kind, outcome (created, updated, unchanged, refused), version, nodesTotal, nodesMapped, unsupportedNodes, droppedProperties, droppedConnections, esqlResolved, esqlMissing, problems
+             */
+            flows: {
+                [key: string]: unknown;
+            }[];
+            /** Notes */
+            notes: string[];
+            /** Projects */
+            projects: string[];
+            /** Queues */
+            queues: {
+                [key: string]: unknown;
+            }[];
+            /** Summary */
+            summary: {
+                [key: string]: unknown;
+            };
+            /** Unsupportedcommands */
+            unsupportedCommands: {
+                [key: string]: unknown;
+            }[];
+        };
         /** AuditOut */
         AuditOut: {
             /** Action */
@@ -1354,7 +1419,7 @@ export interface components {
             /** Backoutthreshold */
             backoutThreshold?: number | null;
             /** Defaultpersistence */
-            defaultPersistence?: (0 | 1) | null;
+            defaultPersistence?: number | null;
             /** Defaultpriority */
             defaultPriority?: number | null;
             /** Description */
@@ -1365,7 +1430,10 @@ export interface components {
             maxDepth?: number | null;
             /** Maxmsglength */
             maxMsgLength?: number | null;
-            /** Name */
+            /**
+             * Name
+             * @description 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'
+             */
             name: string;
             /** Putinhibited */
             putInhibited?: boolean | null;
@@ -1945,9 +2013,10 @@ export interface components {
             database: string;
             /**
              * Status
+             * @description starting (with 503) until the first user exists; degraded when a component is down
              * @enum {string}
              */
-            status: "ok" | "degraded";
+            status: "ok" | "degraded" | "starting";
             /** Version */
             version: string;
         };
@@ -2240,7 +2309,10 @@ export interface components {
         };
         /** MoveIn */
         MoveIn: {
-            /** To */
+            /**
+             * To
+             * @description 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'
+             */
             to: string;
         };
         /**
@@ -2441,7 +2513,7 @@ export interface components {
             /** Backoutthreshold */
             backoutThreshold?: number | null;
             /** Defaultpersistence */
-            defaultPersistence?: (0 | 1) | null;
+            defaultPersistence?: number | null;
             /** Defaultpriority */
             defaultPriority?: number | null;
             /** Description */
@@ -4058,6 +4130,42 @@ export interface operations {
             };
         };
     };
+    import_ace_api_imports_ace_post: {
+        parameters: {
+            query?: {
+                /** @description define the MQSC scripts' local queues (needs the operator role) */
+                queues?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/zip": string;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AceImportOut"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     list_sets_api_message_sets_get: {
         parameters: {
             query?: never;
@@ -4403,7 +4511,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;
@@ -4433,7 +4541,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;
@@ -4467,11 +4575,12 @@ export interface operations {
     get_message_api_queues__queue__get_post: {
         parameters: {
             query?: {
+                /** @description seconds to wait for a message, at most FLOWBROKER_LONG_POLL_MAX_WAIT (30) */
                 wait?: number;
             };
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;
@@ -4505,7 +4614,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;
@@ -4537,7 +4646,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;
@@ -4573,7 +4682,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
                 /** @description the message id, 48 hex digits */
                 msg_id: string;
@@ -4611,7 +4720,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
                 /** @description the message id, 48 hex digits */
                 msg_id: string;
@@ -4645,7 +4754,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description an MQ queue name */
+                /** @description an MQ queue name: 1-48 characters of A-Z a-z 0-9 . / _ %, no '..'; a '/' sent percent-encoded (%2F) */
                 queue: string;
             };
             cookie?: never;

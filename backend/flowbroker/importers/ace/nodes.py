@@ -262,5 +262,6 @@ def terminal(name: str) -> str:
 
 def short_type(namespace: str) -> str:
     """``ComIbmHTTPInput.msgnode`` → ``HTTPInput`` (the name ACE's palette shows)."""
-    base = namespace.rsplit("/", 1)[-1].removesuffix(".msgnode")
-    return base.removeprefix("ComIbm")
+    folder, _, base = namespace.removesuffix(".msgnode").rpartition("/")
+    base = base.removeprefix("ComIbm")
+    return f"{folder}/{base}" if folder else base
