@@ -97,3 +97,70 @@ def test_a_viewer_may_not_import_and_garbage_is_a_bad_request(api: Any) -> None:
     assert bad.status_code == 400
     assert bad.json()["code"] == "bad_workspace"
     assert bad.json()["message"] == "not a zip archive: File is not a zip file"
+
+
+@pytest.fixture(scope="module")
+def api_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """The configuration manager as a real process (`flowbroker api`): its URL and an admin token."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    from flowbroker.commands.platform import prepare_repository
+    from flowbroker.qm.harness import free_port
+
+    data = tmp_path_factory.mktemp("ace-import-cli")
+    prepare_repository(Settings(data=data, admin_password=PASSWORD))
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flowbroker.cli", "api", "--data", str(data), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "FLOWBROKER_DATA": str(data)},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        token = ""
+        while time.monotonic() < deadline and not token:
+            try:
+                login = httpx.post(url + "/api/auth/login", json={"username": "admin", "password": PASSWORD})
+                token = login.json().get("accessToken", "")
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        assert token, "the API process did not start"
+        yield url, token
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@pytest.mark.timeout(180)
+def test_the_command_stores_the_workspace_through_the_api(
+    api_process: tuple[str, str], tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    url, token = api_process
+    command = [sys.executable, "-m", "flowbroker.cli", "import", "ace", str(FIXTURES / "workspace")]
+    command += ["--api", url, "--no-queues"]
+    env = {**os.environ, "FLOWBROKER_TOKEN": token, "FLOWBROKER_CONFIG_DIR": str(tmp_path / "config")}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "flow orders.OrderRouter v1 (OrderApp/orders/OrderRouter.msgflow): created, 5/6 nodes mapped"
+        in done.stdout
+    )
+    assert (
+        "subflow common.Stamp v1 (CommonLib/common/Stamp.subflow): created, 3/3 nodes mapped" in done.stdout
+    )
+    again = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert "flow orders.OrderRouter v1 (OrderApp/orders/OrderRouter.msgflow): unchanged" in again.stdout
+    anonymous = {k: v for k, v in env.items() if k != "FLOWBROKER_TOKEN"}
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, env=anonymous)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith("flowbroker: error: POST /api/imports/ace?queues=false: 401:")

@@ -179,7 +179,6 @@ MAPPINGS: dict[str, Mapping] = {
         },
     ),
     "ComIbmPublication.msgnode": Mapping("Publication", harmless={"implicitStreamNaming": "false"}),
-    "ComIbmPSService.msgnode": Mapping("Publication", harmless={"implicitStreamNaming": "false"}),
     "ComIbmTrace.msgnode": Mapping(
         "Trace",
         {
