@@ -84,7 +84,22 @@ def test_properties_map_and_ace_defaults_fill_what_the_xmi_omits(converted: Any)
     dropped = {
         (d["node"], d["property"]) for d in _flow_report(converted, "orders.OrderRouter").dropped_properties
     }
-    assert dropped == {("Orders in", "additionalInstances"), ("Orders in", "browse")}
+    assert dropped == {
+        ("Orders in", "additionalInstances"),
+        ("Orders in", "browse"),
+        ("(flow)", "AUDIT_LEVEL"),
+    }
+
+
+def test_flow_properties_reach_the_nodes_they_were_promoted_from_and_esql_externals(converted: Any) -> None:
+    router = _doc(converted, "orders.OrderRouter")
+    # outQueue is promoted from the MQOutput's queueName: its default is the node's queue
+    assert _node(router, "Orders out")["properties"]["queueName"] == "ACEIMP.ORDERS.OUT"
+    # a user-defined property is the value of the EXTERNAL variable the module declares
+    assert _node(router, "Enrich")["properties"]["externals"] == {"SHOP_REGION": "west"}
+    report = _flow_report(converted, "orders.OrderRouter")
+    (audit,) = [d for d in report.dropped_properties if d["property"] == "AUDIT_LEVEL"]
+    assert audit["reason"] == "a user-defined property no ESQL node of the flow declares EXTERNAL"
 
 
 def test_a_subflow_instance_names_the_subflow_flow_whose_input_and_output_are_terminals(
@@ -111,7 +126,7 @@ def test_an_unsupported_node_is_left_out_and_reported_with_its_connections(conve
             "id": "FCMComposite_1_5",
             "type": "WSRequest",
             "reason": "no flowbroker node type yet",
-            "line": 33,
+            "line": 41,
         }
     ]
     assert [(c["from"], c["reason"]) for c in report.dropped_connections] == [

@@ -47,4 +47,5 @@ def test_the_imported_router_with_its_subflow_and_library_esql_moves_a_message(p
     body = bytes(out.body).decode()
     assert "<Priority>high</Priority>" in body  # a routine of the library's schema, on the PATH
     assert "<Shop>north</Shop>" in body  # a constant of the module's schema, from another file
+    assert "<Region>west</Region>" in body  # the flow's user-defined property
     assert "<Stamped>yes</Stamped>" in body  # the subflow ran

@@ -248,6 +248,7 @@ class _Converter:
         used: set[str] = set()
         out_nodes: list[dict[str, Any]] = []
         instances = 0
+        self._promote(parsed, flow)
         for node in parsed.nodes:
             made = self._node(project, node, flow)
             if made is None:
@@ -286,15 +287,7 @@ class _Converter:
                 {"from": {"node": key[0], "terminal": key[1]}, "to": {"node": key[2], "terminal": key[3]}}
             )
         self._check_terminals(out_nodes, connections, flow)
-        if parsed.promoted:
-            flow.dropped_properties.append(
-                {
-                    "node": "(flow)",
-                    "property": ", ".join(parsed.promoted),
-                    "value": "",
-                    "reason": "promoted (user-defined) flow properties are not supported; their defaults are lost",
-                }
-            )
+        self._user_defined(parsed, out_nodes, flow)
         if flow.unsupported_nodes:
             flow.outcome = "partial"
         description = f"Imported from ACE {source}."
@@ -314,6 +307,51 @@ class _Converter:
             "nodes": out_nodes,
             "connections": connections,
         }
+
+    def _promote(self, parsed: xmi.XmiFlow, flow: FlowReport) -> None:
+        """Give each node property promoted to the flow the flow property's default value."""
+        by_id = {n.id: n for n in parsed.nodes}
+        for link in parsed.links:
+            value = parsed.features.get(link.feature)
+            for node_id in link.nodes:
+                node = by_id.get(node_id)
+                label = (node.name or node.id) if node is not None else node_id
+                if node is None or not link.target.endswith(".msgnode"):
+                    reason = "promoted from a subflow's own promoted property, which is not supported"
+                elif value is None:
+                    reason = (
+                        "promoted to the flow without a default value; set the node property after import"
+                    )
+                else:
+                    node.attributes[link.attribute] = value
+                    continue
+                flow.dropped_properties.append(
+                    {"node": label, "property": link.attribute, "value": value or "", "reason": reason}
+                )
+
+    def _user_defined(self, parsed: xmi.XmiFlow, out_nodes: list[dict[str, Any]], flow: FlowReport) -> None:
+        """User-defined properties become the EXTERNAL values of the ESQL nodes that declare them."""
+        linked = {link.feature for link in parsed.links}
+        for name, value in parsed.features.items():
+            if name in linked:
+                continue
+            if name not in parsed.user_defined:
+                reason = "a flow property linked to no node"
+            elif value is None:
+                reason = (
+                    "a user-defined property without a default; give it with --set NAME=VALUE when deploying"
+                )
+            else:
+                declares = re.compile(rf"\bDECLARE\s+{re.escape(name)}\s+EXTERNAL\b", re.IGNORECASE)
+                users = [n for n in out_nodes if declares.search(str(n["properties"].get("esql", "")))]
+                for node in users:
+                    node["properties"].setdefault("externals", {})[name] = value
+                if users:
+                    continue
+                reason = "a user-defined property no ESQL node of the flow declares EXTERNAL"
+            flow.dropped_properties.append(
+                {"node": "(flow)", "property": name, "value": value or "", "reason": reason}
+            )
 
     def _check_terminals(
         self, out_nodes: list[dict[str, Any]], connections: list[dict[str, Any]], flow: FlowReport

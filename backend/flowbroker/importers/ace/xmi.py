@@ -52,14 +52,31 @@ class XmiConnection:
 
 
 @dataclass
+class PromotedLink:
+    """A flow property promoted from a node property: setting ``feature`` sets ``attribute`` of ``nodes``."""
+
+    feature: str
+    nodes: list[str]
+    attribute: str
+    target: str  # what the href names: a node type (ComIbmMQOutput.msgnode) or a subflow file
+
+
+@dataclass
 class XmiFlow:
-    """A parsed flow document: its nodes, connections and the flow-level (promoted) properties."""
+    """A parsed flow document: its nodes, connections and the flow-level properties.
+
+    ``features`` are the flow's own properties with their default values: user-defined
+    properties (``user_defined``), which ESQL reads as EXTERNAL variables, and properties
+    promoted from nodes (``links``).
+    """
 
     path: str
     ns_uri: str
     nodes: list[XmiNode] = field(default_factory=list)
     connections: list[XmiConnection] = field(default_factory=list)
-    promoted: list[str] = field(default_factory=list)
+    features: dict[str, str | None] = field(default_factory=dict)
+    user_defined: set[str] = field(default_factory=set)
+    links: list[PromotedLink] = field(default_factory=list)
     description: str = ""
 
 
@@ -131,15 +148,38 @@ def parse(data: bytes, path: str) -> XmiFlow:
         raise XmiError(path, "no eClassifiers of type eflow:FCMComposite", root.sourceline or 1, 1)
     for child in composite:
         if child.tag == "eStructuralFeatures" and child.get("name"):
-            flow.promoted.append(str(child.get("name")))
+            default = child.get("defaultValueLiteral")
+            flow.features[str(child.get("name"))] = None if default is None else str(default)
         elif child.tag == "shortDescription":
             flow.description = str(child.get("string") or "")
+        elif child.tag == "attributeLinks":
+            href = ""
+            for target in child:
+                if target.tag == "overriddenAttribute":
+                    href = str(target.get("href") or "")
+            where, _, attribute = href.partition("#")
+            flow.links.append(
+                PromotedLink(
+                    feature=str(child.get("promotedAttribute") or "").removeprefix("Property."),
+                    nodes=str(child.get("overriddenNodes") or "").split(),
+                    attribute=attribute.removeprefix("Property."),
+                    target=where,
+                )
+            )
+    for descriptor in composite.iter("propertyDescriptor"):
+        if descriptor.get("userDefined") == "true":
+            flow.user_defined.add(str(descriptor.get("describedAttribute") or "").removeprefix("Property."))
     for composition in composite.iter("composition"):
         for element in composition:
             if element.tag == "nodes":
                 flow.nodes.append(_node(element, path))
             elif element.tag == "connections":
                 flow.connections.append(_connection(element, path))
+    for node in flow.nodes:
+        # libxml2 gives the line a start tag ends on; the report names the line its xmi:id is on
+        at = data.find(f'xmi:id="{node.id}"'.encode())
+        if at >= 0:
+            node.line = data.count(b"\n", 0, at) + 1
     return flow
 
 
