@@ -42,7 +42,8 @@ def test_nodes_terminals_names_and_positions_come_across(converted: Any) -> None
         ("MQOutput", "Orders out"),
         ("Trace", "Log failure"),
     ]
-    assert _node(router, "Orders in")["position"] == {"x": 40, "y": 120}
+    # spread out: the designer's boxes are wider than the Toolkit's icons
+    assert _node(router, "Orders in")["position"] == {"x": 64, "y": 192}
     ends = {
         (c["from"]["node"], c["from"]["terminal"], c["to"]["node"], c["to"]["terminal"])
         for c in router["connections"]
@@ -107,6 +108,8 @@ def test_a_subflow_instance_names_the_subflow_flow_whose_input_and_output_are_te
 ) -> None:
     router = _doc(converted, "orders.OrderRouter")
     assert _node(router, "Stamp")["properties"] == {"flow": {"name": "common.Stamp"}}
+    # the designer draws a subflow node named by reference with the terminals remembered here
+    assert _node(router, "Stamp")["ui"] == {"terminals": {"inputs": ["Input"], "outputs": ["Output"]}}
     stamp = _doc(converted, "common.Stamp")
     assert [(n["type"], n["properties"].get("terminalName")) for n in stamp["nodes"]] == [
         ("Input", "Input"),

@@ -27,6 +27,9 @@ SKIP_DIRS = {".git", ".metadata", ".svn", "bin", "build", "target", "node_module
 MAX_FILES = 20_000
 MAX_BYTES = 256 * 1024 * 1024
 MESSAGE_MODEL_SUFFIXES = (".mxsd", ".xsd", ".dfdl", ".mset")
+#: The Toolkit draws nodes as small icons, the designer as boxes about 160 px wide: positions are
+#: spread by this factor so that nodes that stood apart in ACE do not overlap here.
+SCALE = 1.6
 
 
 class ImportError_(Exception):
@@ -176,6 +179,8 @@ class _Converter:
         #: (project, relpath) of every flow file, and its flow name
         self.names: dict[tuple[str, str], str] = {}
         self.by_rel: dict[str, list[tuple[str, str]]] = {}
+        self._parsed: dict[tuple[str, str], xmi.XmiFlow | xmi.XmiError] = {}
+        self._files = {(p.name, rel): content for p in workspace.projects for rel, content in p.files.items()}
 
     def run(self) -> Converted:
         taken: set[str] = set()
@@ -225,16 +230,41 @@ class _Converter:
         ]
         return Converted(documents, final, self.report)
 
-    def _subflow_name(self, project: Project, uri: str) -> str | None:
+    def _parse(self, key: tuple[str, str]) -> xmi.XmiFlow:
+        """The flow file ``key`` (project, path) parsed once; :class:`xmi.XmiError` when it cannot be."""
+        if key not in self._parsed:
+            try:
+                self._parsed[key] = xmi.parse(self._files[key], f"{key[0]}/{key[1]}")
+            except xmi.XmiError as exc:
+                self._parsed[key] = exc
+        found = self._parsed[key]
+        if isinstance(found, xmi.XmiError):
+            raise found
+        return found
+
+    def _subflow(self, project: Project, uri: str) -> tuple[str, str] | None:
+        """The (project, path) of the subflow a node type URI names: in the same project first."""
         if (project.name, uri) in self.names:
-            return self.names[(project.name, uri)]
+            return (project.name, uri)
         candidates = self.by_rel.get(uri) or []
-        return self.names[candidates[0]] if candidates else None
+        return candidates[0] if candidates else None
+
+    def _subflow_terminals(self, key: tuple[str, str]) -> dict[str, list[str]] | None:
+        """The input and output terminal names of a subflow, as the designer draws them on its node."""
+        try:
+            parsed = self._parse(key)
+        except xmi.XmiError:
+            return None
+        ends = [n for n in parsed.nodes if n.namespace == "eflow"]
+        return {
+            "inputs": [nodes.terminal(n.id) for n in ends if n.kind == "FCMSource"],
+            "outputs": [nodes.terminal(n.id) for n in ends if n.kind == "FCMSink"],
+        }
 
     def _flow(self, project: Project, rel: str) -> dict[str, Any] | None:
         source = f"{project.name}/{rel}"
         try:
-            parsed = xmi.parse(project.files[rel], source)
+            parsed = self._parse((project.name, rel))
         except xmi.XmiError as exc:
             self.report.errors.append(
                 {"file": source, "line": exc.line, "column": exc.column, "message": str(exc)}
@@ -260,7 +290,10 @@ class _Converter:
             ids[node.id] = node_id
             made["id"] = node_id
             if node.location is not None:
-                made["position"] = {"x": node.location[0], "y": node.location[1]}
+                made["position"] = {
+                    "x": round(node.location[0] * SCALE),
+                    "y": round(node.location[1] * SCALE),
+                }
             instances = max(instances, made.pop("_instances", 0))
             out_nodes.append(made)
         flow.nodes_mapped = len(out_nodes)
@@ -397,12 +430,13 @@ class _Converter:
                 "properties": {"terminalName": nodes.terminal(node.id.removeprefix(prefix))},
             }
         if node.namespace.endswith(FLOW_SUFFIXES):
-            target = self._subflow_name(project, node.namespace)
-            if target is None:
+            found = self._subflow(project, node.namespace)
+            if found is None:
                 self._unsupported(
                     flow, node, node.namespace, f"subflow {node.namespace} is not in the workspace"
                 )
                 return None
+            target = self.names[found]
             for attribute, value in node.attributes.items():
                 flow.dropped_properties.append(
                     {
@@ -412,7 +446,15 @@ class _Converter:
                         "reason": "promoted subflow properties are not supported",
                     }
                 )
-            return {"type": "Subflow", "name": label, "properties": {"flow": {"name": target}}}
+            instance: dict[str, Any] = {
+                "type": "Subflow",
+                "name": label,
+                "properties": {"flow": {"name": target}},
+            }
+            terminals = self._subflow_terminals(found)
+            if terminals is not None:
+                instance["ui"] = {"terminals": terminals}
+            return instance
         mapping = nodes.MAPPINGS.get(node.namespace)
         if mapping is None:
             self._unsupported(flow, node, nodes.short_type(node.namespace), "no flowbroker node type yet")
