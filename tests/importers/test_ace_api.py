@@ -91,6 +91,18 @@ def test_a_flow_that_cannot_be_saved_is_refused_and_unreadable_files_are_errors(
     ]
 
 
+def test_a_path_outside_the_archive_is_refused(api: Any) -> None:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("App/../../escape.msgflow", b"<x/>")
+    refused = _post(api, "admin", buffer.getvalue())
+    assert refused.status_code == 400
+    assert refused.json()["message"] == "App/../../escape.msgflow: a path outside the archive"
+
+
 def test_a_viewer_may_not_import_and_garbage_is_a_bad_request(api: Any) -> None:
     assert _post(api, "watcher", zip_dirs([FIXTURES / "workspace"])).status_code == 403
     bad = _post(api, "admin", b"not a zip at all")

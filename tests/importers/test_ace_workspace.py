@@ -324,3 +324,36 @@ def test_the_command_exits_non_zero_only_on_hard_errors(tmp_path: Path) -> None:
     assert missing.returncode == 1
     assert missing.stderr.strip() == f"flowbroker: error: {tmp_path / 'nowhere'}: not a directory"
     assert "Traceback" not in missing.stderr
+
+
+def test_one_project_alone_reports_the_library_subflow_it_lacks() -> None:
+    result = import_workspace(Workspace.from_dirs([WORKSPACE / "OrderApp"]), check=False)
+    assert result.report.projects == ["OrderApp"]
+    (router,) = result.report.flows
+    stamp = next(n for n in router.unsupported_nodes if n["node"] == "Stamp")
+    assert stamp["reason"] == "subflow common/Stamp.subflow is not in the workspace"
+    esql = result.report.flows[0].esql_resolved[0]
+    assert esql["uses"] == ["orders.SHOP_NAME"]  # Priority lives in the library, not given
+
+
+def test_a_folder_without_project_files_is_one_project(tmp_path: Path) -> None:
+    flows = tmp_path / "loose" / "flows"
+    flows.mkdir(parents=True)
+    (flows / "Echo.msgflow").write_bytes((WORKSPACE / "CommonLib" / "common" / "Stamp.subflow").read_bytes())
+    result = import_workspace(Workspace.from_dirs([tmp_path / "loose"]), check=False)
+    assert result.report.projects == ["loose"]
+    assert [f.name for f in result.report.flows] == ["flows.Echo"]
+
+
+def test_a_zip_of_one_projects_folders_keeps_the_broker_schema_in_the_names() -> None:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.write(WORKSPACE / "CommonLib" / "common" / "Stamp.subflow", "common/Stamp.subflow")
+        archive.write(WORKSPACE / "CommonLib" / "common" / "Stamp.esql", "common/Stamp.esql")
+    result = import_workspace(Workspace.from_zip(buffer.getvalue()), check=False)
+    assert result.report.projects == ["workspace"]
+    assert [f.name for f in result.report.flows] == ["common.Stamp"]
+    assert result.report.flows[0].esql_resolved[0]["source"] == "workspace/common/Stamp.esql:3"

@@ -49,7 +49,8 @@ class Workspace:
 
     @classmethod
     def from_dirs(cls, dirs: list[str | Path]) -> Workspace:
-        return cls(_projects({key: b"" if _model(key) else path.read_bytes() for key, path in walk(dirs)}))
+        files = {key: b"" if _model(key) else path.read_bytes() for key, path in walk(dirs)}
+        return cls(_projects(files, per_folder=True))
 
     @classmethod
     def from_zip(cls, data: bytes) -> Workspace:
@@ -81,7 +82,7 @@ class Workspace:
                     files[path.as_posix()] = archive.read(info)
                 except (zipfile.BadZipFile, OSError, RuntimeError) as exc:
                     raise ImportError_(f"{info.filename}: {exc}") from None
-        return cls(_projects(files))
+        return cls(_projects(files, per_folder=False))
 
 
 def walk(dirs: list[str | Path]) -> list[tuple[str, Path]]:
@@ -125,20 +126,26 @@ def _model(name: str) -> bool:
     return name.endswith(MESSAGE_MODEL_SUFFIXES)
 
 
-def _projects(files: dict[str, bytes]) -> list[Project]:
-    """Group paths by project: a folder holding ``.project``, else each top folder (or the root)."""
+def _projects(files: dict[str, bytes], *, per_folder: bool) -> list[Project]:
+    """Group paths by project: the folder of a path's nearest ``.project``.
+
+    A path under no ``.project`` belongs to its top folder when ``per_folder`` (each directory
+    given on the command line is a project), else to the root (a zip of one project's folders).
+    """
     roots = sorted(
-        {str(PurePosixPath(p).parent) for p in files if PurePosixPath(p).name == ".project"}, key=len
+        {str(PurePosixPath(p).parent) for p in files if PurePosixPath(p).name == ".project"},
+        key=len,
+        reverse=True,
     )
+    roots = ["" if r == "." else r for r in roots]
     projects: dict[str, Project] = {}
     for path, content in files.items():
         pure = PurePosixPath(path)
         if pure.name == ".project":
             continue
-        root = next((r for r in sorted(roots, key=len, reverse=True) if path.startswith(r + "/")), None)
+        root = next((r for r in roots if r == "" or path.startswith(r + "/")), None)
         if root is None:
-            parts = pure.parts
-            root = "/".join(parts[:2]) if len(parts) > 2 and not roots else parts[0] if len(parts) > 1 else ""
+            root = pure.parts[0] if per_folder and len(pure.parts) > 1 else ""
         name = PurePosixPath(root).name or "workspace"
         project = projects.setdefault(root, Project(name))
         rel = path[len(root) + 1 :] if root else path
