@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _ace(args: argparse.Namespace) -> int:
-    from flowbroker.importers.ace import ImportError_, Workspace, import_workspace
+    from flowbroker.importers.ace import Workspace, WorkspaceError, import_workspace
     from flowbroker.importers.ace.report import render
     from flowbroker.importers.ace.workspace import zip_dirs
 
@@ -55,7 +55,7 @@ def _ace(args: argparse.Namespace) -> int:
                 content=data,
                 headers={"Content-Type": "application/zip"},
             )
-    except ImportError_ as exc:
+    except WorkspaceError as exc:
         raise CommandError(str(exc)) from None
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 1 if report["errors"] else 0

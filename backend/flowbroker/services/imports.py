@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from flowbroker.importers.ace import ImportError_, Workspace, import_workspace
+from flowbroker.importers.ace import Workspace, WorkspaceError, import_workspace
 from flowbroker.repository.models import Flow, FlowVersion
 from flowbroker.services import audit, flows, queues, validation
 from flowbroker.services.errors import Invalid, ServiceError, problem
@@ -28,7 +28,7 @@ class BadWorkspace(Invalid):
 def read_zip(data: bytes) -> Workspace:
     try:
         return Workspace.from_zip(data)
-    except ImportError_ as exc:
+    except WorkspaceError as exc:
         raise BadWorkspace(str(exc), [problem("", str(exc))]) from None
 
 

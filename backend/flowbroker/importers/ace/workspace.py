@@ -32,7 +32,7 @@ MESSAGE_MODEL_SUFFIXES = (".mxsd", ".xsd", ".dfdl", ".mset")
 SCALE = 1.6
 
 
-class ImportError_(Exception):
+class WorkspaceError(Exception):
     """The workspace itself cannot be read (not a directory, not a zip, too large)."""
 
 
@@ -57,17 +57,17 @@ class Workspace:
         try:
             archive = zipfile.ZipFile(io.BytesIO(data))
         except zipfile.BadZipFile as exc:
-            raise ImportError_(f"not a zip archive: {exc}") from None
+            raise WorkspaceError(f"not a zip archive: {exc}") from None
         infos = [i for i in archive.infolist() if not i.is_dir()]
         if len(infos) > MAX_FILES:
-            raise ImportError_(f"the archive has {len(infos)} files; at most {MAX_FILES} are read")
+            raise WorkspaceError(f"the archive has {len(infos)} files; at most {MAX_FILES} are read")
         files: dict[str, bytes] = {}
         total = 0
         with archive:
             for info in infos:
                 path = PurePosixPath(info.filename)
                 if path.is_absolute() or ".." in path.parts:
-                    raise ImportError_(f"{info.filename}: a path outside the archive")
+                    raise WorkspaceError(f"{info.filename}: a path outside the archive")
                 if any(part in SKIP_DIRS for part in path.parts[:-1]):
                     continue
                 if not (path.name == ".project" or _wanted(path.name)):
@@ -77,11 +77,11 @@ class Workspace:
                     continue
                 total += info.file_size
                 if total > MAX_BYTES:
-                    raise ImportError_(f"the archive expands to more than {MAX_BYTES} bytes")
+                    raise WorkspaceError(f"the archive expands to more than {MAX_BYTES} bytes")
                 try:
                     files[path.as_posix()] = archive.read(info)
                 except (zipfile.BadZipFile, OSError, RuntimeError) as exc:
-                    raise ImportError_(f"{info.filename}: {exc}") from None
+                    raise WorkspaceError(f"{info.filename}: {exc}") from None
         return cls(_projects(files, per_folder=False))
 
 
@@ -92,7 +92,7 @@ def walk(dirs: list[str | Path]) -> list[tuple[str, Path]]:
     for raw in dirs:
         root = Path(raw)
         if not root.is_dir():
-            raise ImportError_(f"{raw}: not a directory")
+            raise WorkspaceError(f"{raw}: not a directory")
         base = root.resolve().name or "workspace"
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root)
@@ -104,7 +104,7 @@ def walk(dirs: list[str | Path]) -> list[tuple[str, Path]]:
                 continue
             total += 0 if _model(path.name) else path.stat().st_size
             if len(found) >= MAX_FILES or total > MAX_BYTES:
-                raise ImportError_(f"{raw}: more than {MAX_FILES} files or {MAX_BYTES} bytes of sources")
+                raise WorkspaceError(f"{raw}: more than {MAX_FILES} files or {MAX_BYTES} bytes of sources")
             found.append((f"{base}/{rel.as_posix()}", path))
     return found
 
