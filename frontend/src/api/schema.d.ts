@@ -662,6 +662,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/imports/ace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import Ace
+         * @description Import a zipped Toolkit workspace (project folders): flows, subflows, ESQL and MQSC queues.
+         */
+        post: operations["import_ace_api_imports_ace_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/message-sets": {
         parameters: {
             query?: never;
@@ -1167,6 +1187,42 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * AceImportOut
+         * @description The import report: totals, then per flow what was mapped, dropped and resolved, and per queue.
+         */
+        AceImportOut: {
+            /**
+             * Errors
+             * @description files that could not be read: file, line, column, message
+             */
+            errors: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * Flows
+             * @description per flow: name, source, kind, outcome (created, updated, unchanged, refused), version, nodesTotal, nodesMapped, unsupportedNodes, droppedProperties, droppedConnections, esqlResolved, esqlMissing, problems
+             */
+            flows: {
+                [key: string]: unknown;
+            }[];
+            /** Notes */
+            notes: string[];
+            /** Projects */
+            projects: string[];
+            /** Queues */
+            queues: {
+                [key: string]: unknown;
+            }[];
+            /** Summary */
+            summary: {
+                [key: string]: unknown;
+            };
+            /** Unsupportedcommands */
+            unsupportedCommands: {
+                [key: string]: unknown;
+            }[];
+        };
         /** AuditOut */
         AuditOut: {
             /** Action */
@@ -5512,6 +5568,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HealthOut"];
+                };
+            };
+        };
+    };
+    import_ace_api_imports_ace_post: {
+        parameters: {
+            query?: {
+                /** @description define the MQSC scripts' local queues (needs the operator role) */
+                queues?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/zip": string;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AceImportOut"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
         };

@@ -12,7 +12,7 @@ import {
 } from '@xyflow/react';
 import { useShallow } from 'zustand/react/shallow';
 import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
-import { api, ApiProblem, problemText, unwrap } from '../api/client';
+import { api, ApiProblem, problemText, unwrap, type Schemas } from '../api/client';
 import { stats } from '../api/runtime';
 import { useCan } from '../auth';
 import { ConnectDialog } from './ConnectDialog';
@@ -37,6 +37,7 @@ import { useSpecs } from './specs-context';
 import { createDesignerStore, DesignerContext, useDesigner, useDesignerStore } from './store';
 import { extractSubflow } from './subflow';
 import { collectBundle, readBundle, type BundledSubflow, type SubflowRef } from './bundle';
+import { AceImportDialog } from './AceImportDialog';
 import { ImportDialog } from './ImportDialog';
 import { applyImport, findConflicts, restImportApi, type Choice, type NameConflict } from './import-flow';
 import { VersionsDialog } from './VersionsDialog';
@@ -200,6 +201,9 @@ function Toolbar({
   const canRedo = useDesigner((s) => s.future.length > 0);
   const { fitView } = useReactFlow();
   const fileInput = useRef<HTMLInputElement>(null);
+  const aceInput = useRef<HTMLInputElement>(null);
+  const [aceReport, setAceReport] = useState<Schemas['AceImportOut'] | null>(null);
+  const [aceBusy, setAceBusy] = useState(false);
   const flows = useQuery({ queryKey: ['flows'], queryFn: () => unwrap(api.GET('/api/flows')) });
   const queryClient = useQueryClient();
   const [pending, setPending] = useState<{ flow: FlowDocument; subflows: BundledSubflow[]; conflicts: NameConflict[] } | null>(
@@ -268,6 +272,26 @@ function Toolbar({
       setTimeout(() => fitView({ ...fitViewOptions, duration: 200 }), 50);
     } catch (err) {
       onProblems([{ node: null, property: null, message: `import refused: ${problemText(err)}` }]);
+    }
+  };
+
+  /** Upload a zipped ACE / IIB workspace: the server stores its flows and answers with the report. */
+  const importAce = async (file: File) => {
+    setAceBusy(true);
+    try {
+      const report = await unwrap(
+        api.POST('/api/imports/ace', {
+          body: file as never,
+          bodySerializer: (body: unknown) => body as Blob,
+          headers: { 'Content-Type': 'application/zip' },
+        }),
+      );
+      setAceReport(report);
+      void queryClient.invalidateQueries({ queryKey: ['flows'] });
+    } catch (err) {
+      onProblems([{ node: null, property: null, message: `ACE import refused: ${problemText(err)}` }]);
+    } finally {
+      setAceBusy(false);
     }
   };
 
@@ -388,6 +412,32 @@ function Toolbar({
           />
         </>
       )}
+      {canEdit && (
+        <>
+          <button
+            type="button"
+            onClick={() => aceInput.current?.click()}
+            disabled={aceBusy}
+            title="Import an ACE or IIB workspace (a zip of Toolkit project folders)"
+          >
+            {aceBusy ? 'Importing…' : 'Import ACE…'}
+          </button>
+          <input
+            ref={aceInput}
+            type="file"
+            accept=".zip,application/zip"
+            className="sr-only"
+            aria-label="Import ACE workspace zip"
+            data-testid="import-ace-file"
+            onChange={(e) => {
+              const file = e.target.files?.[0];
+              if (file) void importAce(file);
+              e.target.value = '';
+            }}
+          />
+        </>
+      )}
+      {aceReport && <AceImportDialog report={aceReport} onClose={() => setAceReport(null)} />}
       <button type="button" onClick={() => void exportJson()} title="Export the flow with the subflows it uses">
         Export
       </button>

@@ -46,6 +46,7 @@ describe('designer actions follow the permissions the server grants', () => {
     const toolbar = designerAs('developer');
     expect(toolbar.getByRole('button', { name: 'Save' })).toBeTruthy();
     expect(toolbar.getByLabelText('Version comment')).toBeTruthy();
+    expect(toolbar.getByRole('button', { name: 'Import ACE…' })).toBeTruthy();
     expect(toolbar.queryByRole('button', { name: 'Deploy' })).toBeNull();
     expect((screen.getAllByRole('button', { name: /^Add .* node$/ })[0] as HTMLButtonElement).disabled).toBe(false);
   });
@@ -57,7 +58,7 @@ describe('designer actions follow the permissions the server grants', () => {
 
   it('a viewer only looks', () => {
     const toolbar = designerAs('viewer');
-    for (const name of ['Save', 'Deploy', 'Undo', 'Import', 'Make subflow', 'Connect…'])
+    for (const name of ['Save', 'Deploy', 'Undo', 'Import', 'Import ACE…', 'Make subflow', 'Connect…'])
       expect(toolbar.queryByRole('button', { name })).toBeNull();
     expect((screen.getAllByRole('button', { name: /^Add .* node$/ })[0] as HTMLButtonElement).disabled).toBe(true);
     expect(toolbar.getByRole('button', { name: 'Export' })).toBeTruthy();

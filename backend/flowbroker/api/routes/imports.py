@@ -1,0 +1,66 @@
+"""Imports of other products' projects: POST a zipped ACE / IIB Toolkit workspace."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import Field
+from starlette.concurrency import run_in_threadpool
+
+from flowbroker.api.deps import DbSession, FlowEditor, SettingsDep
+from flowbroker.api.schemas import Out
+from flowbroker.services import imports, users
+
+router = APIRouter(prefix="/api/imports", tags=["imports"])
+
+
+class AceImportOut(Out):
+    """The import report: totals, then per flow what was mapped, dropped and resolved, and per queue."""
+
+    summary: dict[str, Any]
+    projects: list[str]
+    flows: list[dict[str, Any]] = Field(
+        description="per flow: name, source, kind, outcome (created, updated, unchanged, refused), version, "
+        "nodesTotal, nodesMapped, unsupportedNodes, droppedProperties, droppedConnections, esqlResolved, "
+        "esqlMissing, problems"
+    )
+    queues: list[dict[str, Any]]
+    unsupported_commands: list[dict[str, Any]]
+    errors: list[dict[str, Any]] = Field(
+        description="files that could not be read: file, line, column, message"
+    )
+    notes: list[str]
+
+
+@router.post(
+    "/ace",
+    response_model=AceImportOut,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
+)
+async def import_ace(
+    request: Request,
+    user: FlowEditor,
+    session: DbSession,
+    settings: SettingsDep,
+    define_queues: Annotated[
+        bool,
+        Query(alias="queues", description="define the MQSC scripts' local queues (needs the operator role)"),
+    ] = True,
+) -> Any:
+    """Import a zipped Toolkit workspace (project folders): flows, subflows, ESQL and MQSC queues."""
+    data = await request.body()
+    may_define = define_queues and "queues.write" in users.permissions(user.role)
+    return await run_in_threadpool(
+        imports.import_ace,
+        session,
+        user.username,
+        data,
+        queue_manager=settings.data if may_define else None,
+        lookup=request.app.state.node_lookup,
+    )

@@ -1,0 +1,73 @@
+"""`flowbroker import ace DIR…`: bring an ACE / IIB Toolkit workspace into the repository, or into files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from flowbroker.commands import CommandError
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``import ace``."""
+    parser = sub.add_parser("import", help="import projects of other products")
+    kinds = parser.add_subparsers(dest="import_kind", metavar="KIND")
+    kinds.required = True
+    ace = kinds.add_parser(
+        "ace",
+        help="import ACE / IIB Toolkit projects: flows, subflows, ESQL, MQSC queues",
+        description="Convert the .msgflow/.subflow, .esql and .mqsc files of one or more Toolkit project "
+        "folders (or workspaces of them). Without --out the flows are stored in the repository and the "
+        "local queues defined, through the API; with --out the flow documents and the report are written "
+        "to a directory and nothing else is touched. Exit status 1 only when a file cannot be read.",
+    )
+    ace.add_argument(
+        "dirs", nargs="+", metavar="DIR", help="a project folder or a workspace of project folders"
+    )
+    ace.add_argument("--out", metavar="DIR", help="write flows/<name>.json, queues.json and report.json here")
+    ace.add_argument("--json", action="store_true", help="print the report as JSON")
+    ace.add_argument("--no-queues", action="store_true", help="do not define the MQSC scripts' queues")
+    ace.add_argument("--api", default=None, help="API URL (default FLOWBROKER_API or http://127.0.0.1:8080)")
+    ace.set_defaults(func=_ace)
+
+
+def _ace(args: argparse.Namespace) -> int:
+    from flowbroker.importers.ace import Workspace, WorkspaceError, import_workspace
+    from flowbroker.importers.ace.report import render
+    from flowbroker.importers.ace.workspace import zip_dirs
+
+    try:
+        if args.out:
+            converted = import_workspace(Workspace.from_dirs(args.dirs))
+            report = converted.report.to_json()
+            _write(Path(args.out), converted.documents, converted.queues, report)
+        else:
+            from flowbroker.commands.platform import api_request
+
+            data = zip_dirs(args.dirs)
+            report = api_request(
+                "POST",
+                "/api/imports/ace" + ("?queues=false" if args.no_queues else ""),
+                api=args.api,
+                content=data,
+                headers={"Content-Type": "application/zip"},
+            )
+    except WorkspaceError as exc:
+        raise CommandError(str(exc)) from None
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 1 if report["errors"] else 0
+
+
+def _write(out: Path, documents: list[dict[str, Any]], queues: list[Any], report: dict[str, Any]) -> None:
+    try:
+        (out / "flows").mkdir(parents=True, exist_ok=True)
+        for document in documents:
+            (out / "flows" / f"{document['name']}.json").write_text(json.dumps(document, indent=2) + "\n")
+        (out / "queues.json").write_text(json.dumps(report["queues"], indent=2) + "\n")
+        (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    except OSError as exc:
+        raise CommandError(f"{out}: {exc.strerror or exc}") from None
+    print(f"wrote {len(documents)} flows, queues.json and report.json to {out}", file=sys.stderr)

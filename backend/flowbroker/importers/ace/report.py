@@ -1,0 +1,123 @@
+"""The import report: per flow what was mapped, dropped and resolved; per queue what was defined."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class FlowReport:
+    name: str
+    source: str  # project/path of the .msgflow or .subflow
+    kind: str  # flow or subflow
+    outcome: str = (
+        "converted"  # converted | partial (nodes omitted) | refused; then created/updated/… when stored
+    )
+    nodes_total: int = 0
+    nodes_mapped: int = 0
+    unsupported_nodes: list[dict[str, Any]] = field(default_factory=list)
+    dropped_properties: list[dict[str, Any]] = field(default_factory=list)
+    dropped_connections: list[dict[str, Any]] = field(default_factory=list)
+    esql_resolved: list[dict[str, Any]] = field(default_factory=list)
+    esql_missing: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[dict[str, Any]] = field(default_factory=list)  # what would stop it deploying
+    version: int | None = None
+
+
+@dataclass
+class ImportReport:
+    projects: list[str] = field(default_factory=list)
+    flows: list[FlowReport] = field(default_factory=list)
+    queues: list[dict[str, Any]] = field(default_factory=list)
+    unsupported_commands: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)  # hard errors: files that could not be read
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        total = sum(f.nodes_total for f in self.flows)
+        mapped = sum(f.nodes_mapped for f in self.flows)
+        unsupported = Counter(n["type"] for f in self.flows for n in f.unsupported_nodes)
+        return {
+            "flows": len(self.flows),
+            "flowsComplete": sum(1 for f in self.flows if not f.unsupported_nodes),
+            "nodes": total,
+            "nodesMapped": mapped,
+            "nodesMappedPercent": round(100.0 * mapped / total, 1) if total else 100.0,
+            "unsupportedNodeTypes": dict(unsupported.most_common()),
+            "esqlModulesResolved": sum(len(f.esql_resolved) for f in self.flows),
+            "esqlModulesMissing": sum(len(f.esql_missing) for f in self.flows),
+            "queues": sum(1 for q in self.queues if not q.get("problem")),
+            "queuesUnsupported": sum(1 for q in self.queues if q.get("problem")),
+            "errors": len(self.errors),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary(),
+            "projects": self.projects,
+            "flows": [_camel(asdict(f)) for f in self.flows],
+            "queues": self.queues,
+            "unsupportedCommands": self.unsupported_commands,
+            "errors": self.errors,
+            "notes": self.notes,
+        }
+
+    def text(self) -> str:
+        return render(self.to_json())
+
+
+def render(report: dict[str, Any]) -> str:
+    """The report (as :meth:`ImportReport.to_json` gives it) for a terminal: per flow, queues, totals."""
+    lines: list[str] = []
+    for flow in report["flows"]:
+        version = f" v{flow['version']}" if flow.get("version") else ""
+        lines.append(
+            f"{flow['kind']} {flow['name']}{version} ({flow['source']}): {flow['outcome']}, "
+            f"{flow['nodesMapped']}/{flow['nodesTotal']} nodes mapped"
+        )
+        for node in flow["unsupportedNodes"]:
+            lines.append(f"  unsupported node {node['node']!r} ({node['type']}): {node['reason']}")
+        for prop in flow["droppedProperties"]:
+            lines.append(f"  dropped {prop['node']}.{prop['property']}={prop['value']!r}: {prop['reason']}")
+        for conn in flow["droppedConnections"]:
+            lines.append(f"  dropped connection {conn['from']} -> {conn['to']}: {conn['reason']}")
+        for esql in flow["esqlResolved"]:
+            uses = f" (+ {', '.join(esql['uses'])})" if esql["uses"] else ""
+            lines.append(f"  esql {esql['node']}: {esql['module']} from {esql['source']}{uses}")
+        for esql in flow["esqlMissing"]:
+            lines.append(f"  esql {esql['node']}: missing: {esql['reason']}")
+        for found in flow["problems"]:
+            where = found.get("node") or found.get("pointer") or "flow"
+            lines.append(f"  problem {where}: {found['message']}")
+    for queue in report["queues"]:
+        state = queue.get("problem") or queue.get("outcome") or "converted"
+        lines.append(f"queue {queue['name']} ({queue['kind']}, {queue['source']}): {state}")
+        for dropped in queue.get("dropped", []):
+            lines.append(f"  dropped {dropped['attribute']}({dropped['value']}): {dropped['reason']}")
+    for command in report["unsupportedCommands"]:
+        lines.append(f"mqsc {command['source']}: not imported: {command['command']}")
+    for error in report["errors"]:
+        lines.append(f"error: {error['message']}")
+    for note in report["notes"]:
+        lines.append(f"note: {note}")
+    s = report["summary"]
+    lines.append(
+        f"{s['flows']} flows ({s['flowsComplete']} complete), {s['nodesMapped']}/{s['nodes']} nodes mapped "
+        f"({s['nodesMappedPercent']}%), ESQL modules {s['esqlModulesResolved']} resolved / "
+        f"{s['esqlModulesMissing']} missing, {s['queues']} queues, {s['errors']} errors"
+    )
+    if s["unsupportedNodeTypes"]:
+        lines.append(
+            "unsupported node types: " + ", ".join(f"{k} {v}" for k, v in s["unsupportedNodeTypes"].items())
+        )
+    return "\n".join(lines)
+
+
+def _camel(data: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in data.items():
+        head, *rest = key.split("_")
+        out[head + "".join(part.title() for part in rest)] = value
+    return out

@@ -1,0 +1,571 @@
+"""A Toolkit workspace (project folders, from directories or a zip) turned into flow documents and queues.
+
+Flow names follow the broker schema: ``mqsi/Route.subflow`` of any project becomes the flow
+``mqsi.Route``; a subflow instance in another flow names it with ``{"name": "mqsi.Route"}``.
+A node type flowbroker lacks is left out of the flow, with its connections, and the flow is
+still created ("partial"); the report lists every such node so nothing disappears silently.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from flowbroker.importers.ace import mqsc, nodes, xmi
+from flowbroker.importers.ace.esql import EsqlIndex
+from flowbroker.importers.ace.report import FlowReport, ImportReport
+
+FLOW_SUFFIXES = (".msgflow", ".subflow")
+MQSC_SUFFIXES = (".mqsc", ".mq")
+READ_SUFFIXES = (*FLOW_SUFFIXES, ".esql", *MQSC_SUFFIXES)
+#: Folders of build output and tooling state, never sources.
+SKIP_DIRS = {".git", ".metadata", ".svn", "bin", "build", "target", "node_modules"}
+MAX_FILES = 20_000
+MAX_BYTES = 256 * 1024 * 1024
+MESSAGE_MODEL_SUFFIXES = (".mxsd", ".xsd", ".dfdl", ".mset")
+#: The Toolkit draws nodes as small icons, the designer as boxes about 160 px wide: positions are
+#: spread by this factor so that nodes that stood apart in ACE do not overlap here.
+SCALE = 1.6
+
+
+class WorkspaceError(Exception):
+    """The workspace itself cannot be read (not a directory, not a zip, too large)."""
+
+
+@dataclass
+class Project:
+    name: str
+    files: dict[str, bytes] = field(default_factory=dict)  # path inside the project -> content
+    models: int = 0  # message model files seen (not imported)
+
+
+@dataclass
+class Workspace:
+    projects: list[Project]
+
+    @classmethod
+    def from_dirs(cls, dirs: list[str | Path]) -> Workspace:
+        files = {key: b"" if _model(key) else path.read_bytes() for key, path in walk(dirs)}
+        return cls(_projects(files, per_folder=True))
+
+    @classmethod
+    def from_zip(cls, data: bytes) -> Workspace:
+        try:
+            archive = zipfile.ZipFile(io.BytesIO(data))
+        except zipfile.BadZipFile as exc:
+            raise WorkspaceError(f"not a zip archive: {exc}") from None
+        infos = [i for i in archive.infolist() if not i.is_dir()]
+        if len(infos) > MAX_FILES:
+            raise WorkspaceError(f"the archive has {len(infos)} files; at most {MAX_FILES} are read")
+        files: dict[str, bytes] = {}
+        total = 0
+        with archive:
+            for info in infos:
+                path = PurePosixPath(info.filename)
+                if path.is_absolute() or ".." in path.parts:
+                    raise WorkspaceError(f"{info.filename}: a path outside the archive")
+                if any(part in SKIP_DIRS for part in path.parts[:-1]):
+                    continue
+                if not (path.name == ".project" or _wanted(path.name)):
+                    continue
+                if _model(path.name):
+                    files[path.as_posix()] = b""
+                    continue
+                total += info.file_size
+                if total > MAX_BYTES:
+                    raise WorkspaceError(f"the archive expands to more than {MAX_BYTES} bytes")
+                try:
+                    files[path.as_posix()] = archive.read(info)
+                except (zipfile.BadZipFile, OSError, RuntimeError) as exc:
+                    raise WorkspaceError(f"{info.filename}: {exc}") from None
+        return cls(_projects(files, per_folder=False))
+
+
+def walk(dirs: list[str | Path]) -> list[tuple[str, Path]]:
+    """The source files under ``dirs``, each keyed ``<folder name>/<path inside it>``."""
+    found: list[tuple[str, Path]] = []
+    total = 0
+    for raw in dirs:
+        root = Path(raw)
+        if not root.is_dir():
+            raise WorkspaceError(f"{raw}: not a directory")
+        base = root.resolve().name or "workspace"
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if any(
+                part in SKIP_DIRS or (part.startswith(".") and part != ".project") for part in rel.parts[:-1]
+            ):
+                continue
+            if not path.is_file() or not (path.name == ".project" or _wanted(path.name)):
+                continue
+            total += 0 if _model(path.name) else path.stat().st_size
+            if len(found) >= MAX_FILES or total > MAX_BYTES:
+                raise WorkspaceError(f"{raw}: more than {MAX_FILES} files or {MAX_BYTES} bytes of sources")
+            found.append((f"{base}/{rel.as_posix()}", path))
+    return found
+
+
+def zip_dirs(dirs: list[str | Path]) -> bytes:
+    """The source files under ``dirs`` as a zip, as ``POST /api/imports/ace`` takes a workspace."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for key, path in walk(dirs):
+            archive.writestr(key, b"" if _model(key) else path.read_bytes())
+    return buffer.getvalue()
+
+
+def _wanted(name: str) -> bool:
+    return name.endswith(READ_SUFFIXES) or _model(name)
+
+
+def _model(name: str) -> bool:
+    return name.endswith(MESSAGE_MODEL_SUFFIXES)
+
+
+def _projects(files: dict[str, bytes], *, per_folder: bool) -> list[Project]:
+    """Group paths by project: the folder of a path's nearest ``.project``.
+
+    A path under no ``.project`` belongs to its top folder when ``per_folder`` (each directory
+    given on the command line is a project), else to the root (a zip of one project's folders).
+    """
+    roots = sorted(
+        {str(PurePosixPath(p).parent) for p in files if PurePosixPath(p).name == ".project"},
+        key=len,
+        reverse=True,
+    )
+    roots = ["" if r == "." else r for r in roots]
+    projects: dict[str, Project] = {}
+    for path, content in files.items():
+        pure = PurePosixPath(path)
+        if pure.name == ".project":
+            continue
+        root = next((r for r in roots if r == "" or path.startswith(r + "/")), None)
+        if root is None:
+            root = pure.parts[0] if per_folder and len(pure.parts) > 1 else ""
+        name = PurePosixPath(root).name or "workspace"
+        project = projects.setdefault(root, Project(name))
+        rel = path[len(root) + 1 :] if root else path
+        if _model(pure.name):
+            project.models += 1
+        else:
+            project.files[rel] = content
+    return [projects[k] for k in sorted(projects)]
+
+
+_BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+def flow_name(rel: str) -> str:
+    """``com/acme/Orders.msgflow`` → ``com.acme.Orders`` (a valid flowbroker flow name)."""
+    stem = rel.rsplit(".", 1)[0].replace("/", ".")
+    name = _BAD_NAME_CHARS.sub("_", stem)
+    if not re.match(r"[A-Za-z_]", name):
+        name = "_" + name
+    return name[:128]
+
+
+_NODE_ID = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+@dataclass
+class Converted:
+    documents: list[dict[str, Any]]
+    queues: list[mqsc.QueueDefinition]
+    report: ImportReport
+
+
+class _Converter:
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.report = ImportReport(projects=[p.name for p in workspace.projects])
+        self.esql = EsqlIndex()
+        #: (project, relpath) of every flow file, and its flow name
+        self.names: dict[tuple[str, str], str] = {}
+        self.by_rel: dict[str, list[tuple[str, str]]] = {}
+        self._parsed: dict[tuple[str, str], xmi.XmiFlow | xmi.XmiError] = {}
+        self._files = {(p.name, rel): content for p in workspace.projects for rel, content in p.files.items()}
+
+    def run(self) -> Converted:
+        taken: set[str] = set()
+        flow_files: list[tuple[Project, str]] = []
+        queues: list[mqsc.QueueDefinition] = []
+        for project in self.workspace.projects:
+            if project.models:
+                self.report.notes.append(
+                    f"project {project.name}: {project.models} message model files (.mxsd/.xsd/.dfdl) were not "
+                    "imported; import record layouts with `flowbroker msgset import`"
+                )
+            for rel, content in sorted(project.files.items()):
+                if rel.endswith(".esql"):
+                    self.esql.add(project.name, rel, content.decode("utf-8", "replace").lstrip("\ufeff"))
+                elif rel.endswith(MQSC_SUFFIXES):
+                    script = mqsc.parse(content.decode("utf-8", "replace"), f"{project.name}/{rel}")
+                    queues.extend(script.queues)
+                    self.report.unsupported_commands.extend(script.unsupported)
+                elif rel.endswith(FLOW_SUFFIXES):
+                    flow_files.append((project, rel))
+        for project, rel in flow_files:
+            name = flow_name(rel)
+            if name in taken:
+                name = flow_name(f"{project.name}/{rel}")
+            taken.add(name)
+            self.names[(project.name, rel)] = name
+            self.by_rel.setdefault(rel, []).append((project.name, rel))
+        documents = []
+        for project, rel in flow_files:
+            document = self._flow(project, rel)
+            if document is not None:
+                documents.append(document)
+        seen: dict[str, mqsc.QueueDefinition] = {}
+        for queue in queues:
+            seen[queue.name] = queue  # a later DEFINE … REPLACE wins
+        final = list(seen.values())
+        self.report.queues = [
+            {
+                "name": q.name,
+                "kind": q.kind,
+                "source": q.source,
+                "attributes": q.attributes,
+                "dropped": q.dropped,
+                "problem": q.problem,
+            }
+            for q in final
+        ]
+        return Converted(documents, final, self.report)
+
+    def _parse(self, key: tuple[str, str]) -> xmi.XmiFlow:
+        """The flow file ``key`` (project, path) parsed once; :class:`xmi.XmiError` when it cannot be."""
+        if key not in self._parsed:
+            try:
+                self._parsed[key] = xmi.parse(self._files[key], f"{key[0]}/{key[1]}")
+            except xmi.XmiError as exc:
+                self._parsed[key] = exc
+        found = self._parsed[key]
+        if isinstance(found, xmi.XmiError):
+            raise found
+        return found
+
+    def _subflow(self, project: Project, uri: str) -> tuple[str, str] | None:
+        """The (project, path) of the subflow a node type URI names: in the same project first."""
+        if (project.name, uri) in self.names:
+            return (project.name, uri)
+        candidates = self.by_rel.get(uri) or []
+        return candidates[0] if candidates else None
+
+    def _subflow_terminals(self, key: tuple[str, str]) -> dict[str, list[str]] | None:
+        """The input and output terminal names of a subflow, as the designer draws them on its node."""
+        try:
+            parsed = self._parse(key)
+        except xmi.XmiError:
+            return None
+        ends = [n for n in parsed.nodes if n.namespace == "eflow"]
+        return {
+            "inputs": [nodes.terminal(n.id) for n in ends if n.kind == "FCMSource"],
+            "outputs": [nodes.terminal(n.id) for n in ends if n.kind == "FCMSink"],
+        }
+
+    def _flow(self, project: Project, rel: str) -> dict[str, Any] | None:
+        source = f"{project.name}/{rel}"
+        try:
+            parsed = self._parse((project.name, rel))
+        except xmi.XmiError as exc:
+            self.report.errors.append(
+                {"file": source, "line": exc.line, "column": exc.column, "message": str(exc)}
+            )
+            return None
+        name = self.names[(project.name, rel)]
+        kind = "subflow" if rel.endswith(".subflow") else "flow"
+        flow = FlowReport(name=name, source=source, kind=kind, nodes_total=len(parsed.nodes))
+        self.report.flows.append(flow)
+        ids: dict[str, str] = {}
+        used: set[str] = set()
+        out_nodes: list[dict[str, Any]] = []
+        instances = 0
+        self._promote(parsed, flow)
+        for node in parsed.nodes:
+            made = self._node(project, node, flow)
+            if made is None:
+                continue
+            node_id = _NODE_ID.sub("_", node.id)[:64] or "node"
+            while node_id in used:
+                node_id = f"{node_id[:60]}_{len(used)}"
+            used.add(node_id)
+            ids[node.id] = node_id
+            made["id"] = node_id
+            if node.location is not None:
+                made["position"] = {
+                    "x": round(node.location[0] * SCALE),
+                    "y": round(node.location[1] * SCALE),
+                }
+            instances = max(instances, made.pop("_instances", 0))
+            out_nodes.append(made)
+        flow.nodes_mapped = len(out_nodes)
+        connections = []
+        seen: set[tuple[str, str, str, str]] = set()
+        for conn in parsed.connections:
+            ends = (f"{conn.source}.{conn.source_terminal}", f"{conn.target}.{conn.target_terminal}")
+            if conn.source not in ids or conn.target not in ids:
+                missing = conn.source if conn.source not in ids else conn.target
+                flow.dropped_connections.append(
+                    {"from": ends[0], "to": ends[1], "reason": f"node {missing} was not imported"}
+                )
+                continue
+            key = (
+                ids[conn.source],
+                nodes.terminal(conn.source_terminal),
+                ids[conn.target],
+                nodes.terminal(conn.target_terminal),
+            )
+            if key in seen:
+                continue
+            seen.add(key)
+            connections.append(
+                {"from": {"node": key[0], "terminal": key[1]}, "to": {"node": key[2], "terminal": key[3]}}
+            )
+        self._check_terminals(out_nodes, connections, flow)
+        self._user_defined(parsed, out_nodes, flow)
+        if flow.unsupported_nodes:
+            flow.outcome = "partial"
+        description = f"Imported from ACE {source}."
+        if flow.unsupported_nodes:
+            description += (
+                " Omitted nodes: "
+                + ", ".join(f"{n['node']} ({n['type']})" for n in flow.unsupported_nodes)
+                + "."
+            )
+        properties: dict[str, Any] = {}
+        if instances:
+            properties["additionalInstances"] = instances
+        return {
+            "name": name,
+            "description": description,
+            "properties": properties,
+            "nodes": out_nodes,
+            "connections": connections,
+        }
+
+    def _promote(self, parsed: xmi.XmiFlow, flow: FlowReport) -> None:
+        """Give each node property promoted to the flow the flow property's default value."""
+        by_id = {n.id: n for n in parsed.nodes}
+        for link in parsed.links:
+            value = parsed.features.get(link.feature)
+            for node_id in link.nodes:
+                node = by_id.get(node_id)
+                label = (node.name or node.id) if node is not None else node_id
+                if node is None or not link.target.endswith(".msgnode"):
+                    reason = "promoted from a subflow's own promoted property, which is not supported"
+                elif value is None:
+                    reason = (
+                        "promoted to the flow without a default value; set the node property after import"
+                    )
+                else:
+                    node.attributes[link.attribute] = value
+                    continue
+                flow.dropped_properties.append(
+                    {"node": label, "property": link.attribute, "value": value or "", "reason": reason}
+                )
+
+    def _user_defined(self, parsed: xmi.XmiFlow, out_nodes: list[dict[str, Any]], flow: FlowReport) -> None:
+        """User-defined properties become the EXTERNAL values of the ESQL nodes that declare them."""
+        linked = {link.feature for link in parsed.links}
+        for name, value in parsed.features.items():
+            if name in linked:
+                continue
+            if name not in parsed.user_defined:
+                reason = "a flow property linked to no node"
+            elif value is None:
+                reason = (
+                    "a user-defined property without a default; give it with --set NAME=VALUE when deploying"
+                )
+            else:
+                declares = re.compile(rf"\bDECLARE\s+{re.escape(name)}\s+EXTERNAL\b", re.IGNORECASE)
+                users = [n for n in out_nodes if declares.search(str(n["properties"].get("esql", "")))]
+                for node in users:
+                    node["properties"].setdefault("externals", {})[name] = value
+                if users:
+                    continue
+                reason = "a user-defined property no ESQL node of the flow declares EXTERNAL"
+            flow.dropped_properties.append(
+                {"node": "(flow)", "property": name, "value": value or "", "reason": reason}
+            )
+
+    def _check_terminals(
+        self, out_nodes: list[dict[str, Any]], connections: list[dict[str, Any]], flow: FlowReport
+    ) -> None:
+        """Drop (and report) connections to terminals the flowbroker node type does not have."""
+        from flowbroker_nodes import registry
+
+        by_id = {n["id"]: n for n in out_nodes}
+        kept = []
+        for conn in connections:
+            reason = ""
+            for end, direction in (("from", "outputs"), ("to", "inputs")):
+                node = by_id[conn[end]["node"]]
+                spec = registry.spec(node["type"])
+                if spec is None or spec.dynamic_terminals:
+                    continue
+                names = [t.name for t in getattr(spec, direction)]
+                if conn[end]["terminal"] not in names:
+                    reason = f"{node['type']} has no terminal {conn[end]['terminal']!r} (has: {', '.join(names) or 'none'})"
+            if reason:
+                flow.dropped_connections.append(
+                    {
+                        "from": f"{conn['from']['node']}.{conn['from']['terminal']}",
+                        "to": f"{conn['to']['node']}.{conn['to']['terminal']}",
+                        "reason": reason,
+                    }
+                )
+            else:
+                kept.append(conn)
+        connections[:] = kept
+
+    def _node(self, project: Project, node: xmi.XmiNode, flow: FlowReport) -> dict[str, Any] | None:
+        label = node.name or node.id
+        if node.namespace == "eflow":
+            prefix = "InTerminal." if node.kind == "FCMSource" else "OutTerminal."
+            our = "Input" if node.kind == "FCMSource" else "Output"
+            if node.kind not in ("FCMSource", "FCMSink"):
+                self._unsupported(flow, node, f"eflow:{node.kind}", "not a node kind a flow can hold")
+                return None
+            return {
+                "type": our,
+                "name": label,
+                "properties": {"terminalName": nodes.terminal(node.id.removeprefix(prefix))},
+            }
+        if node.namespace.endswith(FLOW_SUFFIXES):
+            found = self._subflow(project, node.namespace)
+            if found is None:
+                self._unsupported(
+                    flow, node, node.namespace, f"subflow {node.namespace} is not in the workspace"
+                )
+                return None
+            target = self.names[found]
+            for attribute, value in node.attributes.items():
+                flow.dropped_properties.append(
+                    {
+                        "node": label,
+                        "property": attribute,
+                        "value": value,
+                        "reason": "promoted subflow properties are not supported",
+                    }
+                )
+            instance: dict[str, Any] = {
+                "type": "Subflow",
+                "name": label,
+                "properties": {"flow": {"name": target}},
+            }
+            terminals = self._subflow_terminals(found)
+            if terminals is not None:
+                instance["ui"] = {"terminals": terminals}
+            return instance
+        mapping = nodes.MAPPINGS.get(node.namespace)
+        if mapping is None:
+            self._unsupported(flow, node, nodes.short_type(node.namespace), "no flowbroker node type yet")
+            return None
+        props: dict[str, Any] = dict(mapping.defaults)
+        instances = 0
+        for attribute, value in node.attributes.items():
+            if attribute == mapping.esql:
+                self._esql(node, label, value, props, flow)
+                continue
+            if attribute == "additionalInstances" and mapping.type == "MQInput":
+                try:
+                    instances = int(value)
+                except ValueError:
+                    pass
+                else:
+                    flow.dropped_properties.append(
+                        {
+                            "node": label,
+                            "property": attribute,
+                            "value": value,
+                            "reason": "moved to the flow's additionalInstances (flowbroker has no node-level pool)",
+                        }
+                    )
+                    continue
+            mapped = mapping.properties.get(attribute)
+            if mapped is None:
+                if mapping.harmless.get(attribute) == value:
+                    continue
+                reason = nodes.DROP_REASONS.get(attribute, f"{mapping.type} has no such property")
+                flow.dropped_properties.append(
+                    {"node": label, "property": attribute, "value": value, "reason": reason}
+                )
+                continue
+            ours, convert = mapped
+            try:
+                props[ours] = convert(value)
+            except nodes.Unconvertible as exc:
+                flow.dropped_properties.append(
+                    {"node": label, "property": attribute, "value": value, "reason": str(exc)}
+                )
+        if mapping.esql and mapping.esql not in node.attributes:
+            flow.esql_missing.append(
+                {"node": label, "module": "", "reason": f"the node names no module ({mapping.esql})"}
+            )
+        made: dict[str, Any] = {"type": mapping.type, "name": label, "properties": props}
+        if instances:
+            made["_instances"] = instances
+        return made
+
+    def _esql(self, node: xmi.XmiNode, label: str, uri: str, props: dict[str, Any], flow: FlowReport) -> None:
+        resolution = self.esql.resolve(uri)
+        if resolution.esql is None:
+            flow.esql_missing.append({"node": label, "module": uri, "reason": resolution.problem})
+            return
+        props["esql"] = resolution.esql
+        props["module"] = resolution.module
+        flow.esql_resolved.append(
+            {
+                "node": label,
+                "module": f"{resolution.schema + '.' if resolution.schema else ''}{resolution.module}",
+                "source": resolution.source,
+                "uses": resolution.uses,
+            }
+        )
+
+    def _unsupported(self, flow: FlowReport, node: xmi.XmiNode, type_name: str, reason: str) -> None:
+        flow.unsupported_nodes.append(
+            {
+                "node": node.name or node.id,
+                "id": node.id,
+                "type": type_name,
+                "reason": reason,
+                "line": node.line,
+            }
+        )
+
+
+def import_workspace(workspace: Workspace, *, check: bool = True) -> Converted:
+    """Convert every flow, subflow and MQSC script of ``workspace``; with ``check``, compile each flow.
+
+    A flow that would not deploy (an ESQL error, a missing required property) is still converted:
+    its problems are in the report.
+    """
+    converted = _Converter(workspace).run()
+    if check:
+        _check(converted)
+    return converted
+
+
+def _check(converted: Converted) -> None:
+    from flowbroker.services import deploy
+
+    dependencies = {
+        "subflows": [
+            {"name": d["name"], "version": 1, "latest": True, "document": d} for d in converted.documents
+        ]
+    }
+    reports = {f.name: f for f in converted.report.flows}
+    for document in converted.documents:
+        report = reports[document["name"]]
+        from flowbroker.services import validation
+
+        found = validation.problems(document)
+        if not found and report.kind == "flow":
+            found = deploy.check(document, dependencies=dependencies)
+        report.problems = [dict(p) for p in found]

@@ -1,0 +1,109 @@
+"""Imports of other products' projects into the repository (today: IBM ACE / IIB Toolkit workspaces).
+
+The conversion is :mod:`flowbroker.importers.ace`; this service stores what it made: each flow
+as a new flow or a new version of the flow of that name (unchanged when identical), in one unit
+of work, and each local queue of the MQSC scripts on the queue manager when the caller may
+define queues. A flow whose document does not validate is refused and reported, not stored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from flowbroker.importers.ace import Workspace, WorkspaceError, import_workspace
+from flowbroker.repository.models import Flow, FlowVersion
+from flowbroker.services import audit, flows, queues, validation
+from flowbroker.services.errors import Invalid, ServiceError, problem
+
+
+class BadWorkspace(Invalid):
+    status_code = 400
+    code = "bad_workspace"
+
+
+def read_zip(data: bytes) -> Workspace:
+    try:
+        return Workspace.from_zip(data)
+    except WorkspaceError as exc:
+        raise BadWorkspace(str(exc), [problem("", str(exc))]) from None
+
+
+def import_ace(
+    session: Session,
+    actor: str,
+    data: bytes,
+    *,
+    queue_manager: Path | None,
+    lookup: validation.SpecLookup | None = None,
+) -> dict[str, Any]:
+    """Convert the zipped workspace ``data`` and store its flows (and queues, given ``queue_manager``).
+
+    ``queue_manager`` is the data directory of the queue manager to define queues on; ``None``
+    leaves them undefined (the caller may not define queues), which the report says.
+    """
+    converted = import_workspace(read_zip(data))
+    report = converted.report
+    by_name = {f.name: f for f in report.flows}
+    stored: list[dict[str, Any]] = []
+    for document in converted.documents:
+        entry = by_name[document["name"]]
+        found = validation.problems(document, lookup)
+        if found:
+            entry.outcome = "refused"
+            entry.problems = [dict(p) for p in found]
+            continue
+        entry.outcome, entry.version = _store(session, actor, document)
+        stored.append({"name": entry.name, "version": entry.version, "outcome": entry.outcome})
+    audit.record(session, actor, "import.ace", "ace", {"flows": stored, "summary": report.summary()})
+    session.commit()
+    for queue in report.queues:
+        if queue["problem"]:
+            continue
+        if queue_manager is None:
+            queue["outcome"] = "not defined: defining queues needs the operator role"
+            continue
+        try:
+            queues.define(session, actor, queue_manager, queue["name"], queue["attributes"])
+        except queues.QueueManagerRefused as exc:
+            queue["outcome"] = (
+                "exists (left as it is)" if exc.detail == {"reason": 2100} else f"refused: {exc}"
+            )
+        except ServiceError as exc:
+            queue["outcome"] = f"not defined: {exc}"
+        else:
+            queue["outcome"] = "defined"
+    return report.to_json()
+
+
+def _store(session: Session, actor: str, document: dict[str, Any]) -> tuple[str, int]:
+    """Add ``document`` as a new flow or the next version of the flow of its name (as archives do)."""
+    name = document["name"]
+    flow = session.scalars(select(Flow).where(Flow.name == name)).first()
+    if flow is None:
+        flow = Flow(name=name, description=document.get("description", ""), current_version=0)
+        session.add(flow)
+        session.flush()
+        outcome = "created"
+    else:
+        current = flows.version(session, flow).document
+        if {k: v for k, v in current.items() if k != "version"} == {
+            "properties": {},
+            "connections": [],
+            **document,
+        }:
+            return "unchanged", flow.current_version
+        outcome = "updated"
+    number = flow.current_version + 1
+    stored = {"properties": {}, "connections": [], **document, "version": number}
+    session.add(
+        FlowVersion(
+            flow_id=flow.id, version=number, document=stored, comment="imported from ACE", author=actor
+        )
+    )
+    flow.current_version = number
+    session.flush()
+    return outcome, number

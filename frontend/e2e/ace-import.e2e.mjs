@@ -1,0 +1,87 @@
+// End-to-end through the browser against a running `flowbroker up`: the designer's Import ACE…
+// button uploads a zipped Toolkit workspace (ACE_ZIP), the report dialog says what each flow
+// became and what was left out, the imported flows are offered in the toolbar afterwards and open
+// without problems (a subflow node shows the subflow's terminals); a
+// file that is not a zip is refused in the problems list. Prints one JSON line of step results;
+// exits 1 when any step fails.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { launch, login } from './browser.mjs';
+
+const base = process.env.FLOWBROKER_URL ?? 'http://127.0.0.1:8080';
+const username = process.env.FLOWBROKER_USER ?? 'admin';
+const password = process.env.FLOWBROKER_PASSWORD ?? '';
+const out = process.env.OUTPUT_DIR ?? '/tmp/ace-import';
+const zip = process.env.ACE_ZIP ?? '';
+const notZip = process.env.NOT_ZIP ?? '';
+mkdirSync(out, { recursive: true });
+
+const steps = [];
+let page = null;
+
+async function step(name, run) {
+  try {
+    await run();
+    steps.push({ name, status: 'passed', detail: '' });
+  } catch (err) {
+    const detail = String(err && err.stack ? err.stack.split('\n').slice(0, 3).join(' | ') : err);
+    steps.push({ name, status: 'failed', detail });
+    await page.screenshot({ path: join(out, `failed-step-${steps.length}.png`) }).catch(() => undefined);
+  }
+}
+
+async function designer() {
+  await page.goto(base + '/#/designer');
+  await page.reload();
+  await page.locator('.palette-item[data-type="MQInput"]').waitFor();
+}
+
+const { context, close } = await launch();
+page = context.pages()[0] ?? (await context.newPage());
+await page.setViewportSize({ width: 1440, height: 900 });
+
+try {
+  await login(page, base, username, password);
+
+  await step('Import ACE… stores the workspace and shows the report', async () => {
+    await designer();
+    await page.getByTestId('import-ace-file').setInputFiles(zip);
+    const dialog = page.getByRole('dialog', { name: 'ACE import report' });
+    await dialog.waitFor({ timeout: 30000 });
+    const headline = await page.getByTestId('ace-import-headline').innerText();
+    if (!headline.includes('2 flows, 8/9 nodes mapped')) throw new Error(`headline: ${headline}`);
+    const flows = await page.getByTestId('ace-import-flows').innerText();
+    for (const want of [
+      'orders.OrderRouter: created, 5/6 nodes',
+      'left out Check stock (WSRequest): no flowbroker node type yet',
+      'common.Stamp: created, 3/3 nodes',
+    ])
+      if (!flows.includes(want)) throw new Error(`flows list lacks ${want}: ${flows}`);
+    await page.screenshot({ path: join(out, 'ace-01-report.png') });
+    await dialog.getByRole('button', { name: 'Close' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    const offered = await page.getByLabel('Open flow').locator('option').allInnerTexts();
+    if (!offered.includes('orders.OrderRouter (v1)')) throw new Error(`the toolbar offers ${offered.join(', ')}`);
+    await page.getByLabel('Open flow').selectOption({ label: 'orders.OrderRouter (v1)' });
+    await page.getByTestId('flow-title').filter({ hasText: 'orders.OrderRouter · v1' }).waitFor({ timeout: 10000 });
+    await page.locator('[data-id="FCMComposite_1_3"]').waitFor();
+    // the subflow node is drawn with its Input and Output terminals, so its wiring is sound
+    const problems = await page.locator('.problems li').allInnerTexts();
+    if (problems.length) throw new Error(`problems: ${problems.join(' | ')}`);
+    await page.screenshot({ path: join(out, 'ace-02-opened.png') });
+  });
+
+  await step('a file that is not a zip is refused in the problems list', async () => {
+    await designer();
+    await page.getByTestId('import-ace-file').setInputFiles(notZip);
+    await page
+      .locator('.problems li')
+      .filter({ hasText: 'ACE import refused: not a zip archive' })
+      .waitFor({ timeout: 10000 });
+  });
+} finally {
+  await close();
+}
+
+console.log(JSON.stringify({ steps }));
+process.exit(steps.some((s) => s.status !== 'passed') ? 1 : 0);

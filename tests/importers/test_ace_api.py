@@ -1,0 +1,178 @@
+"""POST /api/imports/ace: a zipped workspace becomes flows in the repository, by role."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+from flowbroker.api.app import create_app
+from flowbroker.importers.ace.workspace import zip_dirs
+from flowbroker.repository import db
+from flowbroker.services import users
+from flowbroker.settings import Settings
+
+PASSWORD = "correct-horse-battery"
+FIXTURES = Path(__file__).parent / "ace"
+ZIP = {"Content-Type": "application/zip"}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, dict[str, dict[str, str]]]]:
+    data: Path = tmp_path_factory.mktemp("ace-import-api")
+    app = create_app(Settings(data=data, database_url=f"sqlite:///{data / 'config.db'}"))  # type: ignore[call-arg]
+    with db.session_scope(app.state.session_factory) as session:
+        users.ensure_admin(session, PASSWORD)
+        users.create(session, "admin", "dev", PASSWORD, "developer")
+        users.create(session, "admin", "watcher", PASSWORD, "viewer")
+    client = TestClient(app)
+    headers = {}
+    for name in ("admin", "dev", "watcher"):
+        token = client.post("/api/auth/login", json={"username": name, "password": PASSWORD}).json()
+        headers[name] = {"Authorization": f"Bearer {token['accessToken']}"}
+    yield client, headers
+    client.close()
+    app.state.engine.dispose()
+
+
+def _post(api: Any, user: str, data: bytes, query: str = "") -> Any:
+    client, headers = api
+    return client.post(f"/api/imports/ace{query}", content=data, headers={**headers[user], **ZIP})
+
+
+def test_a_developer_imports_flows_and_subflows_once(api: Any) -> None:
+    client, headers = api
+    data = zip_dirs([FIXTURES / "workspace"])
+    first = _post(api, "dev", data)
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert {(f["name"], f["outcome"], f["version"]) for f in body["flows"]} == {
+        ("common.Stamp", "created", 1),
+        ("orders.OrderRouter", "created", 1),
+    }
+    # a developer may not define queues: the report says so instead of failing the import
+    assert {q["name"]: q.get("outcome") or q["problem"] for q in body["queues"]} == {
+        "ACEIMP.ORDERS.IN": "not defined: defining queues needs the operator role",
+        "ACEIMP.ORDERS.OUT": "not defined: defining queues needs the operator role",
+        "ACEIMP.ORDERS.BACKOUT": "not defined: defining queues needs the operator role",
+        "ACEIMP.ORDERS.ALIAS": "QALIAS is not supported: the queue manager has local queues only",
+    }
+    assert body["summary"]["unsupportedNodeTypes"] == {"WSRequest": 1}
+    flows = {f["name"]: f for f in client.get("/api/flows", headers=headers["dev"]).json()}
+    stored = client.get(f"/api/flows/{flows['orders.OrderRouter']['id']}", headers=headers["dev"]).json()
+    assert [n["type"] for n in stored["document"]["nodes"]] == [
+        "MQInput",
+        "Compute",
+        "Subflow",
+        "MQOutput",
+        "Trace",
+    ]
+    again = _post(api, "dev", data).json()
+    assert {f["outcome"] for f in again["flows"]} == {"unchanged"}
+
+
+def test_a_flow_that_cannot_be_saved_is_refused_and_unreadable_files_are_errors(api: Any) -> None:
+    body = _post(api, "admin", zip_dirs([FIXTURES / "broken"]), "?queues=false").json()
+    (invoices,) = body["flows"]
+    assert invoices["outcome"] == "refused"
+    assert invoices["problems"] == [
+        {"pointer": "/nodes/1/properties/esql", "message": "required property of Filter"}
+    ]
+    assert sorted((e["file"], e["line"]) for e in body["errors"]) == [
+        ("Billing/billing/Entities.msgflow", 3),
+        ("Billing/billing/Truncated.msgflow", 10),
+    ]
+
+
+def test_a_path_outside_the_archive_is_refused(api: Any) -> None:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("App/../../escape.msgflow", b"<x/>")
+    refused = _post(api, "admin", buffer.getvalue())
+    assert refused.status_code == 400
+    assert refused.json()["message"] == "App/../../escape.msgflow: a path outside the archive"
+
+
+def test_a_viewer_may_not_import_and_garbage_is_a_bad_request(api: Any) -> None:
+    assert _post(api, "watcher", zip_dirs([FIXTURES / "workspace"])).status_code == 403
+    bad = _post(api, "admin", b"not a zip at all")
+    assert bad.status_code == 400
+    assert bad.json()["code"] == "bad_workspace"
+    assert bad.json()["message"] == "not a zip archive: File is not a zip file"
+
+
+@pytest.fixture(scope="module")
+def api_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """The configuration manager as a real process (`flowbroker api`): its URL and an admin token."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    from flowbroker.commands.platform import prepare_repository
+    from flowbroker.qm.harness import free_port
+
+    data = tmp_path_factory.mktemp("ace-import-cli")
+    prepare_repository(Settings(data=data, admin_password=PASSWORD))
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flowbroker.cli", "api", "--data", str(data), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "FLOWBROKER_DATA": str(data)},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        token = ""
+        while time.monotonic() < deadline and not token:
+            try:
+                login = httpx.post(url + "/api/auth/login", json={"username": "admin", "password": PASSWORD})
+                token = login.json().get("accessToken", "")
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        assert token, "the API process did not start"
+        yield url, token
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+@pytest.mark.timeout(180)
+def test_the_command_stores_the_workspace_through_the_api(
+    api_process: tuple[str, str], tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    url, token = api_process
+    command = [sys.executable, "-m", "flowbroker.cli", "import", "ace", str(FIXTURES / "workspace")]
+    command += ["--api", url, "--no-queues"]
+    env = {**os.environ, "FLOWBROKER_TOKEN": token, "FLOWBROKER_CONFIG_DIR": str(tmp_path / "config")}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "flow orders.OrderRouter v1 (OrderApp/orders/OrderRouter.msgflow): created, 5/6 nodes mapped"
+        in done.stdout
+    )
+    assert (
+        "subflow common.Stamp v1 (CommonLib/common/Stamp.subflow): created, 3/3 nodes mapped" in done.stdout
+    )
+    again = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert "flow orders.OrderRouter v1 (OrderApp/orders/OrderRouter.msgflow): unchanged" in again.stdout
+    anonymous = {k: v for k, v in env.items() if k != "FLOWBROKER_TOKEN"}
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, env=anonymous)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr.startswith("flowbroker: error: POST /api/imports/ace?queues=false: 401:")

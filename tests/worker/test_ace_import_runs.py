@@ -1,0 +1,51 @@
+"""An imported ACE workspace runs: its queues are defined, its flow deploys and moves a message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from flowbroker.importers.ace.workspace import zip_dirs
+from flowbroker.runtime.harness import get_all
+from flowbroker.worker.harness import WorkerProcess
+
+pytestmark = pytest.mark.timeout(240)
+WORKSPACE = Path(__file__).parents[1] / "importers" / "ace" / "workspace"
+
+
+def test_the_imported_router_with_its_subflow_and_library_esql_moves_a_message(platform) -> None:
+    response = platform.client.post(
+        "/api/imports/ace",
+        content=zip_dirs([WORKSPACE]),
+        headers={**platform.headers, "Content-Type": "application/zip"},
+    )
+    assert response.status_code == 200, response.text
+    report = response.json()
+    outcomes = {q["name"]: q.get("outcome") for q in report["queues"] if not q["problem"]}
+    assert outcomes == {
+        "ACEIMP.ORDERS.IN": "defined",
+        "ACEIMP.ORDERS.OUT": "defined",
+        "ACEIMP.ORDERS.BACKOUT": "defined",
+    }
+    with platform.qm.client() as qm:
+        attrs = qm.inquire_queue("ACEIMP.ORDERS.IN")
+    assert (attrs["max_depth"], attrs["backout_threshold"], attrs["backout_requeue_q"]) == (
+        5000,
+        2,
+        "ACEIMP.ORDERS.BACKOUT",
+    )
+    assert attrs["description"] == "Orders arriving"
+
+    with WorkerProcess(platform.data):
+        created = platform.request("POST", "/api/deployments", json={"flowName": "orders.OrderRouter"})
+        assert created.status_code == 202, created.text
+        deployed = platform.wait_status(created.json()["id"], {"running", "failed"})
+        assert deployed["status"] == "running", deployed
+        with platform.qm.client() as qm:
+            qm.put("ACEIMP.ORDERS.IN", b"<Order><Qty>12</Qty></Order>")
+            (out,) = get_all(qm, "ACEIMP.ORDERS.OUT", 1, wait=30)
+    body = bytes(out.body).decode()
+    assert "<Priority>high</Priority>" in body  # a routine of the library's schema, on the PATH
+    assert "<Shop>north</Shop>" in body  # a constant of the module's schema, from another file
+    assert "<Region>west</Region>" in body  # the flow's user-defined property
+    assert "<Stamped>yes</Stamped>" in body  # the subflow ran
