@@ -2093,6 +2093,18 @@ export interface components {
             /** Messagesets */
             messageSets: components["schemas"]["ImportedItem"][];
         };
+        /** ImportWarningOut */
+        ImportWarningOut: {
+            /** Column */
+            column: number;
+            /** Line */
+            line: number;
+            /**
+             * Message
+             * @description what was imported other than as written, and how
+             */
+            message: string;
+        };
         /** ImportedItem */
         ImportedItem: {
             /** Name */
@@ -2267,6 +2279,11 @@ export interface components {
             };
             /** Version */
             version: number;
+            /**
+             * Warnings
+             * @description where the import differs from the text (line and column in it)
+             */
+            warnings?: components["schemas"]["ImportWarningOut"][];
         };
         /** MessageSetIn */
         MessageSetIn: {
@@ -5595,6 +5612,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AceImportOut"];
+                };
+            };
+            /** @description Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body, or the message, is larger than allowed */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request is invalid: the detail names each field by its JSON pointer */
