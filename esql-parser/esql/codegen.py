@@ -387,6 +387,8 @@ class Generator:
         self.pre: list[list[str]] = []
         self.bare = False
         self.function_globals: list[set[str]] = []
+        #: schema and module level normal variables: (file, unit, module, scopes, DECLARE, variable)
+        self.message_vars: list[tuple[str, Any, Any, list[dict[str, Var]], Tree[Any], Var]] = []
         self.function_starts: list[int] = []
         self.fresh_prefix = ""  # EVAL code names its temporaries apart from the program's
         self.depth = 0  # expression nesting of the expression being generated (parentheses aside)
@@ -578,6 +580,7 @@ class Generator:
             module.declares_vars = module_vars  # type: ignore[attr-defined]
         self.end_function()
         out.indent -= 1
+        self.init_message_vars()
         for module in self.modules.values():
             self.module = module
             self.filename = module.filename
@@ -594,6 +597,27 @@ class Generator:
                 self.gen_routine(routine)
         return "\n".join(out.lines) + "\n"
 
+    def init_message_vars(self) -> None:
+        """``_init_message(ctx)``: the schema and module level normal variables of one message."""
+        out = self.out
+        out.line("def _init_message(ctx):")
+        out.indent += 1
+        self.begin_function()
+        out.line("ctx.mv = _MessageVariables()")
+        for filename, unit, module, scopes, node, var in self.message_vars:
+            self.filename, self.unit, self.module, self.scopes = filename, unit, module, scopes
+            init = node.children[-1]
+            self.out.where = (filename, *position(node))
+            if var.kind == "row":
+                out.line(f"{var.py} = _new_row()")
+            elif init is None or not checks.check_initial_type(self, var, init):
+                out.line(f"{var.py} = None")
+            else:
+                out.line(f"{var.py} = {self.typed(var.type_name, init)}")
+        self.end_function()
+        out.indent -= 1
+        self.module = None
+
     def global_declare(self, node: Tree[Any], table: dict[str, Var], declared: bool = False) -> None:
         """Initialise schema/module-level variables in ``_init`` (run once per compiled program)."""
         names = [ident(n) for n in node.children if isinstance(n, Tree) and n.data in ("ident", "quoted")]
@@ -608,9 +632,14 @@ class Generator:
                 self.error(node, "a REFERENCE variable cannot be declared at schema or module level")
                 continue
             if mod == "" and not var.constant:
-                self.error(
-                    node, f"'{name}': a schema or module level variable must be CONSTANT, EXTERNAL or SHARED"
+                # ESQL variables: a normal variable lives for one message passing through the node,
+                # and one declared at schema or module level is the node's own: it is made afresh,
+                # with its initial value, for each message (in ``_init_message``).
+                var.py = f"ctx.mv.{var.py}"
+                self.message_vars.append(
+                    (self.filename, self.unit, self.module, list(self.scopes), node, var)
                 )
+                continue
             self.function_globals[-1].add(var.py)
             if var.kind == "row":
                 self.out.line(f"{var.py} = _new_row()")
@@ -886,9 +915,11 @@ class Generator:
         elems = target.children[1:]
         name = ident(start.children[0])
         var = self.lookup(name)
-        if var is not None and not elems and start.children[1] is None and not attr_kw:
+        if var is not None and not elems and start.children[1] is None and not attr_kw and var.kind != "ref":
             self.set_variable(var, expr, node)
             return
+        # SET r = … with r a REFERENCE assigns to the field r points to, as SET of its path would
+        # (SET statement: the target is a field reference); only MOVE points r elsewhere.
         if var is not None and var.kind in ("scalar", "namespace", "external") and elems:
             self.error(start, f"'{name}' is {article(var.type_name)} variable, not a field reference")
             return
@@ -1507,8 +1538,11 @@ class Generator:
                     self.out.line(f"{func}({new}, {value})")
             elif tail.data == "create_from":
                 self.out.line(f"_create_from({new}, _deref({self.element_or_value(tail.children[0])}))")
-            elif tail.data == "create_parse":
-                opts = {keyword(o.children[0]): self.scalar(o.children[1]) for o in tail.children[1:]}
+            elif tail.data in ("create_parse", "create_parse_pos"):
+                if tail.data == "create_parse_pos":
+                    opts = self.positional_opts(tail.children[1], "PARSE")
+                else:
+                    opts = {keyword(o.children[0]): self.scalar(o.children[1]) for o in tail.children[1:]}
                 self.out.line(
                     f"_parse_into({new}, {dom}, {self.scalar(tail.children[0])}, "
                     f"{opts.get('CCSID', 'None')}, {opts.get('ENCODING', 'None')}, {opts.get('OPTIONS', 'None')}, "
@@ -2271,11 +2305,31 @@ class Generator:
             return "scalar", f"_nullif({self.scalar(args[0])}, {self.scalar(args[1])})"
         return "scalar", "None"
 
+    #: The older comma form of ASBITSTREAM and CREATE … PARSE gives its options by position.
+    POSITIONAL_OPTIONS = ("ENCODING", "CCSID", "SET", "TYPE", "FORMAT", "OPTIONS")
+
+    def positional_opts(self, node: Tree[Any], what: str) -> dict[str, str]:
+        """``(x, enc, ccsid, set, type, format, options)``, any position empty: the options given."""
+        values = node.children
+        if len(values) > len(self.POSITIONAL_OPTIONS):
+            self.error(node, f"{what} takes at most {len(self.POSITIONAL_OPTIONS) + 1} arguments")
+        return {
+            name: self.scalar(value)
+            for name, value in zip(self.POSITIONAL_OPTIONS, values, strict=False)
+            if value is not None
+        }
+
+    def e_asbitstream_pos(self, node: Tree[Any]) -> tuple[str, str]:
+        return self.asbitstream_call(node.children[0], self.positional_opts(node.children[1], "ASBITSTREAM"))
+
     def e_asbitstream(self, node: Tree[Any]) -> tuple[str, str]:
         opts = {
             keyword(o.children[0]): self.scalar(o.children[1]) for o in node.children[1:] if o is not None
         }
-        target = self.field_arg(node.children[0])
+        return self.asbitstream_call(node.children[0], opts)
+
+    def asbitstream_call(self, field: Any, opts: dict[str, str]) -> tuple[str, str]:
+        target = self.field_arg(field)
         return "scalar", (
             f"_asbitstream({target}, {opts.get('ENCODING', 'None')}, {opts.get('CCSID', 'None')}, "
             f"{opts.get('SET', 'None')}, {opts.get('TYPE', 'None')}, {opts.get('FORMAT', 'None')}, "

@@ -1,0 +1,148 @@
+"""Forms found in public ESQL projects that IBM's toolkit and runtime accept, each as IBM documents it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from esql.compiler import check_sources, compile_program
+from esql.runtime import ExecutionContext
+from esql.tree import build
+
+formats = pytest.importorskip("flowbroker.formats")
+
+
+def setup_module() -> None:
+    formats.load_all()
+
+
+def _run(source: str, root: object = None) -> ExecutionContext:
+    ctx = ExecutionContext(input_root=root or build("Root", {"XMLNSC": {"Doc": {"A": "1"}}}))
+    program = compile_program(source, "forms.esql", use_cache=False)
+    assert program.main_module().run(ctx) is True
+    return ctx
+
+
+def _errors(source: str) -> list[str]:
+    return [d.message for d in check_sources({"forms.esql": source})[0] if d.severity == "error"]
+
+
+# ASBITSTREAM function: "ASBITSTREAM(FieldReference, Encoding, CCSID, SetName, TypeName, FormatName,
+# Options)", the older comma form, is still accepted; the options keep their positions.
+def test_asbitstream_positional_options_serialise_as_the_keyword_form() -> None:
+    ctx = _run("""
+SET Environment.Keyed = ASBITSTREAM(InputRoot.XMLNSC ENCODING 546 CCSID 1208);
+SET Environment.Positional = ASBITSTREAM(InputRoot.XMLNSC, 546, 1208);
+SET Environment.Sparse = ASBITSTREAM(InputRoot.XMLNSC, , 1208, , , , 0);
+""")
+    keyed = ctx.environment.child("Keyed").value
+    assert isinstance(keyed, bytes) and b"<A>1</A>" in keyed
+    assert ctx.environment.child("Positional").value == keyed
+    assert ctx.environment.child("Sparse").value == keyed
+
+
+def test_asbitstream_positional_takes_at_most_seven_arguments() -> None:
+    assert _errors("SET Environment.B = ASBITSTREAM(InputRoot.XMLNSC, 546, 1208, '', '', '', 0, 9);") == [
+        "ASBITSTREAM takes at most 7 arguments"
+    ]
+
+
+# CREATE statement, PARSE clause: PARSE(BitStream, Encoding, CCSID, Set, Type, Format, Options) by position.
+def test_create_parse_positional_options() -> None:
+    ctx = _run("""
+DECLARE text BLOB CAST('<Order><Id>7</Id></Order>' AS BLOB CCSID 1208);
+CREATE LASTCHILD OF Environment.A DOMAIN('XMLNSC') PARSE(text, 546, 1208);
+CREATE LASTCHILD OF Environment.B DOMAIN 'XMLNSC' PARSE(text, InputRoot.Properties.Encoding, 1208,,,, 0);
+""")
+    for name in ("A", "B"):
+        assert ctx.environment.child(name).child("XMLNSC").child("Order").child("Id").value == "7"
+
+
+# ESQL variables: a normal variable (neither EXTERNAL nor SHARED) "has a lifetime of just one message
+# passing through a node"; declared at module or schema level it belongs to the node. So it is allowed
+# there, and each message starts from its initial value.
+MODULE_VARIABLES = """
+BROKER SCHEMA org.example
+DECLARE total INTEGER 10;
+CREATE COMPUTE MODULE Counter
+  DECLARE seen INTEGER 0;
+  DECLARE cache ROW;
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    SET seen = seen + 1;
+    SET total = total + 1;
+    CALL Bump();
+    SET cache.Items[CARDINALITY(cache.Items[]) + 1] = 'x';
+    SET OutputRoot.XMLNSC.Out.Seen = seen;
+    SET OutputRoot.XMLNSC.Out.Total = total;
+    SET OutputRoot.XMLNSC.Out.Items = CARDINALITY(cache.Items[]);
+    RETURN TRUE;
+  END;
+  CREATE PROCEDURE Bump() BEGIN SET seen = seen + 5; END;
+END MODULE;
+"""
+
+
+def test_module_and_schema_normal_variables_start_afresh_for_each_message() -> None:
+    program = compile_program(MODULE_VARIABLES, "counter.esql", use_cache=False)
+    routine = program.main_module("Counter")
+    for _message in range(2):
+        ctx = ExecutionContext(input_root=build("Root", {"XMLNSC": {"Doc": {}}}))
+        assert routine.run(ctx) is True
+        out = ctx.output_root.child("XMLNSC").child("Out")
+        assert (out.child("Seen").value, out.child("Total").value, out.child("Items").value) == (6, 11, 1)
+
+
+def test_shared_variable_still_outlives_the_message() -> None:
+    source = MODULE_VARIABLES.replace("DECLARE seen INTEGER 0;", "DECLARE seen SHARED INTEGER 0;")
+    routine = compile_program(source, "counter.esql", use_cache=False).main_module("Counter")
+    seen = []
+    for _message in range(2):
+        ctx = ExecutionContext(input_root=build("Root", {"XMLNSC": {"Doc": {}}}))
+        routine.run(ctx)
+        seen.append(ctx.output_root.child("XMLNSC").child("Out").child("Seen").value)
+    assert seen == [6, 12]
+
+
+# SET statement: the target is a field reference; a REFERENCE variable names the field it points to,
+# so SET r = source assigns that field (a tree copy that keeps the target's name). MOVE repoints r.
+def test_set_through_a_reference_assigns_the_field_it_points_to() -> None:
+    ctx = _run("""
+SET Environment.Src.A = 1;
+SET Environment.Src.B.C = 'x';
+CREATE FIELD OutputRoot.XMLNSC.Out.Data;
+DECLARE r REFERENCE TO OutputRoot.XMLNSC.Out.Data;
+SET r = Environment.Src;
+SET OutputRoot.XMLNSC.Out.Name = FIELDNAME(r);
+CREATE FIELD OutputRoot.XMLNSC.Out.Scalar;
+MOVE r TO OutputRoot.XMLNSC.Out.Scalar;
+SET r = 'v';
+""")
+    out = ctx.output_root.child("XMLNSC").child("Out")
+    data = out.child("Data")
+    assert data.child("A").value == 1 and data.child("B").child("C").value == "x"
+    assert out.child("Name").value == "Data"
+    assert out.child("Scalar").value == "v"
+    assert ctx.environment.child("Src").child("A").value == 1
+
+
+# Lexical forms found in public files: a byte order mark, CRLF line ends, lower-case keywords and
+# comments between the parts of a statement.
+def test_bom_crlf_lower_case_and_comments(tmp_path: Path) -> None:
+    text = (
+        "\ufeffbroker schema a.b\r\n"
+        "create compute module Lower_Compute -- trailing\r\n"
+        "  create function Main() returns boolean\r\n"
+        "  begin\r\n"
+        "    set /* between */ OutputRoot.XMLNSC.Out.V\t=\r\n  upper( 'x' ) ;\r\n"
+        "    return true;\r\n"
+        "  end;\r\n"
+        "end module;\r\n"
+    )
+    path = tmp_path / "lower.esql"
+    path.write_bytes(text.encode("utf-8"))
+    source = path.read_bytes().decode("utf-8-sig")
+    ctx = ExecutionContext(input_root=build("Root", {"XMLNSC": {"Doc": {}}}))
+    assert compile_program(source, "lower.esql", use_cache=False).main_module().run(ctx) is True
+    assert ctx.output_root.child("XMLNSC").child("Out").child("V").value == "X"
