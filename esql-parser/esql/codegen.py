@@ -2347,7 +2347,9 @@ class Generator:
                 3,
             )
         if b is not None:
-            self.error(node, f"SUBSTRING … {word} takes no FOR clause")
+            # SUBSTRING function: StringLength limits the BEFORE and AFTER forms too
+            codes = [self.scalar(s), self.scalar(a), self.scalar(b)]
+            return "scalar", self.builtin(node, f"SUBSTRING_{word}", codes, 3)
         return "scalar", self.builtin(node, f"SUBSTRING_{word}", [self.scalar(s), self.scalar(a)], 2)
 
     def e_position(self, node: Tree[Any]) -> tuple[str, str]:

@@ -146,3 +146,21 @@ def test_bom_crlf_lower_case_and_comments(tmp_path: Path) -> None:
     ctx = ExecutionContext(input_root=build("Root", {"XMLNSC": {"Doc": {}}}))
     assert compile_program(source, "lower.esql", use_cache=False).main_module().run(ctx) is True
     assert ctx.output_root.child("XMLNSC").child("Out").child("V").value == "X"
+
+
+# SUBSTRING function: with BEFORE, StringLength characters before the first occurrence of the
+# BeforeExpression; with AFTER, StringLength characters after the AfterExpression.
+def test_substring_before_and_after_take_a_length() -> None:
+    ctx = _run("""
+SET Environment.After = SUBSTRING('2024-05-06T10:11:12' AFTER 'T' FOR 5);
+SET Environment.Before = SUBSTRING('2024-05-06T10:11:12' BEFORE 'T' FOR 5);
+SET Environment.Long = SUBSTRING('abcXdef' AFTER 'X' FOR 10);
+SET Environment.Whole = SUBSTRING('abcXdef' BEFORE 'X' FOR 10);
+SET Environment.Absent = SUBSTRING('abc' AFTER 'Q' FOR 2);
+""")
+    env = ctx.environment
+    assert env.child("After").value == "10:11"
+    assert env.child("Before").value == "05-06"
+    assert env.child("Long").value == "def"
+    assert env.child("Whole").value == "abc"
+    assert env.child("Absent").value == ""
