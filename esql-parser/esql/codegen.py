@@ -326,6 +326,8 @@ class Module:
     declares: list[Tree[Any]] = field(default_factory=list)
     handlers: list[Tree[Any]] = field(default_factory=list)
     bare_body: list[Tree[Any]] = field(default_factory=list)
+    #: the name the program knows it by: its own, or schema.name when another schema has that name too
+    key: str = ""
 
 
 @dataclass
@@ -466,10 +468,15 @@ class Generator:
         name = ident(node.children[1])
         if kind not in ("COMPUTE", "FILTER", "DATABASE", "DATABASEEVENT"):
             self.error(node.children[0], f"unknown module kind '{kind}' (COMPUTE, FILTER, DATABASE expected)")
+        # ESQL modules overview: a module is named within its broker schema, so two schemas may
+        # each have a module of the same name; the second is known by its qualified name.
+        key = name
         if name in self.modules:
-            self.error(node.children[1], f"module '{name}' is already defined")
-        module = Module(name, kind, unit.schema, unit.filename, node)
-        self.modules[name] = module
+            key = f"{unit.schema}.{name}"
+            if self.modules[name].schema == unit.schema or key in self.modules:
+                self.error(node.children[1], f"module '{name}' is already defined")
+        module = Module(name, kind, unit.schema, unit.filename, node, key=key)
+        self.modules[key] = module
         for item in node.children[2:]:
             if item is None or item.data == "empty":
                 continue
@@ -511,7 +518,7 @@ class Generator:
                         result_sets = int(texts[i + 1])
         if name in table:
             self.error(node.children[1], f"routine '{name}' is already defined")
-        qualified = f"{module.name}.{name}" if module else (f"{unit.schema}.{name}" if unit.schema else name)
+        qualified = f"{module.key}.{name}" if module else (f"{unit.schema}.{name}" if unit.schema else name)
         table[name] = Routine(
             name,
             qualified,
@@ -520,7 +527,7 @@ class Generator:
             returns,
             language,
             node,
-            module.name if module else None,
+            module.key if module else None,
             unit.filename,
             unit.schema,
             external,
@@ -572,7 +579,7 @@ class Generator:
                     if isinstance(name_node, Tree) and name_node.data in ("ident", "quoted"):
                         name = ident(name_node)
                         var = self.var_for_declare(name, node, level=0, global_=True)
-                        var.py = mangle("g_", f"{module.name}__{name}")
+                        var.py = mangle("g_", f"{module.key.replace('.', '__')}__{name}")
                         if name in module_vars:
                             self.error(name_node, f"'{name}' is already declared in module {module.name}")
                         module_vars[name] = var
@@ -608,8 +615,13 @@ class Generator:
             self.filename, self.unit, self.module, self.scopes = filename, unit, module, scopes
             init = node.children[-1]
             self.out.where = (filename, *position(node))
-            if var.kind == "row":
+            if var.kind == "ref":
+                target = node.children[-2].children[0]
+                out.line(f"{var.py} = _ref_to({self.element(target)}, {self.root_code(target)})")
+            elif var.kind == "row":
                 out.line(f"{var.py} = _new_row()")
+                if init is not None:
+                    out.line(f"_assign_tree({var.py}, _deref({self.element_or_value(init)}))")
             elif init is None or not checks.check_initial_type(self, var, init):
                 out.line(f"{var.py} = None")
             else:
@@ -628,8 +640,9 @@ class Generator:
             var = table.get(name) or self.var_for_declare(name, node, 0, True)
             if not declared:
                 table[name] = var
-            if var.kind == "ref":
-                self.error(node, "a REFERENCE variable cannot be declared at schema or module level")
+            if var.kind == "ref" and mod:
+                # DECLARE statement: SHARED cannot be given with REFERENCE TO (a shared tree is a ROW)
+                self.error(node, f"a REFERENCE variable cannot be {mod}; keep a shared tree in a ROW")
                 continue
             if mod == "" and not var.constant:
                 # ESQL variables: a normal variable lives for one message passing through the node,
@@ -1553,12 +1566,17 @@ class Generator:
                 anchor_code = anchor if where.data != "where_field" else "None"
                 self.out.line(f"_create_repeat({new}, {anchor_code}, {value})")
             elif tail.data == "create_identity":
+                # CREATE statement: IDENTITY gives the new field's type, namespace and name in one
+                # path element (the name may be left out: IDENTITY (JSON.Array)), and a VALUE
                 nm, ns, ftype = self.step_parts(tail.children[0])
-                self.out.line(f"_set_name({new}, {nm})")
-                if ns != "''":
+                if nm != "None":
+                    self.out.line(f"_set_name({new}, {nm})")
+                if ns not in ("''", "None"):
                     self.out.line(f"_set_namespace({new}, {ns})")
                 if ftype != "None":
                     self.out.line(f"_set_type({new}, {ftype})")
+                if len(tail.children) > 1 and tail.children[1] is not None:
+                    self.out.line(f"_set_value({new}, {self.scalar(tail.children[1])})")
         if create_as is not None:
             ref = create_as.children[0]
             var = self.lookup(ident(ref.children[0].children[0])) if len(ref.children) == 1 else None
@@ -1744,7 +1762,7 @@ class Generator:
             scope.update({name: var for name, var in table.items() if var.kind != "column"})
         local = [var.py for var in scope.values() if var.py.startswith("v_")]
         depth = max((var.scope_level for var in scope.values()), default=0) + 1
-        module = self.module.name if self.module is not None else None
+        module = self.module.key if self.module is not None else None
         return EvalSite(scope, local, module, self.filename, depth)
 
     def s_log_stmt(self, node: Tree[Any]) -> None:

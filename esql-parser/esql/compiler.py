@@ -197,6 +197,12 @@ class Program:
                 )
             name = candidates[0]
         if name not in self.modules:
+            # a node may name its module with the broker schema: schema.Module
+            qualified = [
+                k for k, (_kind, m) in self.modules.items() if m.schema and f"{m.schema}.{m.name}" == name
+            ]
+            name = qualified[0] if qualified else name
+        if name not in self.modules:
             raise ModuleNotFound(
                 f"no module named '{name}' (modules: {', '.join(sorted(self.modules)) or 'none'})"
             )

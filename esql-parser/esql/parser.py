@@ -382,7 +382,7 @@ def _name_anonymous_steps(tree: Any) -> None:
     any namespace, as ``*`` does (ESQL field reference overview: PathElement); it is rewritten so."""
     for node in tree.iter_subtrees():
         if node.data == "anon_elem":
-            type_qual, index = node.children
+            type_qual, index = node.children if len(node.children) == 2 else (node.children[0], None)
             star: Tree[Any] = Tree("star", [], meta=node.meta)
             node.data = "path_elem"
             node.children = [type_qual, Tree("step", [star, None], meta=node.meta), index]

@@ -164,3 +164,76 @@ SET Environment.Absent = SUBSTRING('abc' AFTER 'Q' FOR 2);
     assert env.child("Long").value == "def"
     assert env.child("Whole").value == "abc"
     assert env.child("Absent").value == ""
+
+
+# ESQL variables / DECLARE statement: a module-level REFERENCE (a normal variable: one message's
+# lifetime) points into the message the node is processing; only SHARED cannot be a REFERENCE.
+def test_module_level_reference_and_row_are_set_up_for_each_message() -> None:
+    source = """
+CREATE COMPUTE MODULE Refs
+  DECLARE inRef REFERENCE TO InputRoot.XMLNSC.Doc.A;
+  DECLARE copy ROW InputRoot.XMLNSC.Doc;
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    SET OutputRoot.XMLNSC.Out.A = inRef;
+    MOVE inRef NEXTSIBLING;
+    SET OutputRoot.XMLNSC.Out.Next = inRef;
+    SET OutputRoot.XMLNSC.Out.Copy = copy.A;
+    CALL Name();
+    RETURN TRUE;
+  END;
+  CREATE PROCEDURE Name() BEGIN SET OutputRoot.XMLNSC.Out.Where = FIELDNAME(inRef); END;
+END MODULE;
+"""
+    routine = compile_program(source, "refs.esql", use_cache=False).main_module()
+    for a in ("1", "7"):
+        ctx = ExecutionContext(input_root=build("Root", {"XMLNSC": {"Doc": {"A": a, "B": "b"}}}))
+        assert routine.run(ctx) is True
+        out = ctx.output_root.child("XMLNSC").child("Out")
+        assert [out.child(n).value for n in ("A", "Next", "Copy", "Where")] == [a, "b", a, "B"]
+    assert _errors("CREATE COMPUTE MODULE S\n  DECLARE r SHARED REFERENCE TO InputRoot;\nEND MODULE;\n") == [
+        "a REFERENCE variable cannot be SHARED; keep a shared tree in a ROW"
+    ]
+
+
+# ESQL modules overview / BROKER SCHEMA statement: a module is named within its schema, so two
+# schemas of one project may each hold a module of the same name; a node names it schema.Module.
+def test_same_module_name_in_two_schemas() -> None:
+    template = """BROKER SCHEMA {schema}
+CREATE COMPUTE MODULE Same
+  DECLARE tag CHARACTER '{schema}';
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    SET OutputRoot.XMLNSC.Out = tag;
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
+    sources = {"a.esql": template.format(schema="com.a"), "b.esql": template.format(schema="com.b")}
+    program = compile_program(sources, use_cache=False)
+    for schema in ("com.a", "com.b"):
+        ctx = ExecutionContext(input_root=build("Root", {"XMLNSC": {"Doc": {}}}))
+        assert program.main_module(f"{schema}.Same").run(ctx) is True
+        assert ctx.output_root.child("XMLNSC").child("Out").value == schema
+    same = {"a.esql": sources["a.esql"], "c.esql": sources["a.esql"]}
+    assert [d.message for d in check_sources(same)[0]] == ["module 'Same' is already defined"]
+
+
+# CREATE statement: IDENTITY gives type, namespace and name in one path element, and may be
+# followed by VALUE; the name can be left out (IDENTITY (JSON.Array)).
+def test_create_identity_with_value_and_type_alone() -> None:
+    ctx = _run("""
+DECLARE ns1 NAMESPACE 'urn:one';
+CREATE FIELD OutputRoot.XMLNSC.Root;
+CREATE LASTCHILD OF OutputRoot.XMLNSC.Root IDENTITY (XMLNSC.Attribute)ns1:Attr VALUE 'attr value';
+CREATE LASTCHILD OF OutputRoot.XMLNSC.Root IDENTITY (XMLNSC.Field)ns1:Element1[1] VALUE 'element value';
+CREATE FIELD OutputRoot.JSON.Data.list IDENTITY (JSON.Array);
+""")
+    root = ctx.output_root.child("XMLNSC").child("Root")
+    attr, element = root.first_child, root.last_child
+    assert (attr.name, attr.namespace, attr.value) == ("Attr", "urn:one", "attr value")
+    assert (element.name, element.namespace, element.value) == ("Element1", "urn:one", "element value")
+    from esql.fieldtypes import FIELD_TYPES
+
+    data_list = ctx.output_root.child("JSON").child("Data").child("list")
+    assert data_list.type == FIELD_TYPES["JSON.Array"]
