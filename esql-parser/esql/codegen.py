@@ -564,7 +564,8 @@ class Generator:
         out.line("pass")
         for unit, node in self.schema_var_nodes:
             self.unit, self.filename = unit, unit.filename
-            self.scopes = [{}]
+            # a schema-level initial value may use the schema's other variables and constants
+            self.scopes = [self.schema_vars.get(unit.schema, {})]
             self.global_declare(node, self.schema_vars[unit.schema])
         for module in self.modules.values():
             if module.node is None:

@@ -237,3 +237,21 @@ CREATE FIELD OutputRoot.JSON.Data.list IDENTITY (JSON.Array);
 
     data_list = ctx.output_root.child("JSON").child("Data").child("list")
     assert data_list.type == FIELD_TYPES["JSON.Array"]
+
+
+# BROKER SCHEMA statement / DECLARE statement: a schema-level variable's initial value may use the
+# schema's variables declared before it.
+def test_schema_variable_initialised_from_another() -> None:
+    ctx = _run("""
+BROKER SCHEMA org.example
+DECLARE BASE CHARACTER 'org.example.';
+DECLARE FLOW CHARACTER BASE || 'Main';
+CREATE COMPUTE MODULE UsesSchemaVariables
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    SET OutputRoot.XMLNSC.Out = FLOW;
+    RETURN TRUE;
+  END;
+END MODULE;
+""")
+    assert ctx.output_root.child("XMLNSC").child("Out").value == "org.example.Main"

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="compile ESQL files (one project) and print FILE:LINE:COL diagnostics",
         description="The files form one project: routines, schemas and PATH resolve across them. "
         "A DIR stands for the .esql files under it, one project per project folder (a folder with the "
-        "toolkit's .project file; else each folder of .esql files).",
+        "toolkit's .project file; a file in no project folder stands alone).",
     )
     check.add_argument("files", nargs="+", metavar="FILE|DIR")
     check.add_argument(
@@ -103,13 +103,14 @@ def _projects(paths: list[str]) -> dict[str, list[str]]:
 
 
 def _project_folder(root: Path, path: Path) -> Path:
-    """The nearest folder holding a .project file (as the toolkit lays projects out), else the file's."""
+    """The nearest folder holding a .project file (the toolkit writes one in each project); a file in
+    no project folder is a project of its own."""
     for parent in path.parents:
         if (parent / ".project").is_file():
             return parent
         if parent == root:
             break
-    return path.parent
+    return path
 
 
 def _report(projects: dict[str, list[str]], strict: bool) -> int:
