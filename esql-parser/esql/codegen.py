@@ -385,7 +385,10 @@ class Generator:
         self.unit: Unit | None = None
         self.in_handler = 0
         self.handler_exc: list[str] = []
-        self.continue_stack: list[tuple[Tree[Any], list[Tree[Any]]]] = []
+        self.continue_stack: list[tuple[Tree[Any], list[Tree[Any]], int]] = []
+        #: EXIT handlers whose region is being generated, outermost first: a CONTINUE handler of an
+        #: outer scope leaves an exception to one of them declared in an inner scope
+        self.exit_regions: list[Tree[Any]] = []
         self.pre: list[list[str]] = []
         self.bare = False
         self.function_globals: list[set[str]] = []
@@ -792,7 +795,7 @@ class Generator:
         if keyword(handler.children[0]) == "CONTINUE":
             # Every statement of the region, at any depth, gets the handler: after it runs,
             # execution continues with the statement after the one that failed.
-            self.continue_stack.append((handler, handlers[:-1]))
+            self.continue_stack.append((handler, handlers[:-1], len(self.exit_regions)))
             if not stmts:
                 self.out.line("pass")
             self.statements(stmts, handlers[:-1])
@@ -800,15 +803,15 @@ class Generator:
             return
         self.out.line("try:")
         self.out.indent += 1
+        self.exit_regions.append(handler)
         self.statements(stmts, handlers[:-1])
+        self.exit_regions.pop()
         self.out.indent -= 1
         self.handler_clause(handler, handlers[:-1])
 
-    def handler_clause(self, handler: Tree[Any], outer: list[Tree[Any]]) -> None:
-        """The ``except`` part running a handler's statement when its SQLSTATE conditions match."""
-        exc = self.fresh("_exc")
-        where = self.out.where
-        self.out.where = (self.filename, *position(handler))
+    @staticmethod
+    def handler_test(handler: Tree[Any], exc: str) -> str:
+        """Code that is True when exception ``exc`` has one of the handler's SQL states."""
         conds = [c for c in handler.children[1:-1] if isinstance(c, Tree)]
         tests = []
         for cond in conds:
@@ -817,7 +820,23 @@ class Generator:
             else:
                 esc = string_value(cond.children[1]) if cond.children[1] is not None else None
                 tests.append(f"_like(_sqlstate({exc}), {string_value(cond.children[0])!r}, {esc!r})")
-        test = " or ".join(f"({t}) is True" for t in tests) or "True"
+        return " or ".join(f"({t}) is True" for t in tests) or "True"
+
+    def handler_clause(
+        self, handler: Tree[Any], outer: list[Tree[Any]], inner: list[Tree[Any]] | None = None
+    ) -> None:
+        """The ``except`` part running a handler's statement when its SQLSTATE conditions match.
+
+        ``inner`` are EXIT handlers of scopes inside the handler's own: DECLARE HANDLER statement,
+        scopes are searched from the innermost to the outermost, so one of them that matches takes
+        the exception first.
+        """
+        exc = self.fresh("_exc")
+        where = self.out.where
+        self.out.where = (self.filename, *position(handler))
+        test = self.handler_test(handler, exc)
+        if inner:
+            test = f"({test}) and not ({' or '.join(f'({self.handler_test(h, exc)})' for h in inner)})"
         # A stop request ends the node whatever the handlers say (it is no ESQL error).
         self.out.line("except _StopRequested:")
         self.out.line("    raise")
@@ -829,8 +848,10 @@ class Generator:
         self.handler_exc.append(exc)
         self.in_handler += 1
         saved, self.continue_stack = self.continue_stack, []
+        saved_exits, self.exit_regions = self.exit_regions, []
         self.statements([handler.children[-1]], outer)
         self.continue_stack = saved
+        self.exit_regions = saved_exits
         self.in_handler -= 1
         self.handler_exc.pop()
         self.out.indent -= 1
@@ -840,13 +861,13 @@ class Generator:
         if self.continue_stack and stmt.data not in ("handler", "empty"):
             self.out.where = (self.filename, *position(stmt))
             stack = self.continue_stack
-            for _handler, _outer in stack:
+            for _entry in stack:
                 self.out.line("try:")
                 self.out.indent += 1
             self.plain_statement(stmt)
-            for handler, outer in reversed(stack):
+            for handler, outer, exits in reversed(stack):
                 self.out.indent -= 1
-                self.handler_clause(handler, outer)
+                self.handler_clause(handler, outer, self.exit_regions[exits:])
             return
         self.plain_statement(stmt)
 
@@ -1717,7 +1738,8 @@ class Generator:
 
     def s_throw_stmt(self, node: Tree[Any]) -> None:
         user = node.children[0] is not None
-        opts: dict[str, str] = {"SEVERITY": "3", "CATALOG": "'BIPmsgs'", "MESSAGE": "2951"}
+        # THROW statement: an omitted SEVERITY is 1, CATALOG BIPmsgs, MESSAGE 2951
+        opts: dict[str, str] = {"SEVERITY": "1", "CATALOG": "'BIPmsgs'", "MESSAGE": "2951"}
         values = "[]"
         for opt in node.children[1:]:
             if opt is None:

@@ -255,3 +255,49 @@ CREATE COMPUTE MODULE UsesSchemaVariables
 END MODULE;
 """)
     assert ctx.output_root.child("XMLNSC").child("Out").value == "org.example.Main"
+
+
+# DECLARE HANDLER statement: "Scopes are searched from the innermost to outermost", so an EXIT
+# handler of an inner BEGIN … END takes a user exception before a CONTINUE handler of the outer
+# scope; one that does not match leaves it to the outer CONTINUE handler, after which execution
+# continues with the statement after the THROW.
+def test_inner_exit_handler_precedes_outer_continue_handler() -> None:
+    ctx = _run("""
+DECLARE CONTINUE HANDLER FOR SQLSTATE LIKE 'U%'
+BEGIN
+  SET OutputRoot.XMLNSC.Out.Continued[CARDINALITY(OutputRoot.XMLNSC.Out.Continued[]) + 1] = SQLSTATE;
+END;
+THROW USER EXCEPTION VALUES ('first', 'U0001');
+SET OutputRoot.XMLNSC.Out.AfterFirst = 1;
+BEGIN
+  DECLARE EXIT HANDLER FOR SQLSTATE LIKE 'U%' SET OutputRoot.XMLNSC.Out.Inner = SQLSTATE;
+  THROW USER EXCEPTION VALUES ('second', 'U0002');
+  SET OutputRoot.XMLNSC.Out.NotReached = 1;
+END;
+SET OutputRoot.XMLNSC.Out.AfterInner = 1;
+BEGIN
+  DECLARE EXIT HANDLER FOR SQLSTATE 'X0000' SET OutputRoot.XMLNSC.Out.Wrong = 1;
+  THROW USER EXCEPTION VALUES ('third', 'U0003');
+  SET OutputRoot.XMLNSC.Out.AfterThird = 1;
+END;
+""")
+    out = ctx.output_root.child("XMLNSC").child("Out")
+    assert [(c.name, c.value) for c in out.children()] == [
+        ("Continued", "U0001"),
+        ("AfterFirst", 1),
+        ("Inner", "U0002"),
+        ("AfterInner", 1),
+        ("Continued", "U0003"),
+        ("AfterThird", 1),
+    ]
+
+
+# THROW statement: "SEVERITY ... If you omit the clause, it defaults to 1"; CATALOG defaults to
+# BIPmsgs and MESSAGE to 2951.
+def test_throw_defaults() -> None:
+    from esql.runtime import UserException
+
+    program = compile_program("THROW USER EXCEPTION;", "throw.esql", use_cache=False)
+    with pytest.raises(UserException) as info:
+        program.main_module().run(ExecutionContext())
+    assert (info.value.severity, info.value.catalog, info.value.number) == (1, "BIPmsgs", 2951)
