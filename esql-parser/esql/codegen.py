@@ -2506,6 +2506,26 @@ class Generator:
         self.pre[-1].extend(lines)
         return result_kind, f"{fn}()"
 
+    def all_columns_of(self, select_list: Tree[Any], aliases: list[str]) -> bool:
+        """The select list is just ``A.*`` with A the one table's correlation name."""
+        if select_list.data != "select_fields" or len(select_list.children) != 1 or len(aliases) != 1:
+            return False
+        value, name = select_list.children[0].children
+        if name is not None or value.data != "fieldref" or len(value.children) != 2:
+            return False
+        start, elem = value.children
+        type_qual, step, index = elem.children
+        first, second = step.children
+        return (
+            start.children[1] is None
+            and ident(start.children[0]) == aliases[0]
+            and type_qual is None
+            and index is None
+            and second is None
+            and isinstance(first, Tree)
+            and first.data == "star"
+        )
+
     def aggregate(self, node: Tree[Any]) -> tuple[str, Tree[Any] | None] | None:
         if node.data == "call_star":
             name = self.dotted(node.children[0]).upper()
@@ -2541,7 +2561,8 @@ class Generator:
         self.db_scope(*aliases)
         scope = SqlScope(aliases, qualified=True)
         result_kind, wrap = "list", "{}"
-        if select_list.data == "select_star":
+        if select_list.data == "select_star" or self.all_columns_of(select_list, aliases):
+            # SELECT T.* FROM Database.t AS T is SELECT * of its one table
             cols = "None"
             item = False
         elif select_list.data == "select_item":

@@ -499,3 +499,30 @@ def test_database_procedures_on_postgresql(postgres_url: str) -> None:
         with engine.begin() as conn:
             conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
         engine.dispose()
+
+
+ALL_COLUMNS = """
+DECLARE tableName EXTERNAL CHARACTER 'orders';
+CREATE COMPUTE MODULE AllColumns_Compute
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    INSERT INTO Database.{tableName} (id, customer, qty) VALUES (1, 'ACME', 5);
+    INSERT INTO Database.{tableName} (id, customer, qty) VALUES (2, 'Small', 1);
+    SET OutputRoot.XMLNSC.Out.Star[] = SELECT * FROM Database.{tableName} AS O WHERE O.qty > 3;
+    SET OutputRoot.XMLNSC.Out.Qualified[] = SELECT O.* FROM Database.{tableName} AS O WHERE O.qty > 3;
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
+
+
+@pytest.mark.timeout(120)
+def test_select_correlation_star_is_every_column(engine: sa.Engine, table: str) -> None:
+    """SELECT function, as public flows (IBM's own samples among them) use it: A.* over the one
+    table A selects all its columns, as * does."""
+    ctx = run(engine, ALL_COLUMNS, table)
+    out = ctx.output_root.child("XMLNSC").child("Out")
+    star = [(c.name, c.value) for c in out.child("Star").children()]
+    qualified = [(c.name, c.value) for c in out.child("Qualified").children()]
+    assert qualified == star
+    assert [name.lower() for name, _v in star] == ["id", "customer", "qty"]
