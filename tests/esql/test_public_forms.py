@@ -301,3 +301,14 @@ def test_throw_defaults() -> None:
     with pytest.raises(UserException) as info:
         program.main_module().run(ExecutionContext())
     assert (info.value.severity, info.value.catalog, info.value.number) == (1, "BIPmsgs", 2951)
+
+
+# BROKER SCHEMA statement: "BROKER SCHEMA schemaName PATH schemaPathList esqlContents" — the PATH
+# list needs no semicolon before the file's declarations.
+def test_path_clause_without_semicolon() -> None:
+    for text in (
+        "BROKER SCHEMA a.b PATH x.y, r.t\nDECLARE cache SHARED ROW;\nCREATE COMPUTE MODULE M\nEND MODULE;\n",
+        "BROKER SCHEMA a.b\nPATH x.y\n\nCREATE COMPUTE MODULE M\nEND MODULE;\n",
+        "BROKER SCHEMA a.b\nPATH x.y\n",
+    ):
+        assert _errors(text) == [], text
