@@ -326,6 +326,8 @@ class Module:
     declares: list[Tree[Any]] = field(default_factory=list)
     handlers: list[Tree[Any]] = field(default_factory=list)
     bare_body: list[Tree[Any]] = field(default_factory=list)
+    #: the name the program knows it by: its own, or schema.name when another schema has that name too
+    key: str = ""
 
 
 @dataclass
@@ -383,10 +385,15 @@ class Generator:
         self.unit: Unit | None = None
         self.in_handler = 0
         self.handler_exc: list[str] = []
-        self.continue_stack: list[tuple[Tree[Any], list[Tree[Any]]]] = []
+        self.continue_stack: list[tuple[Tree[Any], list[Tree[Any]], int]] = []
+        #: EXIT handlers whose region is being generated, outermost first: a CONTINUE handler of an
+        #: outer scope leaves an exception to one of them declared in an inner scope
+        self.exit_regions: list[Tree[Any]] = []
         self.pre: list[list[str]] = []
         self.bare = False
         self.function_globals: list[set[str]] = []
+        #: schema and module level normal variables: (file, unit, module, scopes, DECLARE, variable)
+        self.message_vars: list[tuple[str, Any, Any, list[dict[str, Var]], Tree[Any], Var]] = []
         self.function_starts: list[int] = []
         self.fresh_prefix = ""  # EVAL code names its temporaries apart from the program's
         self.depth = 0  # expression nesting of the expression being generated (parentheses aside)
@@ -464,10 +471,15 @@ class Generator:
         name = ident(node.children[1])
         if kind not in ("COMPUTE", "FILTER", "DATABASE", "DATABASEEVENT"):
             self.error(node.children[0], f"unknown module kind '{kind}' (COMPUTE, FILTER, DATABASE expected)")
+        # ESQL modules overview: a module is named within its broker schema, so two schemas may
+        # each have a module of the same name; the second is known by its qualified name.
+        key = name
         if name in self.modules:
-            self.error(node.children[1], f"module '{name}' is already defined")
-        module = Module(name, kind, unit.schema, unit.filename, node)
-        self.modules[name] = module
+            key = f"{unit.schema}.{name}"
+            if self.modules[name].schema == unit.schema or key in self.modules:
+                self.error(node.children[1], f"module '{name}' is already defined")
+        module = Module(name, kind, unit.schema, unit.filename, node, key=key)
+        self.modules[key] = module
         for item in node.children[2:]:
             if item is None or item.data == "empty":
                 continue
@@ -509,7 +521,7 @@ class Generator:
                         result_sets = int(texts[i + 1])
         if name in table:
             self.error(node.children[1], f"routine '{name}' is already defined")
-        qualified = f"{module.name}.{name}" if module else (f"{unit.schema}.{name}" if unit.schema else name)
+        qualified = f"{module.key}.{name}" if module else (f"{unit.schema}.{name}" if unit.schema else name)
         table[name] = Routine(
             name,
             qualified,
@@ -518,7 +530,7 @@ class Generator:
             returns,
             language,
             node,
-            module.name if module else None,
+            module.key if module else None,
             unit.filename,
             unit.schema,
             external,
@@ -555,7 +567,8 @@ class Generator:
         out.line("pass")
         for unit, node in self.schema_var_nodes:
             self.unit, self.filename = unit, unit.filename
-            self.scopes = [{}]
+            # a schema-level initial value may use the schema's other variables and constants
+            self.scopes = [self.schema_vars.get(unit.schema, {})]
             self.global_declare(node, self.schema_vars[unit.schema])
         for module in self.modules.values():
             if module.node is None:
@@ -570,7 +583,7 @@ class Generator:
                     if isinstance(name_node, Tree) and name_node.data in ("ident", "quoted"):
                         name = ident(name_node)
                         var = self.var_for_declare(name, node, level=0, global_=True)
-                        var.py = mangle("g_", f"{module.name}__{name}")
+                        var.py = mangle("g_", f"{module.key.replace('.', '__')}__{name}")
                         if name in module_vars:
                             self.error(name_node, f"'{name}' is already declared in module {module.name}")
                         module_vars[name] = var
@@ -578,6 +591,7 @@ class Generator:
             module.declares_vars = module_vars  # type: ignore[attr-defined]
         self.end_function()
         out.indent -= 1
+        self.init_message_vars()
         for module in self.modules.values():
             self.module = module
             self.filename = module.filename
@@ -594,6 +608,32 @@ class Generator:
                 self.gen_routine(routine)
         return "\n".join(out.lines) + "\n"
 
+    def init_message_vars(self) -> None:
+        """``_init_message(ctx)``: the schema and module level normal variables of one message."""
+        out = self.out
+        out.line("def _init_message(ctx):")
+        out.indent += 1
+        self.begin_function()
+        out.line("ctx.mv = _MessageVariables()")
+        for filename, unit, module, scopes, node, var in self.message_vars:
+            self.filename, self.unit, self.module, self.scopes = filename, unit, module, scopes
+            init = node.children[-1]
+            self.out.where = (filename, *position(node))
+            if var.kind == "ref":
+                target = node.children[-2].children[0]
+                out.line(f"{var.py} = _ref_to({self.element(target)}, {self.root_code(target)})")
+            elif var.kind == "row":
+                out.line(f"{var.py} = _new_row()")
+                if init is not None:
+                    out.line(f"_assign_tree({var.py}, _deref({self.element_or_value(init)}))")
+            elif init is None or not checks.check_initial_type(self, var, init):
+                out.line(f"{var.py} = None")
+            else:
+                out.line(f"{var.py} = {self.typed(var.type_name, init)}")
+        self.end_function()
+        out.indent -= 1
+        self.module = None
+
     def global_declare(self, node: Tree[Any], table: dict[str, Var], declared: bool = False) -> None:
         """Initialise schema/module-level variables in ``_init`` (run once per compiled program)."""
         names = [ident(n) for n in node.children if isinstance(n, Tree) and n.data in ("ident", "quoted")]
@@ -604,13 +644,19 @@ class Generator:
             var = table.get(name) or self.var_for_declare(name, node, 0, True)
             if not declared:
                 table[name] = var
-            if var.kind == "ref":
-                self.error(node, "a REFERENCE variable cannot be declared at schema or module level")
+            if var.kind == "ref" and mod:
+                # DECLARE statement: SHARED cannot be given with REFERENCE TO (a shared tree is a ROW)
+                self.error(node, f"a REFERENCE variable cannot be {mod}; keep a shared tree in a ROW")
                 continue
             if mod == "" and not var.constant:
-                self.error(
-                    node, f"'{name}': a schema or module level variable must be CONSTANT, EXTERNAL or SHARED"
+                # ESQL variables: a normal variable lives for one message passing through the node,
+                # and one declared at schema or module level is the node's own: it is made afresh,
+                # with its initial value, for each message (in ``_init_message``).
+                var.py = f"ctx.mv.{var.py}"
+                self.message_vars.append(
+                    (self.filename, self.unit, self.module, list(self.scopes), node, var)
                 )
+                continue
             self.function_globals[-1].add(var.py)
             if var.kind == "row":
                 self.out.line(f"{var.py} = _new_row()")
@@ -749,7 +795,7 @@ class Generator:
         if keyword(handler.children[0]) == "CONTINUE":
             # Every statement of the region, at any depth, gets the handler: after it runs,
             # execution continues with the statement after the one that failed.
-            self.continue_stack.append((handler, handlers[:-1]))
+            self.continue_stack.append((handler, handlers[:-1], len(self.exit_regions)))
             if not stmts:
                 self.out.line("pass")
             self.statements(stmts, handlers[:-1])
@@ -757,15 +803,15 @@ class Generator:
             return
         self.out.line("try:")
         self.out.indent += 1
+        self.exit_regions.append(handler)
         self.statements(stmts, handlers[:-1])
+        self.exit_regions.pop()
         self.out.indent -= 1
         self.handler_clause(handler, handlers[:-1])
 
-    def handler_clause(self, handler: Tree[Any], outer: list[Tree[Any]]) -> None:
-        """The ``except`` part running a handler's statement when its SQLSTATE conditions match."""
-        exc = self.fresh("_exc")
-        where = self.out.where
-        self.out.where = (self.filename, *position(handler))
+    @staticmethod
+    def handler_test(handler: Tree[Any], exc: str) -> str:
+        """Code that is True when exception ``exc`` has one of the handler's SQL states."""
         conds = [c for c in handler.children[1:-1] if isinstance(c, Tree)]
         tests = []
         for cond in conds:
@@ -774,7 +820,23 @@ class Generator:
             else:
                 esc = string_value(cond.children[1]) if cond.children[1] is not None else None
                 tests.append(f"_like(_sqlstate({exc}), {string_value(cond.children[0])!r}, {esc!r})")
-        test = " or ".join(f"({t}) is True" for t in tests) or "True"
+        return " or ".join(f"({t}) is True" for t in tests) or "True"
+
+    def handler_clause(
+        self, handler: Tree[Any], outer: list[Tree[Any]], inner: list[Tree[Any]] | None = None
+    ) -> None:
+        """The ``except`` part running a handler's statement when its SQLSTATE conditions match.
+
+        ``inner`` are EXIT handlers of scopes inside the handler's own: DECLARE HANDLER statement,
+        scopes are searched from the innermost to the outermost, so one of them that matches takes
+        the exception first.
+        """
+        exc = self.fresh("_exc")
+        where = self.out.where
+        self.out.where = (self.filename, *position(handler))
+        test = self.handler_test(handler, exc)
+        if inner:
+            test = f"({test}) and not ({' or '.join(f'({self.handler_test(h, exc)})' for h in inner)})"
         # A stop request ends the node whatever the handlers say (it is no ESQL error).
         self.out.line("except _StopRequested:")
         self.out.line("    raise")
@@ -786,8 +848,10 @@ class Generator:
         self.handler_exc.append(exc)
         self.in_handler += 1
         saved, self.continue_stack = self.continue_stack, []
+        saved_exits, self.exit_regions = self.exit_regions, []
         self.statements([handler.children[-1]], outer)
         self.continue_stack = saved
+        self.exit_regions = saved_exits
         self.in_handler -= 1
         self.handler_exc.pop()
         self.out.indent -= 1
@@ -797,13 +861,13 @@ class Generator:
         if self.continue_stack and stmt.data not in ("handler", "empty"):
             self.out.where = (self.filename, *position(stmt))
             stack = self.continue_stack
-            for _handler, _outer in stack:
+            for _entry in stack:
                 self.out.line("try:")
                 self.out.indent += 1
             self.plain_statement(stmt)
-            for handler, outer in reversed(stack):
+            for handler, outer, exits in reversed(stack):
                 self.out.indent -= 1
-                self.handler_clause(handler, outer)
+                self.handler_clause(handler, outer, self.exit_regions[exits:])
             return
         self.plain_statement(stmt)
 
@@ -886,9 +950,11 @@ class Generator:
         elems = target.children[1:]
         name = ident(start.children[0])
         var = self.lookup(name)
-        if var is not None and not elems and start.children[1] is None and not attr_kw:
+        if var is not None and not elems and start.children[1] is None and not attr_kw and var.kind != "ref":
             self.set_variable(var, expr, node)
             return
+        # SET r = … with r a REFERENCE assigns to the field r points to, as SET of its path would
+        # (SET statement: the target is a field reference); only MOVE points r elsewhere.
         if var is not None and var.kind in ("scalar", "namespace", "external") and elems:
             self.error(start, f"'{name}' is {article(var.type_name)} variable, not a field reference")
             return
@@ -1507,8 +1573,11 @@ class Generator:
                     self.out.line(f"{func}({new}, {value})")
             elif tail.data == "create_from":
                 self.out.line(f"_create_from({new}, _deref({self.element_or_value(tail.children[0])}))")
-            elif tail.data == "create_parse":
-                opts = {keyword(o.children[0]): self.scalar(o.children[1]) for o in tail.children[1:]}
+            elif tail.data in ("create_parse", "create_parse_pos"):
+                if tail.data == "create_parse_pos":
+                    opts = self.positional_opts(tail.children[1], "PARSE")
+                else:
+                    opts = {keyword(o.children[0]): self.scalar(o.children[1]) for o in tail.children[1:]}
                 self.out.line(
                     f"_parse_into({new}, {dom}, {self.scalar(tail.children[0])}, "
                     f"{opts.get('CCSID', 'None')}, {opts.get('ENCODING', 'None')}, {opts.get('OPTIONS', 'None')}, "
@@ -1519,12 +1588,17 @@ class Generator:
                 anchor_code = anchor if where.data != "where_field" else "None"
                 self.out.line(f"_create_repeat({new}, {anchor_code}, {value})")
             elif tail.data == "create_identity":
+                # CREATE statement: IDENTITY gives the new field's type, namespace and name in one
+                # path element (the name may be left out: IDENTITY (JSON.Array)), and a VALUE
                 nm, ns, ftype = self.step_parts(tail.children[0])
-                self.out.line(f"_set_name({new}, {nm})")
-                if ns != "''":
+                if nm != "None":
+                    self.out.line(f"_set_name({new}, {nm})")
+                if ns not in ("''", "None"):
                     self.out.line(f"_set_namespace({new}, {ns})")
                 if ftype != "None":
                     self.out.line(f"_set_type({new}, {ftype})")
+                if len(tail.children) > 1 and tail.children[1] is not None:
+                    self.out.line(f"_set_value({new}, {self.scalar(tail.children[1])})")
         if create_as is not None:
             ref = create_as.children[0]
             var = self.lookup(ident(ref.children[0].children[0])) if len(ref.children) == 1 else None
@@ -1664,7 +1738,8 @@ class Generator:
 
     def s_throw_stmt(self, node: Tree[Any]) -> None:
         user = node.children[0] is not None
-        opts: dict[str, str] = {"SEVERITY": "3", "CATALOG": "'BIPmsgs'", "MESSAGE": "2951"}
+        # THROW statement: an omitted SEVERITY is 1, CATALOG BIPmsgs, MESSAGE 2951
+        opts: dict[str, str] = {"SEVERITY": "1", "CATALOG": "'BIPmsgs'", "MESSAGE": "2951"}
         values = "[]"
         for opt in node.children[1:]:
             if opt is None:
@@ -1710,7 +1785,7 @@ class Generator:
             scope.update({name: var for name, var in table.items() if var.kind != "column"})
         local = [var.py for var in scope.values() if var.py.startswith("v_")]
         depth = max((var.scope_level for var in scope.values()), default=0) + 1
-        module = self.module.name if self.module is not None else None
+        module = self.module.key if self.module is not None else None
         return EvalSite(scope, local, module, self.filename, depth)
 
     def s_log_stmt(self, node: Tree[Any]) -> None:
@@ -2271,11 +2346,31 @@ class Generator:
             return "scalar", f"_nullif({self.scalar(args[0])}, {self.scalar(args[1])})"
         return "scalar", "None"
 
+    #: The older comma form of ASBITSTREAM and CREATE … PARSE gives its options by position.
+    POSITIONAL_OPTIONS = ("ENCODING", "CCSID", "SET", "TYPE", "FORMAT", "OPTIONS")
+
+    def positional_opts(self, node: Tree[Any], what: str) -> dict[str, str]:
+        """``(x, enc, ccsid, set, type, format, options)``, any position empty: the options given."""
+        values = node.children
+        if len(values) > len(self.POSITIONAL_OPTIONS):
+            self.error(node, f"{what} takes at most {len(self.POSITIONAL_OPTIONS) + 1} arguments")
+        return {
+            name: self.scalar(value)
+            for name, value in zip(self.POSITIONAL_OPTIONS, values, strict=False)
+            if value is not None
+        }
+
+    def e_asbitstream_pos(self, node: Tree[Any]) -> tuple[str, str]:
+        return self.asbitstream_call(node.children[0], self.positional_opts(node.children[1], "ASBITSTREAM"))
+
     def e_asbitstream(self, node: Tree[Any]) -> tuple[str, str]:
         opts = {
             keyword(o.children[0]): self.scalar(o.children[1]) for o in node.children[1:] if o is not None
         }
-        target = self.field_arg(node.children[0])
+        return self.asbitstream_call(node.children[0], opts)
+
+    def asbitstream_call(self, field: Any, opts: dict[str, str]) -> tuple[str, str]:
+        target = self.field_arg(field)
         return "scalar", (
             f"_asbitstream({target}, {opts.get('ENCODING', 'None')}, {opts.get('CCSID', 'None')}, "
             f"{opts.get('SET', 'None')}, {opts.get('TYPE', 'None')}, {opts.get('FORMAT', 'None')}, "
@@ -2293,7 +2388,9 @@ class Generator:
                 3,
             )
         if b is not None:
-            self.error(node, f"SUBSTRING … {word} takes no FOR clause")
+            # SUBSTRING function: StringLength limits the BEFORE and AFTER forms too
+            codes = [self.scalar(s), self.scalar(a), self.scalar(b)]
+            return "scalar", self.builtin(node, f"SUBSTRING_{word}", codes, 3)
         return "scalar", self.builtin(node, f"SUBSTRING_{word}", [self.scalar(s), self.scalar(a)], 2)
 
     def e_position(self, node: Tree[Any]) -> tuple[str, str]:
@@ -2409,6 +2506,26 @@ class Generator:
         self.pre[-1].extend(lines)
         return result_kind, f"{fn}()"
 
+    def all_columns_of(self, select_list: Tree[Any], aliases: list[str]) -> bool:
+        """The select list is just ``A.*`` with A the one table's correlation name."""
+        if select_list.data != "select_fields" or len(select_list.children) != 1 or len(aliases) != 1:
+            return False
+        value, name = select_list.children[0].children
+        if name is not None or value.data != "fieldref" or len(value.children) != 2:
+            return False
+        start, elem = value.children
+        type_qual, step, index = elem.children
+        first, second = step.children
+        return (
+            start.children[1] is None
+            and ident(start.children[0]) == aliases[0]
+            and type_qual is None
+            and index is None
+            and second is None
+            and isinstance(first, Tree)
+            and first.data == "star"
+        )
+
     def aggregate(self, node: Tree[Any]) -> tuple[str, Tree[Any] | None] | None:
         if node.data == "call_star":
             name = self.dotted(node.children[0]).upper()
@@ -2444,7 +2561,8 @@ class Generator:
         self.db_scope(*aliases)
         scope = SqlScope(aliases, qualified=True)
         result_kind, wrap = "list", "{}"
-        if select_list.data == "select_star":
+        if select_list.data == "select_star" or self.all_columns_of(select_list, aliases):
+            # SELECT T.* FROM Database.t AS T is SELECT * of its one table
             cols = "None"
             item = False
         elif select_list.data == "select_item":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+import types
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -65,6 +66,7 @@ class CompiledRoutine:
         ctx.budget.start()
         budget_token = VALUE_BUDGET.set(ctx.budget)
         try:
+            self.program.namespace["_init_message"](ctx)
             return self.function(ctx)
         except UserException as exc:
             self.program.locate(exc)
@@ -194,6 +196,12 @@ class Program:
                     f"the program has {len(candidates)} {kind.upper()} modules; name the one to run"
                 )
             name = candidates[0]
+        if name not in self.modules:
+            # a node may name its module with the broker schema: schema.Module
+            qualified = [
+                k for k, (_kind, m) in self.modules.items() if m.schema and f"{m.schema}.{m.name}" == name
+            ]
+            name = qualified[0] if qualified else name
         if name not in self.modules:
             raise ModuleNotFound(
                 f"no module named '{name}' (modules: {', '.join(sorted(self.modules)) or 'none'})"
@@ -707,6 +715,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_move_to": rt.move_to,
         "_attach": rt.attach,
         "_new_row": rt.new_row,
+        "_MessageVariables": types.SimpleNamespace,
         "_row_of": rt.row_of,
         "_check_stop": rt.check_stop,
         "_Reference": Reference,

@@ -373,7 +373,19 @@ def parse(
         ln, col = _line_col(source, n)
         diagnostics.append(Diagnostic(filename, ln, col, _unexpected(g, exc.token, exc.expected), "error"))
         return ParseResult(None, diagnostics)
+    _name_anonymous_steps(tree)
     return ParseResult(tree, diagnostics)
+
+
+def _name_anonymous_steps(tree: Any) -> None:
+    """A path element with no name (``InputRoot.[1]``, ``Body.[<]``) matches a field of any name in
+    any namespace, as ``*`` does (ESQL field reference overview: PathElement); it is rewritten so."""
+    for node in tree.iter_subtrees():
+        if node.data == "anon_elem":
+            type_qual, index = node.children if len(node.children) == 2 else (node.children[0], None)
+            star: Tree[Any] = Tree("star", [], meta=node.meta)
+            node.data = "path_elem"
+            node.children = [type_qual, Tree("step", [star, None], meta=node.meta), index]
 
 
 def _unmatched_ends(words: list[str]) -> int:

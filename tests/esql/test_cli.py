@@ -170,3 +170,26 @@ def test_bad_bytes_and_bad_json_are_precise(tmp_path: Path) -> None:
         == f"flowbroker: error: {msg}: JSON: malformed JSON at line 2, column 7 (byte offset 15): "
         "unexpected character, expected a JSON value"
     )
+
+
+@pytest.mark.timeout(120)
+def test_check_report_counts_files_per_project(tmp_path: Path) -> None:
+    """A directory is checked project by project; a file that does not parse does not hide the rest,
+    and a routine defined in no given file is a warning, not a refusal."""
+    first = tmp_path / "ProjA"
+    first.mkdir()
+    (first / ".project").write_text("<projectDescription/>")
+    (first / "a.esql").write_text(MODULE)
+    (first / "b.esql").write_text("SET a = 1 +;\n")
+    second = tmp_path / "ProjB" / "com" / "x"
+    second.mkdir(parents=True)
+    (tmp_path / "ProjB" / ".project").write_text("<projectDescription/>")
+    # the same module name in another project is no clash
+    (second / "c.esql").write_text(
+        "BROKER SCHEMA com.x\n" + MODULE.replace("SET OutputRoot = InputRoot;", "CALL Elsewhere();")
+    )
+    result = flowbroker("esql", "check", "--report", str(tmp_path))
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"{first / 'b.esql'}:1:12: error: syntax error: unexpected ';'"
+    assert lines[-1] == "2 of 3 files accepted (66.7 %), 1 refused, 1 warnings"

@@ -126,13 +126,6 @@ CASES = [
         ],
     ),
     (
-        "module_var",
-        "CREATE COMPUTE MODULE M\n  DECLARE plain INTEGER 1;\n  CREATE FUNCTION Main() RETURNS BOOLEAN BEGIN RETURN TRUE; END;\nEND MODULE;\n",
-        [
-            "module_var.esql:2:3: error: 'plain': a schema or module level variable must be CONSTANT, EXTERNAL or SHARED"
-        ],
-    ),
-    (
         "eof",
         "IF TRUE THEN SET OutputRoot.XMLNSC.A = 1;\n",
         ["eof.esql:2:1: error: syntax error: unexpected end of input"],

@@ -19,11 +19,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     check = esql_sub.add_parser(
         "check",
         help="compile ESQL files (one project) and print FILE:LINE:COL diagnostics",
-        description="The files form one project: routines, schemas and PATH resolve across them.",
+        description="The files form one project: routines, schemas and PATH resolve across them. "
+        "A DIR stands for the .esql files under it, one project per project folder (a folder with the "
+        "toolkit's .project file; a file in no project folder stands alone).",
     )
-    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument("files", nargs="+", metavar="FILE|DIR")
     check.add_argument(
         "--strict", action="store_true", help="a call to a routine defined in none of the files is an error"
+    )
+    check.add_argument(
+        "--report",
+        action="store_true",
+        help="check each project on its own and end with the share of files accepted; warnings "
+        "(a routine, schema or table defined elsewhere) are not refusals",
     )
     check.set_defaults(func=_check)
 
@@ -70,11 +78,78 @@ def _read(path: str) -> str:
 def _check(args: argparse.Namespace) -> int:
     from esql.compiler import check_sources
 
-    sources = {path: _read(path) for path in args.files}
+    projects = _projects(args.files)
+    if args.report:
+        return _report(projects, strict=args.strict)
+    sources = {path: _read(path) for files in projects.values() for path in files}
     diagnostics, _generator = check_sources(sources, strict=args.strict)
     for d in diagnostics:
         print(d)
     return 1 if any(d.severity == "error" for d in diagnostics) else 0
+
+
+def _projects(paths: list[str]) -> dict[str, list[str]]:
+    """Files given by name form one project; a directory's .esql files group by project folder."""
+    projects: dict[str, list[str]] = {}
+    for given in paths:
+        root = Path(given)
+        if not root.is_dir():
+            projects.setdefault("", []).append(given)
+            continue
+        for path in sorted(root.rglob("*")):
+            if path.suffix.lower() == ".esql" and path.is_file():
+                projects.setdefault(str(_project_folder(root, path)), []).append(str(path))
+    return projects
+
+
+def _project_folder(root: Path, path: Path) -> Path:
+    """The nearest folder holding a .project file (the toolkit writes one in each project); a file in
+    no project folder is a project of its own."""
+    for parent in path.parents:
+        if (parent / ".project").is_file():
+            return parent
+        if parent == root:
+            break
+    return path
+
+
+def _report(projects: dict[str, list[str]], strict: bool) -> int:
+    """Check project by project; a file that does not parse is left out so the rest are still checked."""
+    from esql.compiler import check_sources
+    from esql.parser import parse
+
+    total = accepted = 0
+    warnings = 0
+    for _folder, files in sorted(projects.items()):
+        sources: dict[str, str] = {}
+        refused: set[str] = set()
+        for path in files:
+            try:
+                sources[path] = _read(path)
+            except CommandError as exc:
+                print(f"{path}:0:0: error: {exc}")
+                refused.add(path)
+        for path, text in list(sources.items()):
+            result = parse(text, path)
+            if result.diagnostics:
+                for d in result.diagnostics:
+                    print(d)
+                refused.add(path)
+                del sources[path]
+        diagnostics = check_sources(sources, strict=strict)[0] if sources else []
+        for d in diagnostics:
+            if d.severity == "error":
+                refused.add(d.filename)
+                print(d)
+            else:
+                warnings += 1
+        total += len(files)
+        accepted += len(files) - len(refused)
+    share = 100.0 * accepted / total if total else 100.0
+    print(
+        f"{accepted} of {total} files accepted ({share:.1f} %), {total - accepted} refused, {warnings} warnings"
+    )
+    return 0 if accepted == total else 1
 
 
 def _run(args: argparse.Namespace) -> int:

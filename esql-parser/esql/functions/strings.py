@@ -182,9 +182,10 @@ def substring(source: Any, start: Any, count: Any = None) -> Any:
     return s[lo - 1 : hi - 1]
 
 
-@builtin("SUBSTRING_BEFORE", "string", "SUBSTRING(source BEFORE search)", 2, 2)
-def substring_before(source: Any, search: Any) -> Any:
-    """The part of the source before the first occurrence of ``search`` (empty when absent)."""
+@builtin("SUBSTRING_BEFORE", "string", "SUBSTRING(source BEFORE search [FOR length])", 2, 3)
+def substring_before(source: Any, search: Any, count: Any = None) -> Any:
+    """The part of the source before the first occurrence of ``search`` (empty when absent); with
+    FOR, only the ``length`` characters just before it (SUBSTRING function: BeforeExpression)."""
     if source is None or search is None:
         return None
     s = _string(source, "SUBSTRING")
@@ -193,12 +194,22 @@ def substring_before(source: Any, search: Any) -> Any:
         i = s.bits.find(x.bits)
     else:
         i = s.find(x)
-    return _empty(s) if i < 0 else s[:i]
+    if i < 0:
+        return _empty(s)
+    return s[max(0, i - _for_length(count)) : i] if count is not None else s[:i]
 
 
-@builtin("SUBSTRING_AFTER", "string", "SUBSTRING(source AFTER search)", 2, 2)
-def substring_after(source: Any, search: Any) -> Any:
-    """The part of the source after the first occurrence of ``search`` (empty when absent)."""
+def _for_length(count: Any) -> int:
+    n = _int(count, "SUBSTRING", "FOR")
+    if n < 0:
+        raise EsqlValueError(f"SUBSTRING: FOR length must not be negative, got {n}")
+    return n
+
+
+@builtin("SUBSTRING_AFTER", "string", "SUBSTRING(source AFTER search [FOR length])", 2, 3)
+def substring_after(source: Any, search: Any, count: Any = None) -> Any:
+    """The part of the source after the first occurrence of ``search`` (empty when absent); with
+    FOR, only the first ``length`` characters of it (SUBSTRING function: AfterExpression)."""
     if source is None or search is None:
         return None
     s = _string(source, "SUBSTRING")
@@ -207,7 +218,10 @@ def substring_after(source: Any, search: Any) -> Any:
         i = s.bits.find(x.bits)
     else:
         i = s.find(x)
-    return _empty(s) if i < 0 else s[i + len(x) :]
+    if i < 0:
+        return _empty(s)
+    start = i + len(x)
+    return s[start : start + _for_length(count)] if count is not None else s[start:]
 
 
 def _raw(v: Any) -> Any:
