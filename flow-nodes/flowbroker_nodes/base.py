@@ -136,6 +136,16 @@ class FlowServices(Protocol):
     # queue manager work, inside the thread's unit of work when ``syncpoint`` says so
     def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None: ...
     def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]: ...
+    # a get in the middle of a flow (MQGet), by MsgId and/or CorrelId when given
+    def get_message(
+        self,
+        queue: str,
+        wait_ms: int,
+        *,
+        syncpoint: bool | None,
+        msg_id: bytes | None = None,
+        correl_id: bytes | None = None,
+    ) -> QueueMessage | None: ...
     def put(
         self,
         queue: str,

@@ -30,6 +30,8 @@ NODE_MODULES: tuple[str, ...] = (
     "subflow",
     "mqtt_subscribe",
     "mqtt_publish",
+    "route",
+    "mq_get",
 )
 
 
