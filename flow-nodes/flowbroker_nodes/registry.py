@@ -32,6 +32,7 @@ NODE_MODULES: tuple[str, ...] = (
     "mqtt_publish",
     "route",
     "mq_get",
+    "file_output",
 )
 
 

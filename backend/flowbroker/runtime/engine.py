@@ -430,6 +430,9 @@ class FlowThread(threading.Thread):
         compiled = self.deployed.compiled
         return compiled.esql_cpu_limit_ms, compiled.esql_memory_limit_bytes
 
+    def file_roots(self) -> tuple[str, ...]:
+        return self.deployed.compiled.file_roots
+
     def broker_attributes(self) -> dict[str, object]:
         return self.deployed.broker
 
