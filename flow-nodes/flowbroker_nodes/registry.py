@@ -33,6 +33,7 @@ NODE_MODULES: tuple[str, ...] = (
     "route",
     "mq_get",
     "file_output",
+    "file_input",
 )
 
 
