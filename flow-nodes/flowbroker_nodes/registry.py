@@ -34,6 +34,7 @@ NODE_MODULES: tuple[str, ...] = (
     "mq_get",
     "file_output",
     "file_input",
+    "timeout_notification",
 )
 
 
