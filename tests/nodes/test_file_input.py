@@ -157,3 +157,25 @@ def test_a_directory_outside_the_roots_is_never_polled(root: Path, qm, queues, g
     assert wait_for(lambda: any("outside the file roots" in e for e in deployed.errors))
     assert get_all(qm, dst, 1, wait=0.3) == []
     assert (outside / "x.txt").exists() and not (outside / "mqsitransit").exists()
+
+
+def test_files_left_in_transit_are_processed_again(root: Path, qm, queues, group) -> None:
+    dst = queues("OUT")
+    (root / "in" / "mqsitransit").mkdir()
+    (root / "in" / "mqsitransit" / "interrupted.txt").write_bytes(b"claimed before a crash")
+    group.deploy(reader_flow(dst, "FileRecover"))
+    assert [m.body for m in get_all(qm, dst, 1)] == [b"claimed before a crash"]
+    assert wait_for(lambda: (root / "in" / "mqsiarchive" / "interrupted.txt").exists())
+
+
+def test_additional_instances_process_each_file_once(root: Path, qm, queues, group) -> None:
+    dst = queues("OUT")
+    names = [f"f{i:02}.txt" for i in range(12)]
+    for name in names:
+        (root / "in" / name).write_bytes(name.encode())
+    doc = reader_flow(dst, "FileShared")
+    doc["properties"]["additionalInstances"] = 3
+    group.deploy(doc)
+    got = sorted(m.body for m in get_all(qm, dst, len(names)))
+    assert got == sorted(name.encode() for name in names)
+    assert get_all(qm, dst, 1, wait=0.5) == []
