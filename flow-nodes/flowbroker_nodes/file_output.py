@@ -115,7 +115,10 @@ class Node(BaseNode):
             else:
                 staged = transit / f".{name}.{uuid.uuid4().hex}"
                 _write(staged, body, append=False)
-                action = self._move_into_place(staged, directory, name)
+                try:
+                    action = self._move_into_place(staged, directory, name)
+                finally:
+                    staged.unlink(missing_ok=True)
         self.propagate("out", self._written(assembly, directory, name, action))
 
     def _target(self, assembly: Assembly) -> tuple[Path, str]:
@@ -128,10 +131,17 @@ class Node(BaseNode):
         return files.confined_directory(directory, self.flow.file_roots()), files.safe_file_name(name)
 
     def _move_into_place(self, staged: Path, directory: Path, name: str) -> str:
+        try:
+            return self._replace(staged, directory, name)
+        except OSError as exc:
+            raise NodeError(
+                f"cannot move the file into place as {directory / name}: {exc.strerror or exc}", number=3312
+            ) from exc
+
+    def _replace(self, staged: Path, directory: Path, name: str) -> str:
         target = directory / name
         exists = target.exists() or target.is_symlink()
         if exists and self.action == "fail":
-            staged.unlink(missing_ok=True)
             raise NodeError(f"file {target} already exists (output file action: fail)", number=3310)
         if exists and self.action == "archive":
             archive = files.subdirectory(directory, files.ARCHIVE)

@@ -167,3 +167,13 @@ def test_a_deployed_flow_writes_each_message(root: Path, qm, queues, group) -> N
     while time.monotonic() < deadline and not (staged.exists() and os.path.getsize(staged) == 4):
         time.sleep(0.05)
     assert staged.read_bytes() == b"a;b;"
+
+
+def test_a_directory_in_the_way_is_a_failure_that_leaves_nothing_in_transit(root: Path) -> None:
+    (root / "out" / "a.txt").mkdir()
+    h = writer(directory="out")
+    failures = h.tap("w", "failure")
+    h.inject("w", b"x")
+    (failed,) = failures.seen
+    assert "cannot move the file into place" in failed.exception_list.first_child.child("Text").value
+    assert list((root / "out" / "mqsitransit").iterdir()) == []
