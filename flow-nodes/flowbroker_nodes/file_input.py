@@ -9,7 +9,9 @@ coordinated database work commits when it has been through the flow. A file all 
 messages were processed moves to ``mqsiarchive`` (or is deleted); one whose processing failed
 (unreadable, unparseable, or a record's flow failing with nothing on catch / failure to take
 it) moves to ``mqsibackout`` with the records after the failing one left unprocessed.
-Symbolic links, directories, FIFOs and other non-regular files are never read.
+Symbolic links, directories, FIFOs and other non-regular files are never read. A file left in
+``mqsitransit`` by a process that stopped before finishing it is processed again when the node
+starts (the records it had committed are propagated again: at least once, never lost).
 ``LocalEnvironment.File`` (Directory, Name, LastModified, Record, Offset) and
 ``LocalEnvironment.Wildcard.WildcardMatch`` describe where the message came from.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,6 +160,8 @@ class Node(BaseNode):
         self.on_success = str(props.get("actionOnSuccess") or "archive")
         self.poll_s = int(props.get("pollingInterval") or 5000) / 1000.0
         self.max_size = int(props.get("maxFileSize") or 64 * 1024 * 1024)
+        self._recovery = threading.Lock()
+        self._recovered = False
         self.template = {
             "domain": str(props.get("messageDomain") or "BLOB"),
             "set": str(props.get("messageSet") or ""),
@@ -175,6 +180,10 @@ class Node(BaseNode):
         flow = self.flow
         directory = files.confined_directory(self.directory, flow.file_roots())
         transit = files.subdirectory(directory, files.TRANSIT)
+        with self._recovery:
+            if not self._recovered:
+                self._recover(directory, transit)
+                self._recovered = True
         while not flow.stop.is_set():
             found = False
             for name in self._candidates(directory):
@@ -189,6 +198,13 @@ class Node(BaseNode):
                 self.process_file(directory, name, claimed)
             if not found:
                 flow.stop.wait(self.poll_s)
+
+    def _recover(self, directory: Path, transit: Path) -> None:
+        """Put back the files a stopped process had claimed but not finished, to be processed again."""
+        for name in self._candidates(transit):
+            if not (directory / name).exists():
+                os.replace(transit / name, directory / name)
+                self.flow.log(f"{self.name}: file {name} left in {files.TRANSIT} is processed again")
 
     def _candidates(self, directory: Path) -> list[str]:
         names: list[tuple[float, str]] = []
