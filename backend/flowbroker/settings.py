@@ -60,8 +60,11 @@ class Settings(BaseSettings):
     xml_max_attributes: int = Field(default=10_000, ge=0)
     #: Most elements in one XML, XMLNS or XMLNSC message (0: no limit).
     xml_max_elements: int = Field(default=1_000_000, ge=0)
+    #: Directories below which FileInput and FileOutput nodes may read and write (comma separated);
+    #: empty means ``<data>/files``. A node's directory outside all of them is refused.
+    file_roots: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
-    @field_validator("cors_origins", mode="before")
+    @field_validator("cors_origins", "file_roots", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
         if isinstance(value, str) and not value.strip().startswith("["):
@@ -98,6 +101,11 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data / 'config.db').resolve()}"
+
+    def resolved_file_roots(self) -> tuple[str, ...]:
+        """The file roots as absolute paths with symbolic links resolved."""
+        roots = self.file_roots or [str(self.data / "files")]
+        return tuple(str(Path(root).expanduser().resolve()) for root in roots)
 
     def resolved_frontend_dist(self) -> Path | None:
         """The built designer directory, or None when it has not been built."""

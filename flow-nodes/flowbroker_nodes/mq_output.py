@@ -8,6 +8,7 @@ from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
     type="MQOutput",
+    role="output",
     label="MQOutput",
     category="output",
     icon="queue-out",

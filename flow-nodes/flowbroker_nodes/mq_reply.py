@@ -8,6 +8,7 @@ from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
     type="MQReply",
+    role="output",
     label="MQReply",
     category="output",
     icon="queue-reply",

@@ -21,6 +21,7 @@ from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
     type="MQTTPublish",
+    role="output",
     label="MQTTPublish",
     category="output",
     icon="mqtt-out",

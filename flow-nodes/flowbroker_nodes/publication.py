@@ -8,6 +8,7 @@ from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
     type="Publication",
+    role="output",
     label="Publication",
     category="output",
     icon="publish",

@@ -30,6 +30,11 @@ NODE_MODULES: tuple[str, ...] = (
     "subflow",
     "mqtt_subscribe",
     "mqtt_publish",
+    "route",
+    "mq_get",
+    "file_output",
+    "file_input",
+    "timeout_notification",
 )
 
 

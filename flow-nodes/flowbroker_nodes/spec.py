@@ -13,6 +13,9 @@ PropertyType = Literal[
     "string", "integer", "boolean", "enum", "esql", "sql", "queue", "topic", "json", "text"
 ]
 TerminalKind = Literal["in", "out", "failure", "catch"]
+#: What a node type is to the runtime: "input" nodes start flow threads (they define ``run``),
+#: "output" nodes send messages out of the broker, "" nodes work on messages in between.
+NodeRole = Literal["input", "output", ""]
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class NodeSpec:
     outputs: tuple[Terminal, ...] = ()
     properties: tuple[Property, ...] = ()
     dynamic_terminals: bool = False  # subflows and RouteToLabel-style nodes derive terminals
+    role: NodeRole = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def property(self, name: str) -> Property | None:
@@ -61,6 +65,21 @@ class NodeSpec:
             if prop.name == name:
                 return prop
         return None
+
+    def derived_outputs(self, properties: dict[str, Any]) -> tuple[str, ...]:
+        """Output terminals a node names in its own properties (a Route node's filter table rows).
+
+        ``extra["outputTerminalsFrom"]`` = ``{"property": table, "key": column}`` says where.
+        """
+        where = self.extra.get("outputTerminalsFrom")
+        if not isinstance(where, dict):
+            return ()
+        rows = properties.get(str(where.get("property")))
+        if not isinstance(rows, list):
+            return ()
+        key = str(where.get("key"))
+        names = (row.get(key) for row in rows if isinstance(row, dict))
+        return tuple(dict.fromkeys(n for n in names if isinstance(n, str) and n))
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

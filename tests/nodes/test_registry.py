@@ -52,3 +52,21 @@ def test_specs_are_json_with_the_terminals_the_designer_draws() -> None:
     assert mode["default"] == "yes" and mode["enum"] == ["yes", "no", "automatic"]
     esql = next(p for p in specs["Compute"]["properties"] if p["name"] == "esql")
     assert esql["required"] and esql["editor"] == "esql"
+
+
+def test_input_nodes_are_the_ones_with_the_input_role() -> None:
+    from flowbroker.runtime.compiler import FlowCompileError, compile_flow
+    from flowbroker.runtime.harness import flow
+
+    for spec in registry.specs():
+        node_class = registry.modules()[spec.type].Node
+        assert (spec.role == "input") == hasattr(node_class, "run"), spec.type
+    # a flow fed by an input node other than MQInput is a flow that can run
+    only_mqtt = flow({"s": ("MQTTSubscribe", {"topicName": "a/b"}), "t": ("Trace", {})}, ["s.out -> t"])
+    assert [n.id for n in compile_flow(only_mqtt).input_nodes()] == ["s"]
+    try:
+        compile_flow(flow({"t": ("Trace", {})}, []))
+    except FlowCompileError as exc:
+        assert "at least one input node" in str(exc.problems[0])
+    else:
+        raise AssertionError("a flow without an input node compiled")

@@ -73,9 +73,11 @@ class CompiledFlow:
     #: The CPU time (ms) and largest value (bytes) each node invocation's ESQL may use; 0: unlimited.
     esql_cpu_limit_ms: int = 0
     esql_memory_limit_bytes: int = 0
+    #: The directories file nodes may read and write below (FLOWBROKER_FILE_ROOTS).
+    file_roots: tuple[str, ...] = ()
 
     def input_nodes(self) -> list[Node]:
-        return [node for node in self.nodes.values() if hasattr(node, "run")]
+        return [node for node in self.nodes.values() if node.SPEC.role == "input"]
 
 
 def compile_flow(
@@ -118,8 +120,9 @@ def compile_flow(
             if name in labels:
                 problems.append(Problem(f"label name {name!r} is used twice", node.id, "labelName"))
             labels[name] = node
-    if not any(n.SPEC.type == "MQInput" for n in nodes.values()):
-        problems.append(Problem("a flow needs at least one MQInput node to run"))
+    if not any(n.SPEC.role == "input" for n in nodes.values()):
+        inputs = ", ".join(spec.type for spec in registry.specs() if spec.role == "input")
+        problems.append(Problem(f"a flow needs at least one input node to run ({inputs})"))
     if problems:
         raise FlowCompileError(problems)
     props = document.get("properties") or {}
@@ -150,6 +153,7 @@ def compile_flow(
         externals=_externals(externals or {}, nodes),
         esql_cpu_limit_ms=int(cpu_limit),
         esql_memory_limit_bytes=int(memory_limit),
+        file_roots=defaults.resolved_file_roots(),
     )
 
 

@@ -162,6 +162,35 @@ class FlowThread(threading.Thread):
         self.uncommitted = self.uncommitted or bool(got)
         return got
 
+    def get_message(
+        self,
+        queue: str,
+        wait_ms: int,
+        *,
+        syncpoint: bool | None,
+        msg_id: bytes | None = None,
+        correl_id: bytes | None = None,
+    ) -> QueueMessage | None:
+        """One message got in the middle of a flow (None when none came within ``wait_ms``); under
+        syncpoint (None: as the flow's unit of work) it is part of the message's unit of work."""
+        from flowbroker.qm.protocol import QMError
+
+        sync = self._syncpoint(syncpoint)
+        ids: dict[str, bytes] = {}
+        if msg_id is not None:
+            ids["msg_id"] = msg_id
+        if correl_id is not None:
+            ids["correl_id"] = correl_id
+        try:
+            got = self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=sync, **ids)
+        except QMError as exc:
+            if exc.reason_code == NO_MSG_AVAILABLE:
+                return None
+            raise
+        if got is not None and sync:
+            self.uncommitted = True
+        return got  # type: ignore[no-any-return]
+
     def next_messages(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """The batch got with the last commit, else up to ``limit`` waiting messages (see :meth:`get_batch`)."""
         got = self.prefetched
@@ -401,6 +430,9 @@ class FlowThread(threading.Thread):
     def esql_limits(self) -> tuple[int, int]:
         compiled = self.deployed.compiled
         return compiled.esql_cpu_limit_ms, compiled.esql_memory_limit_bytes
+
+    def file_roots(self) -> tuple[str, ...]:
+        return self.deployed.compiled.file_roots
 
     def broker_attributes(self) -> dict[str, object]:
         return self.deployed.broker

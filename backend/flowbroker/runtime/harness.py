@@ -63,6 +63,8 @@ class FlowHarness:
             for terminal in node.SPEC.outputs:
                 if terminal.kind == "out":
                     self.tap(node_id, terminal.name)
+            for name in node.SPEC.derived_outputs(node.properties):
+                self.tap(node_id, name)
 
     def tap(self, node_id: str, terminal: str) -> Tap:
         key = (node_id, terminal)

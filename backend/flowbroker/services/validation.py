@@ -72,7 +72,7 @@ def problems(document: Any, lookup: SpecLookup | None = None) -> list[dict[str, 
     check_text(document, "", found)
     _check_flow_properties(document.get("properties", {}), found)
     specs = _check_nodes(document.get("nodes"), lookup, found)
-    _check_connections(document.get("connections", []), specs, found)
+    _check_connections(document.get("connections", []), specs, found, _derived_outputs(document, specs))
     found.extend(configuration_problems(document, lookup, {p["pointer"] for p in found}))
     return found
 
@@ -266,8 +266,28 @@ def _property_problem(prop: Property, value: Any) -> str | None:
     return None
 
 
+def _derived_outputs(
+    document: dict[str, Any], specs: dict[str, NodeSpec | None]
+) -> dict[str, tuple[str, ...]]:
+    """Node id → the output terminals its properties name (see ``NodeSpec.derived_outputs``)."""
+    derived: dict[str, tuple[str, ...]] = {}
+    nodes = document.get("nodes")
+    for node in nodes if isinstance(nodes, list) else []:
+        if not isinstance(node, dict) or not isinstance(node.get("properties"), dict):
+            continue
+        spec = specs.get(str(node.get("id")))
+        if spec is not None:
+            names = spec.derived_outputs(node["properties"])
+            if names:
+                derived[str(node["id"])] = names
+    return derived
+
+
 def _check_connections(
-    connections: Any, specs: dict[str, NodeSpec | None], found: list[dict[str, str]]
+    connections: Any,
+    specs: dict[str, NodeSpec | None],
+    found: list[dict[str, str]],
+    derived: dict[str, tuple[str, ...]] | None = None,
 ) -> None:
     if not isinstance(connections, list):
         found.append(problem("/connections", "must be a list"))
@@ -302,6 +322,8 @@ def _check_connections(
             if spec is not None and not spec.dynamic_terminals:
                 terminals = spec.outputs if direction == "outputs" else spec.inputs
                 names = [t.name for t in terminals]
+                if direction == "outputs":
+                    names += [n for n in (derived or {}).get(node_id, ()) if n not in names]
                 if terminal not in names:
                     kind = "output" if direction == "outputs" else "input"
                     choices = ", ".join(names) or "none"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { connectionProblem, parseDocument, problemsFromPointers, toCanvas, validateCanvas } from './document';
+import { connectionProblem, parseDocument, problemsFromPointers, terminalsOf, toCanvas, validateCanvas } from './document';
 import { SPECS } from './fixtures';
 
 const doc = parseDocument({
@@ -23,6 +23,34 @@ describe('flow documents', () => {
     expect(check('c1', 'nope', 'out1', 'in')).toBe('Compute has no output terminal nope');
     expect(check('c1', 'out', 'c1', 'in')).toBe('a node cannot be wired to itself');
     expect(check('in1', 'out', 'c1', 'in')).toBe('these terminals are already connected');
+  });
+
+  it('gives a Route node the output terminals its filter table names', () => {
+    const routed = parseDocument({
+      name: 'R',
+      nodes: [
+        {
+          id: 'r1',
+          type: 'Route',
+          name: 'R',
+          properties: {
+            filterTable: [
+              { filterPattern: "Root.XMLNSC.a = 'x'", routingOutputTerminal: 'big' },
+              { filterPattern: 'TRUE', routingOutputTerminal: 'match' },
+            ],
+          },
+        },
+        { id: 't1', type: 'Trace', name: 'T', properties: {} },
+      ],
+      connections: [],
+    });
+    const { nodes, edges } = toCanvas(routed);
+    const outputs = terminalsOf(SPECS, nodes[0].data).outputs.map((t) => t.name);
+    expect(outputs).toEqual(['match', 'default', 'big', 'failure']);
+    const check = (sourceHandle: string) =>
+      connectionProblem(SPECS, nodes, edges, { source: 'r1', sourceHandle, target: 't1', targetHandle: 'in' });
+    expect(check('big')).toBeNull();
+    expect(check('small')).toBe('Route has no output terminal small');
   });
 
   it('lists missing required properties and malformed values per node', () => {

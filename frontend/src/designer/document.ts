@@ -126,7 +126,12 @@ export function toDocument(
 export function terminalsOf(specs: SpecIndex, data: FlowNodeData): { inputs: Terminal[]; outputs: Terminal[] } {
   const spec: NodeSpec | undefined = specs[data.type];
   if (!spec) return { inputs: [], outputs: [] };
-  if (!spec.dynamicTerminals) return { inputs: spec.inputs, outputs: spec.outputs };
+  if (!spec.dynamicTerminals) {
+    const derived = derivedOutputs(spec, data.properties);
+    if (!derived.length) return { inputs: spec.inputs, outputs: spec.outputs };
+    const failure = spec.outputs.filter((t) => t.kind === 'failure');
+    return { inputs: spec.inputs, outputs: [...spec.outputs.filter((t) => t.kind !== 'failure'), ...derived, ...failure] };
+  }
   const roles = subflowTypes(specs);
   const flow = data.properties.flow as { nodes?: FlowNodeDoc[] } | undefined;
   let inputs: string[] | undefined;
@@ -150,6 +155,27 @@ export function terminalsOf(specs: SpecIndex, data: FlowNodeData): { inputs: Ter
       ...spec.outputs.filter((t) => t.kind === 'failure'),
     ],
   };
+}
+
+/**
+ * Output terminals a node names in its own properties (a Route node's filter table rows), where
+ * its spec's `extra.outputTerminalsFrom` ({property, key}) says; the backend accepts the same.
+ */
+export function derivedOutputs(spec: NodeSpec, properties: Record<string, unknown>): Terminal[] {
+  const where = spec.extra?.outputTerminalsFrom as { property?: unknown; key?: unknown } | undefined;
+  if (!where || typeof where.property !== 'string' || typeof where.key !== 'string') return [];
+  const rows = properties[where.property];
+  if (!Array.isArray(rows)) return [];
+  const seen = new Set(spec.outputs.map((t) => t.name));
+  const found: Terminal[] = [];
+  for (const row of rows as unknown[]) {
+    const name = row && typeof row === 'object' ? (row as Record<string, unknown>)[where.key] : undefined;
+    if (typeof name === 'string' && name && !seen.has(name)) {
+      seen.add(name);
+      found.push({ name, kind: 'out', label: name });
+    }
+  }
+  return found;
 }
 
 /** Why a connection is not allowed by the specs, or null when it is. */

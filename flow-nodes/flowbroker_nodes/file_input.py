@@ -1,0 +1,380 @@
+"""FileInput: polls a directory below the file roots and starts the flow on each file, as ACE's node.
+
+Each regular file whose name matches the pattern is claimed by moving it into the directory's
+``mqsitransit`` subdirectory (so several flow threads never take the same file), then
+propagated as one message, or as one message per record with a delimited record detection,
+its body parsed in the node's domain; a last message with an empty body goes to ``endOfData``
+when that terminal is connected. Each message runs in its own unit of work: its queue and
+coordinated database work commits when it has been through the flow. A file all of whose
+messages were processed moves to ``mqsiarchive`` (or is deleted); one whose processing failed
+(unreadable, unparseable, or a record's flow failing with nothing on catch / failure to take
+it) moves to ``mqsibackout`` with the records after the failing one left unprocessed.
+Symbolic links, directories, FIFOs and other non-regular files are never read. A file left in
+``mqsitransit`` by a process that stopped before finishing it is processed again when the node
+starts (the records it had committed are propagated again: at least once, never lost).
+``LocalEnvironment.File`` (Directory, Name, LastModified, Record, Offset) and
+``LocalEnvironment.Wildcard.WildcardMatch`` describe where the message came from.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from esql.tree import Element
+
+from flowbroker_nodes import files
+from flowbroker_nodes.base import (
+    Assembly,
+    DeployProblem,
+    NodeError,
+    Unwinding,
+    describe_exception_list,
+    exception_entry,
+    exception_list_with,
+)
+from flowbroker_nodes.base import Node as BaseNode
+from flowbroker_nodes.spec import NodeSpec, Property, Terminal
+
+SPEC = NodeSpec(
+    type="FileInput",
+    role="input",
+    label="FileInput",
+    category="input",
+    icon="file-in",
+    description="Polls a directory below the execution group's file roots for files matching a pattern "
+    "and propagates each file, or each line of it, as a message; processed files move to mqsiarchive "
+    "(or are deleted), failed ones to mqsibackout.",
+    outputs=(
+        Terminal("out", "out", "Out"),
+        Terminal("endOfData", "out", "End of Data"),
+        Terminal("failure", "failure", "Failure"),
+        Terminal("catch", "catch", "Catch"),
+    ),
+    properties=(
+        Property(
+            "directory",
+            "string",
+            "Input directory",
+            required=True,
+            description="The directory polled: absolute, or relative to the first file root; it must lie "
+            "below a file root (FLOWBROKER_FILE_ROOTS).",
+        ),
+        Property(
+            "filePattern",
+            "string",
+            "File name or pattern",
+            default="*",
+            description="Which file names are processed: * matches any characters, ? one.",
+        ),
+        Property(
+            "recordDetection",
+            "enum",
+            "Record detection",
+            default="wholeFile",
+            enum=("wholeFile", "delimited"),
+            description="wholeFile: the file is one message; delimited: each line (LF or CR LF ended) is one.",
+        ),
+        Property(
+            "actionOnSuccess",
+            "enum",
+            "Action on successful processing",
+            default="archive",
+            enum=("archive", "archiveWithTimestamp", "delete"),
+            description="Move the processed file to mqsiarchive (replacing one of the same name), move it "
+            "there with a time stamp prefixed, or delete it.",
+        ),
+        Property(
+            "pollingInterval",
+            "integer",
+            "Polling interval (ms)",
+            default=5000,
+            minimum=10,
+            maximum=3_600_000,
+            description="How long the node waits after finding no file before it looks again.",
+        ),
+        Property(
+            "maxFileSize",
+            "integer",
+            "Largest file (bytes)",
+            default=64 * 1024 * 1024,
+            minimum=1,
+            description="A larger file is not read: it goes to mqsibackout.",
+        ),
+        Property(
+            "messageDomain",
+            "enum",
+            "Message domain",
+            default="BLOB",
+            enum=("BLOB", "XMLNSC", "XMLNS", "XML", "JSON", "MRM"),
+            description="The domain each message body is parsed in.",
+        ),
+        Property("messageSet", "string", "Message set", default="", description="Message set (MRM)."),
+        Property("messageType", "string", "Message type", default="", description="Message type (MRM)."),
+        Property("messageFormat", "string", "Message format", default="", description="Format (MRM)."),
+    ),
+)
+
+
+@dataclass
+class FileDescriptor:
+    """The descriptor of a message read from a file: only what MQMD can say about it."""
+
+    put_time: float
+    persistence: int = 1
+    format: str = "MQSTR   "
+    encoding: int = 546
+    coded_char_set_id: int = 1208
+
+
+@dataclass
+class FileMessage:
+    md: FileDescriptor
+    properties: dict[str, Any] = field(default_factory=dict)
+    body: bytes = b""
+
+
+class Node(BaseNode):
+    """The polling loop of each flow thread of the node."""
+
+    SPEC = SPEC
+
+    def prepare(self) -> None:
+        props = self.properties
+        problem = files.directory_problem(str(props.get("directory") or ""))
+        if problem:
+            raise DeployProblem(problem, property="directory")
+        pattern = str(props.get("filePattern") or "*").strip()
+        problem = files.file_name_problem(pattern, pattern=True)
+        if problem:
+            raise DeployProblem(problem, property="filePattern")
+        self.directory = str(props["directory"]).strip()
+        self.pattern = pattern
+        self.records = props.get("recordDetection") == "delimited"
+        self.on_success = str(props.get("actionOnSuccess") or "archive")
+        self.poll_s = int(props.get("pollingInterval") or 5000) / 1000.0
+        self.max_size = int(props.get("maxFileSize") or 64 * 1024 * 1024)
+        self._recovery = threading.Lock()
+        self._recovered = False
+        self.template = {
+            "domain": str(props.get("messageDomain") or "BLOB"),
+            "set": str(props.get("messageSet") or ""),
+            "type": str(props.get("messageType") or ""),
+            "format": str(props.get("messageFormat") or ""),
+        }
+
+    def evaluate(self, assembly: Assembly, terminal: str) -> None:
+        # a message injected on this node (tests, the designer's "inject") starts the flow here
+        self.propagate("out", assembly)
+
+    # -- the flow thread -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Until the flow stops: process the waiting files, then wait a polling interval."""
+        flow = self.flow
+        directory = files.confined_directory(self.directory, flow.file_roots())
+        transit = files.subdirectory(directory, files.TRANSIT)
+        with self._recovery:
+            if not self._recovered:
+                self._recover(directory, transit)
+                self._recovered = True
+        while not flow.stop.is_set():
+            found = False
+            for name in self._candidates(directory):
+                if flow.stop.is_set():
+                    break
+                claimed = transit / name
+                try:
+                    os.rename(directory / name, claimed)
+                except FileNotFoundError:
+                    continue  # another flow thread took it
+                found = True
+                self.process_file(directory, name, claimed)
+            if not found:
+                flow.stop.wait(self.poll_s)
+
+    def _recover(self, directory: Path, transit: Path) -> None:
+        """Put back the files a stopped process had claimed but not finished, to be processed again."""
+        for name in self._candidates(transit):
+            if not (directory / name).exists():
+                os.replace(transit / name, directory / name)
+                self.flow.log(f"{self.name}: file {name} left in {files.TRANSIT} is processed again")
+
+    def _candidates(self, directory: Path) -> list[str]:
+        names: list[tuple[float, str]] = []
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if not fnmatch.fnmatchcase(entry.name, self.pattern) or entry.name.startswith("."):
+                    continue
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    names.append((info.st_mtime, entry.name))
+        return [name for _, name in sorted(names)]
+
+    def process_file(self, directory: Path, name: str, claimed: Path) -> None:
+        """Propagate the claimed file's messages; archive, delete or back it out."""
+        flow = self.flow
+        try:
+            data, modified = self._read(claimed)
+        except NodeError as exc:
+            self._back_out_file(directory, name, claimed, str(exc))
+            return
+        chunks = _records(data) if self.records else [(0, data)]
+        for number, (offset, body) in enumerate(chunks, 1):
+            if not self._run_one(directory, name, modified, body, number, offset):
+                self._back_out_file(directory, name, claimed, f"record {number} failed")
+                return
+        if self.is_connected("endOfData"):
+            if not self._run_one(directory, name, modified, b"", len(chunks) + 1, len(data), end=True):
+                self._back_out_file(directory, name, claimed, "the end of data message failed")
+                return
+        try:
+            if self.on_success == "delete":
+                claimed.unlink()
+            else:
+                archive = files.subdirectory(directory, files.ARCHIVE)
+                stamp = time.strftime("%Y%m%d%H%M%S_", time.gmtime()) if self.on_success != "archive" else ""
+                os.replace(claimed, archive / f"{stamp}{name}")
+        except OSError as exc:
+            flow.log(f"{self.name}: processed {name} but cannot archive it: {exc}")
+
+    def _read(self, claimed: Path) -> tuple[bytes, float]:
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(claimed, flags)
+        except OSError as exc:
+            raise NodeError(f"cannot read {claimed.name}: {exc.strerror or exc}", number=3320) from exc
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise NodeError(f"{claimed.name} is not a regular file", number=3320)
+            if info.st_size > self.max_size:
+                raise NodeError(
+                    f"{claimed.name} has {info.st_size} bytes, more than the node's largest file "
+                    f"({self.max_size})",
+                    number=3321,
+                )
+            with os.fdopen(fd, "rb", closefd=False) as source:
+                data = source.read(self.max_size + 1)
+            if len(data) > self.max_size:
+                raise NodeError(f"{claimed.name} grew past the node's largest file", number=3321)
+            return data, info.st_mtime
+        except OSError as exc:
+            raise NodeError(f"cannot read {claimed.name}: {exc.strerror or exc}", number=3320) from exc
+        finally:
+            os.close(fd)
+
+    def _run_one(
+        self,
+        directory: Path,
+        name: str,
+        modified: float,
+        body: bytes,
+        number: int,
+        offset: int,
+        end: bool = False,
+    ) -> bool:
+        """Propagate one message in its own unit of work; False when the file must be backed out."""
+        flow = self.flow
+        flow.begin(True)
+        stats = self.stats
+        stats.messages_in += 1
+        started = time.perf_counter_ns()
+        cpu = time.thread_time_ns()
+        try:
+            message = FileMessage(FileDescriptor(put_time=time.time()), {}, body)
+            try:
+                assembly = flow.build_assembly(message, self.template)  # type: ignore[arg-type]
+                _describe(assembly.local_environment, directory, name, modified, number, offset, self.pattern)
+                try:
+                    self.propagate("endOfData" if end else "out", assembly)
+                except Unwinding as unwound:
+                    stats.errors += 1
+                    caught = assembly.replace(exception_list=unwound.exception_list)
+                    if not self.propagate("catch", caught):
+                        raise
+            except Unwinding as failed:
+                return self._failed(failed.exception_list)
+            except Exception as exc:  # the assembly could not be built
+                stats.errors += 1
+                return self._failed(exception_list_with(exception_entry(self, exc)))
+            flow.commit()
+            return True
+        finally:
+            stats.elapsed_ns += time.perf_counter_ns() - started
+            stats.cpu_ns += time.thread_time_ns() - cpu
+
+    def _failed(self, errors: Element) -> bool:
+        """Back out the unit of work; the failure terminal may still take the message."""
+        flow = self.flow
+        flow.backout()
+        if self.is_connected("failure"):
+            flow.begin(True)
+            try:
+                self.propagate("failure", Assembly(Element("Root"), exception_list=errors))
+                flow.commit()
+                return True
+            except Unwinding as again:
+                flow.backout()
+                errors = again.exception_list
+        flow.log(f"{self.name}: {describe_exception_list(errors)}")
+        return False
+
+    def _back_out_file(self, directory: Path, name: str, claimed: Path, reason: str) -> None:
+        flow = self.flow
+        try:
+            backout = files.subdirectory(directory, files.BACKOUT)
+            os.replace(claimed, backout / name)
+            flow.log(f"{self.name}: file {name} moved to {files.BACKOUT}: {reason}")
+        except (OSError, NodeError) as exc:
+            flow.log(
+                f"{self.name}: file {name} failed ({reason}) and cannot be moved to {files.BACKOUT}: {exc}"
+            )
+
+
+def _records(data: bytes) -> list[tuple[int, bytes]]:
+    """(offset, line) of each LF- or CR LF-ended line; a last line without its end counts too."""
+    found: list[tuple[int, bytes]] = []
+    offset = 0
+    while offset < len(data):
+        end = data.find(b"\n", offset)
+        stop = len(data) if end < 0 else end + 1
+        line = data[offset:stop]
+        if line.endswith(b"\n"):
+            line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+        found.append((offset, line))
+        offset = stop
+    return found
+
+
+def _describe(
+    local: Element, directory: Path, name: str, modified: float, number: int, offset: int, pattern: str
+) -> None:
+    file = local.add("File")
+    file.add("Directory", str(directory))
+    file.add("Name", name)
+    file.add("LastModified", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(modified)))
+    file.add("Record", number)
+    file.add("Offset", offset)
+    match = _wildcard_match(pattern, name)
+    if match is not None:
+        local.add("Wildcard").add("WildcardMatch", match)
+
+
+def _wildcard_match(pattern: str, name: str) -> str | None:
+    """What the pattern's single * matched in ``name`` (ACE's WildcardMatch), else None."""
+    if pattern.count("*") != 1 or "?" in pattern or "[" in pattern:
+        return None
+    head, tail = pattern.split("*")
+    if name.startswith(head) and name.endswith(tail) and len(name) >= len(head) + len(tail):
+        return name[len(head) : len(name) - len(tail)]
+    return None

@@ -1,0 +1,181 @@
+"""FileInput: polling a confined directory, whole files and records, archive / delete / backout, hostile files."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from flowbroker.runtime.harness import flow, get_all
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    allowed = tmp_path / "root"
+    (allowed / "in").mkdir(parents=True)
+    (allowed / "out").mkdir()
+    monkeypatch.setenv("FLOWBROKER_FILE_ROOTS", str(allowed))
+    return allowed
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def reader_flow(dst: str, name: str, **props: object) -> dict:
+    return flow(
+        {
+            "f": ("FileInput", {"directory": "in", "filePattern": "*.txt", "pollingInterval": 50, **props}),
+            "o": ("MQOutput", {"queueName": dst}),
+        },
+        ["f.out -> o"],
+        name=name,
+    )
+
+
+def test_each_whole_file_becomes_a_message_and_is_archived(root: Path, qm, queues, group) -> None:
+    dst = queues("OUT")
+    (root / "in" / "a.txt").write_bytes(b"first file")
+    (root / "in" / "skip.dat").write_bytes(b"not matched")
+    group.deploy(reader_flow(dst, "FileWhole"))
+    assert [m.body for m in get_all(qm, dst, 1)] == [b"first file"]
+    (root / "in" / "b.txt").write_bytes(b"second file")
+    assert [m.body for m in get_all(qm, dst, 1)] == [b"second file"]
+    assert wait_for(lambda: (root / "in" / "mqsiarchive" / "b.txt").exists())
+    assert (root / "in" / "mqsiarchive" / "a.txt").read_bytes() == b"first file"
+    assert (root / "in" / "skip.dat").exists()
+    assert not (root / "in" / "a.txt").exists()
+
+
+def test_records_by_line_and_delete_on_success(root: Path, qm, queues, group) -> None:
+    dst = queues("OUT")
+    (root / "in" / "lines.txt").write_bytes(b"one\r\ntwo\nthree")
+    group.deploy(reader_flow(dst, "FileLines", recordDetection="delimited", actionOnSuccess="delete"))
+    assert [m.body for m in get_all(qm, dst, 3)] == [b"one", b"two", b"three"]
+    assert wait_for(lambda: not any((root / "in" / "mqsitransit").iterdir()))
+    assert not (root / "in" / "mqsiarchive").exists() or not any((root / "in" / "mqsiarchive").iterdir())
+
+
+def test_a_failing_record_backs_out_the_file_after_committing_the_ones_before(
+    root: Path, qm, queues, group
+) -> None:
+    dst = queues("OUT")
+    (root / "in" / "mixed.txt").write_bytes(b"ok1\nbad\nok3\n")
+    doc = flow(
+        {
+            "f": ("FileInput", {"directory": "in", "pollingInterval": 50, "recordDetection": "delimited"}),
+            "r": (
+                "Route",
+                {
+                    "filterTable": [
+                        {"filterPattern": "Root.BLOB.BLOB = X'626164'", "routingOutputTerminal": "bad"}
+                    ]
+                },
+            ),
+            "t": ("Throw", {"messageText": "a bad record"}),
+            "o": ("MQOutput", {"queueName": dst}),
+        },
+        ["f.out -> r", "r.bad -> t", "r.default -> o"],
+        name="FileMixed",
+    )
+    group.deploy(doc)
+    assert wait_for(lambda: (root / "in" / "mqsibackout" / "mixed.txt").exists())
+    assert [m.body for m in get_all(qm, dst, 2, wait=1.0)] == [b"ok1"]
+    assert (root / "in" / "mqsibackout" / "mixed.txt").read_bytes() == b"ok1\nbad\nok3\n"
+
+
+def test_wildcard_match_names_the_file_written_back(root: Path, group) -> None:
+    (root / "in" / "order_17.txt").write_bytes(b"<order/>")
+    doc = flow(
+        {
+            "f": ("FileInput", {"directory": "in", "filePattern": "order_*.txt", "pollingInterval": 50}),
+            "w": ("FileOutput", {"directory": "out", "fileName": "done_*.txt"}),
+        },
+        ["f.out -> w"],
+        name="FileCopy",
+    )
+    group.deploy(doc)
+    assert wait_for(lambda: (root / "out" / "done_17.txt").exists())
+    assert (root / "out" / "done_17.txt").read_bytes() == b"<order/>"
+
+
+def test_links_fifos_and_oversized_files_are_never_read(
+    root: Path, qm, queues, group, tmp_path: Path
+) -> None:
+    dst = queues("OUT")
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"secret")
+    (root / "in" / "link.txt").symlink_to(secret)
+    os.mkfifo(root / "in" / "pipe.txt")
+    (root / "in" / "big.txt").write_bytes(b"x" * 100)
+    (root / "in" / "small.txt").write_bytes(b"fine")
+    group.deploy(reader_flow(dst, "FileHostile", maxFileSize=50))
+    assert [m.body for m in get_all(qm, dst, 1)] == [b"fine"]
+    assert wait_for(lambda: (root / "in" / "mqsibackout" / "big.txt").exists())
+    assert get_all(qm, dst, 1, wait=0.5) == []
+    assert (root / "in" / "link.txt").is_symlink() and (root / "in" / "pipe.txt").exists()
+    assert secret.read_bytes() == b"secret"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode")
+def test_an_unreadable_file_goes_to_backout(root: Path, qm, queues, group) -> None:
+    dst = queues("OUT")
+    locked = root / "in" / "locked.txt"
+    locked.write_bytes(b"no")
+    locked.chmod(0)
+    group.deploy(reader_flow(dst, "FileLocked"))
+    assert wait_for(lambda: (root / "in" / "mqsibackout" / "locked.txt").exists())
+    assert get_all(qm, dst, 1, wait=0.5) == []
+
+
+def test_a_missing_directory_is_reported_then_polled_once_it_exists(root: Path, qm, queues, group) -> None:
+    dst = queues("OUT")
+    doc = reader_flow(dst, "FileLater", directory="later")
+    deployed = group.deploy(doc)
+    assert wait_for(lambda: any("does not exist" in e for e in deployed.errors))
+    (root / "later").mkdir()
+    (root / "later" / "x.txt").write_bytes(b"arrived")
+    assert [m.body for m in get_all(qm, dst, 1, wait=15)] == [b"arrived"]
+
+
+@pytest.mark.parametrize("directory", ["../outside", "/etc"])
+def test_a_directory_outside_the_roots_is_never_polled(root: Path, qm, queues, group, directory: str) -> None:
+    outside = root.parent / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "x.txt").write_bytes(b"outside")
+    dst = queues("OUT")
+    deployed = group.deploy(reader_flow(dst, "FileOutside", directory=directory))
+    assert wait_for(lambda: any("outside the file roots" in e for e in deployed.errors))
+    assert get_all(qm, dst, 1, wait=0.3) == []
+    assert (outside / "x.txt").exists() and not (outside / "mqsitransit").exists()
+
+
+def test_files_left_in_transit_are_processed_again(root: Path, qm, queues, group) -> None:
+    dst = queues("OUT")
+    (root / "in" / "mqsitransit").mkdir()
+    (root / "in" / "mqsitransit" / "interrupted.txt").write_bytes(b"claimed before a crash")
+    group.deploy(reader_flow(dst, "FileRecover"))
+    assert [m.body for m in get_all(qm, dst, 1)] == [b"claimed before a crash"]
+    assert wait_for(lambda: (root / "in" / "mqsiarchive" / "interrupted.txt").exists())
+
+
+def test_additional_instances_process_each_file_once(root: Path, qm, queues, group) -> None:
+    dst = queues("OUT")
+    names = [f"f{i:02}.txt" for i in range(12)]
+    for name in names:
+        (root / "in" / name).write_bytes(name.encode())
+    doc = reader_flow(dst, "FileShared")
+    doc["properties"]["additionalInstances"] = 3
+    group.deploy(doc)
+    got = sorted(m.body for m in get_all(qm, dst, len(names)))
+    assert got == sorted(name.encode() for name in names)
+    assert get_all(qm, dst, 1, wait=0.5) == []
