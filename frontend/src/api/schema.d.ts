@@ -1919,6 +1919,11 @@ export interface components {
              * @default
              */
             detail: string;
+            /**
+             * Host
+             * @description the host name the group's worker process runs on
+             */
+            host: string | null;
             /** Id */
             id: number;
             /** Name */
@@ -1968,7 +1973,10 @@ export interface components {
             };
             /** Group */
             group: string;
-            /** Host */
+            /**
+             * Host
+             * @description the host name of the group's worker process
+             */
             host: string | null;
             /** Pid */
             pid: number | null;
@@ -2687,6 +2695,11 @@ export interface components {
         TopologyGroup: {
             /** Brokerid */
             brokerId: number;
+            /**
+             * Host
+             * @description the host name the group's worker process runs on
+             */
+            host: string | null;
             /** Id */
             id: number;
             /** Name */
