@@ -101,7 +101,8 @@ class Api:
         return response.json() if response.content else None
 
 
-def until(probe: Callable[[], Any], timeout: float, what: str) -> Any:
+def until(probe: Callable[[], Any], timeout: float, what: str | Callable[[], str]) -> Any:
+    """``probe()`` once it is true; ``what`` (text, or made when the wait fails) says what did not happen."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -109,7 +110,7 @@ def until(probe: Callable[[], Any], timeout: float, what: str) -> Any:
         if last:
             return last
         time.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout}s (last: {last!r})")
+    raise AssertionError(f"{what() if callable(what) else what}: not within {timeout}s (last: {last!r})")
 
 
 class Collector:
@@ -240,7 +241,7 @@ def test_two_groups_on_two_hosts_survive_a_host_crash_and_a_rabbitmq_restart(
         until(
             lambda g=group: _group(api, g)["state"] == "running",
             60,
-            f"the worker of {group} registers (log: {host.log('worker')})",
+            lambda g=group, h=host: f"the worker of {g} registers (log: {h.log('worker')})",
         )
     src, dst = "ORDERS.IN", "ORDERS.OUT"
     with Client.connect(qm_url) as qm:
@@ -258,7 +259,7 @@ def test_two_groups_on_two_hosts_survive_a_host_crash_and_a_rabbitmq_restart(
         until(
             lambda d=deployment: api.ok("GET", f"/api/deployments/{d}")["status"] == "running",
             60,
-            f"{group} runs the flow (log: {(h1 if group == 'g1' else h2).log('worker')})",
+            lambda g=group: f"{g} runs the flow (log: {(h1 if g == 'g1' else h2).log('worker')})",
         )
     started = time.monotonic() - began
 
@@ -320,6 +321,7 @@ def test_two_groups_on_two_hosts_survive_a_host_crash_and_a_rabbitmq_restart(
         committed += third
         until(lambda: collector.has(third), 60, "messages put across the RabbitMQ restart pass through")
 
+        assert rabbit.starts == 2
         # the control plane reaches the surviving group again: stop, a message waits, start
         g2 = deployments["g2"]
         api.ok("POST", f"/api/deployments/{g2}/stop")
@@ -350,6 +352,8 @@ def test_two_groups_on_two_hosts_survive_a_host_crash_and_a_rabbitmq_restart(
             60,
             "a new deploy reaches g2",
         )
+        # the group really lost its control connection and made a new one
+        assert "Connection to broker lost" in h2.log("worker", 1 << 20), h2.log("worker")
         put(qm_url, "RETURNS.IN", [b"returned"])
         with Client.connect(qm_url) as qm:
             message = qm.get("RETURNS.OUT", wait=30)
