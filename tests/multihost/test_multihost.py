@@ -34,7 +34,7 @@ from multihost_lab import RABBITMQ_SERVER, Lab, PostgreSQL, RabbitMQ, postgres_b
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 PASSWORD = "multihost-admin-pass"
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]  # the whole test, servers included
 
 
 @dataclass(frozen=True)
