@@ -84,7 +84,7 @@ def create_app(settings: Settings, *, node_lookup: SpecLookup | None = None, mig
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         # The monitoring history fills while the API runs, whether or not a page is open.
-        sampler = Sampler(history, settings.data)
+        sampler = Sampler(history, settings.data, session_factory=_app.state.session_factory)
         sampler.start()
         try:
             yield

@@ -275,6 +275,7 @@ class GroupOut(Out):
         "failed: it keeps exiting and is restarted with a growing back-off; unknown: no worker reports"
     )
     pid: int | None = None
+    host: str | None = Field(default=None, description="the host name the group's worker process runs on")
     detail: str = ""
     restarts: int = 0
     since: float | None = Field(default=None, description="when the process started, seconds since 1970")
@@ -407,6 +408,7 @@ class TopologyGroup(Out):
     broker_id: int
     name: str
     state: GroupState
+    host: str | None = Field(default=None, description="the host name the group's worker process runs on")
 
 
 class TopologyFlow(Out):

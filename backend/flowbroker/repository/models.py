@@ -131,6 +131,29 @@ class ExecutionGroup(Base):
     )
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
     broker: Mapped[Broker] = relationship(back_populates="groups")
+    report: Mapped[GroupReport | None] = relationship(
+        back_populates="group", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class GroupReport(Base):
+    """What the worker process of an execution group last said of itself, wherever it runs.
+
+    The worker registers here when it starts (host, pid, start time), touches ``alive_at``
+    every few seconds and writes its statistics every interval, so a configuration manager on
+    another host sees it through the repository they share.
+    """
+
+    __tablename__ = "group_reports"
+    group_id: Mapped[int] = mapped_column(
+        ForeignKey("execution_groups.id", ondelete="CASCADE"), primary_key=True
+    )
+    host: Mapped[str] = mapped_column(String(255), default="", nullable=False)
+    pid: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
+    alive_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
+    statistics: Mapped[dict[str, Any] | None] = mapped_column(JsonDoc, nullable=True)
+    group: Mapped[ExecutionGroup] = relationship(back_populates="report")
 
 
 class Flow(Base):

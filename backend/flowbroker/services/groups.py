@@ -12,7 +12,8 @@ What an operator asked for (``desired_state``) is kept in the repository; the su
 do in its state file, from which
 :func:`process_state` tells the truth about each group: running, starting, stopping, stopped or
 failed, with its pid. A group no supervisor here runs (a worker on another host) is judged by
-its liveness file alone.
+its liveness file, or by the report it keeps fresh in the repository (:mod:`flowbroker.services.reports`),
+which also names the host it runs on.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from flowbroker.repository.models import Broker, Deployment, ExecutionGroup
-from flowbroker.services import audit, brokers, deploy
+from flowbroker.services import audit, brokers, deploy, reports
 from flowbroker.services.errors import Conflict
 
 #: Supervised execution groups are named ``execution-group:<broker>/<group>`` in /api/health.
@@ -90,8 +91,26 @@ def process_state(
     broker: str,
     group: str,
     desired: str,
+    report: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What the group's process is doing: state, pid, detail, restarts, since."""
+    """What the group's process is doing: state, pid, detail, restarts, since, and the host it runs on.
+
+    ``report`` is the group's report in the repository (:func:`flowbroker.services.reports.describe`).
+    """
+    found = _process_state(data, table, local_broker, broker, group, desired, report)
+    found["host"] = report["host"] if report else None
+    return found
+
+
+def _process_state(
+    data: Path,
+    table: dict[str, dict[str, Any]] | None,
+    local_broker: str,
+    broker: str,
+    group: str,
+    desired: str,
+    report: dict[str, Any] | None,
+) -> dict[str, Any]:
     component = (table or {}).get(component_name(broker, group))
     live = _liveness(data, broker, group)
     if component is not None:
@@ -114,6 +133,26 @@ def process_state(
         return {"state": state, "pid": None, "detail": "", "restarts": 0, "since": None}
     if live is not None:
         return {"state": "running", "pid": live, "detail": "", "restarts": 0, "since": None}
+    if report is not None:
+        silent = time.time() - float(report["alive"])
+        if silent <= LIVENESS_FRESH:
+            return {
+                "state": "running",
+                "pid": report["pid"],
+                "detail": "",
+                "restarts": 0,
+                "since": report["started"],
+            }
+        detail = (
+            f"the worker on {report['host']} last reported {silent:.0f}s ago" if desired == "running" else ""
+        )
+        return {
+            "state": "stopped" if desired == "stopped" else "unknown",
+            "pid": None,
+            "detail": detail,
+            "restarts": 0,
+            "since": None,
+        }
     detail = "no worker has reported for this group" if desired == "running" else ""
     return {
         "state": "stopped" if desired == "stopped" else "unknown",
@@ -134,7 +173,15 @@ def describe_group(
         "description": group.description,
         "created_at": group.created_at,
         "desired_state": group.desired_state,
-        **process_state(data, table, local_broker, group.broker.name, group.name, group.desired_state),
+        **process_state(
+            data,
+            table,
+            local_broker,
+            group.broker.name,
+            group.name,
+            group.desired_state,
+            reports.describe(group.report) if group.report is not None else None,
+        ),
     }
 
 

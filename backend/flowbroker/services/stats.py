@@ -1,4 +1,9 @@
-"""Statistics of execution groups: read what each group publishes, and render it for REST, SSE and Prometheus."""
+"""Statistics of execution groups: read what each group publishes, and render it for REST, SSE and Prometheus.
+
+A group publishes into the repository (read with ``session_factory``), which a configuration
+manager on any host shares, and into its data directory, which one beside it shares; the newer
+of the two counts.
+"""
 
 from __future__ import annotations
 
@@ -7,42 +12,79 @@ import time
 from pathlib import Path
 from typing import Any
 
+#: Makes the repository's sessions (``sessionmaker``); None reads the data directory alone.
+SessionFactory = Any
+
 #: A group whose last statistics are older than this is reported as not reporting.
 STALE_AFTER = 30.0
 
 
-def read_all(data: Path) -> list[dict[str, Any]]:
+def read_all(data: Path, session_factory: SessionFactory = None) -> list[dict[str, Any]]:
     """The last statistics of every group that has published any, with ``age_s`` and ``reporting``."""
-    found: list[dict[str, Any]] = []
-    root = data / "stats"
-    if not root.is_dir():
-        return found
-    now = time.time()
-    for path in sorted(root.glob("*/*.json")):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def take(record: Any) -> None:
         if not isinstance(record, dict):
-            continue
-        age = now - float(record.get("time", 0) or 0)
+            return
+        key = (str(record.get("broker")), str(record.get("group")))
+        if key not in latest or _time(record) > _time(latest[key]):
+            latest[key] = record
+
+    root = data / "stats"
+    if root.is_dir():
+        for path in sorted(root.glob("*/*.json")):
+            try:
+                take(json.loads(path.read_text()))
+            except (OSError, ValueError):
+                continue
+    if session_factory is not None:
+        for record in _reported(session_factory):
+            take(record)
+    now = time.time()
+    found: list[dict[str, Any]] = []
+    for key in sorted(latest):
+        record = latest[key]
+        age = now - _time(record)
         record["age_s"] = round(age, 1)
         record["reporting"] = age <= STALE_AFTER
         found.append(record)
     return found
 
 
-def read_group(data: Path, broker: str, group: str) -> dict[str, Any] | None:
-    for record in read_all(data):
+def _time(record: dict[str, Any]) -> float:
+    try:
+        return float(record.get("time", 0) or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _reported(session_factory: SessionFactory) -> list[dict[str, Any]]:
+    """The statistics groups wrote into the repository, each under its broker and group name."""
+    from flowbroker.repository import db
+    from flowbroker.services import reports
+
+    with db.session_scope(session_factory) as session:
+        found = []
+        for (broker, group), report in reports.by_group(session).items():
+            record = report["statistics"]
+            if record:
+                found.append({**record, "broker": broker, "group": group, "host": report["host"]})
+        return found
+
+
+def read_group(
+    data: Path, broker: str, group: str, session_factory: SessionFactory = None
+) -> dict[str, Any] | None:
+    for record in read_all(data, session_factory):
         if record.get("broker") == broker and record.get("group") == group:
             return record
     return None
 
 
-def flows(data: Path) -> list[dict[str, Any]]:
+def flows(data: Path, session_factory: SessionFactory = None) -> list[dict[str, Any]]:
     """One row per deployed flow (without per-node detail)."""
     rows = []
-    for record in read_all(data):
+    for record in read_all(data, session_factory):
         for name, flow in (record.get("flows") or {}).items():
             row = {k: v for k, v in flow.items() if k != "nodes"}
             row.update(broker=record.get("broker"), group=record.get("group"), flow=name)
@@ -54,7 +96,7 @@ def _label(value: Any) -> str:
     return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def prometheus(data: Path) -> str:
+def prometheus(data: Path, session_factory: SessionFactory = None) -> str:
     """The statistics in the Prometheus text exposition format (version 0.0.4)."""
     lines: list[str] = []
 
@@ -65,7 +107,7 @@ def prometheus(data: Path) -> str:
             text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
             lines.append(f"{name}{{{text}}} {float(value or 0):g}")
 
-    records = read_all(data)
+    records = read_all(data, session_factory)
     groups = [({"broker": r.get("broker"), "group": r.get("group")}, r) for r in records]
     metric(
         "flowbroker_group_rss_bytes",

@@ -120,9 +120,12 @@ class StatsHistory:
 class Sampler:
     """Reads the groups' statistics every ``interval`` seconds into a :class:`StatsHistory`."""
 
-    def __init__(self, history: StatsHistory, data: Path, interval: float = 2.0) -> None:
+    def __init__(
+        self, history: StatsHistory, data: Path, interval: float = 2.0, session_factory: Any = None
+    ) -> None:
         self.history = history
         self.data = data
+        self.session_factory = session_factory
         self.interval = interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -130,7 +133,7 @@ class Sampler:
     def sample(self) -> None:
         from flowbroker.services import stats
 
-        self.history.observe(stats.read_all(self.data))
+        self.history.observe(stats.read_all(self.data, self.session_factory))
 
     def start(self) -> None:
         def loop() -> None:

@@ -95,7 +95,13 @@ def graph(session: Session, settings: Settings) -> dict[str, Any]:
         out_brokers.append({"id": broker.id, "name": broker.name, "local": described["local"]})
         for group in described["groups"]:
             out_groups.append(
-                {"id": group["id"], "broker_id": broker.id, "name": group["name"], "state": group["state"]}
+                {
+                    "id": group["id"],
+                    "broker_id": broker.id,
+                    "name": group["name"],
+                    "state": group["state"],
+                    "host": group["host"],
+                }
             )
             for row in deploy.group_flows(session, group["id"]):
                 reads, writes = flow_queues(row.flow_version.document, row.dependencies, row.overrides)

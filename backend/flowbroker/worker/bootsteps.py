@@ -90,7 +90,8 @@ class StatisticsStep(bootsteps.StartStopStep):
 
 
 class LivenessStep(bootsteps.StartStopStep):
-    """Touches ``<data>/run/<broker>.<group>.alive`` every few seconds for health checks."""
+    """Touches ``<data>/run/<broker>.<group>.alive`` every few seconds for health checks, and the
+    group's report in the repository for a configuration manager on another host."""
 
     requires = ("flowbroker.worker.bootsteps:ResumeStep",)
 
@@ -106,6 +107,10 @@ class LivenessStep(bootsteps.StartStopStep):
         def loop() -> None:
             while not self.done.is_set():
                 path.write_text(str(os.getpid()))
+                try:
+                    state.report_alive()
+                except Exception as exc:  # an unreachable repository must not take the group down
+                    log.warning("cannot report the group alive: %s", exc)
                 self.done.wait(2.0)
 
         threading.Thread(target=loop, name="liveness", daemon=True).start()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -41,6 +42,9 @@ class GroupState:
         self.process.cpu_percent(None)
         self.started = time.time()
         self.ready = threading.Event()
+        #: The host name the group reports itself under, on the topology and monitoring pages.
+        self.host = socket.gethostname()
+        self.group_id: int | None = None
 
     # -- set up ---------------------------------------------------------------------------------
 
@@ -50,7 +54,7 @@ class GroupState:
         from flowbroker.repository.models import Broker
         from flowbroker.runtime.connection import QueueConnection
         from flowbroker.runtime.datasources import DataSources
-        from flowbroker.services import brokers
+        from flowbroker.services import brokers, reports
         from flowbroker.settings import Settings
 
         settings = Settings(data=self.data)
@@ -58,6 +62,8 @@ class GroupState:
         self.session_factory = db.session_factory(self.engine)
         with db.session_scope(self.session_factory) as session:
             target = brokers.group_by_name(session, self.broker, self.group)
+            self.group_id = target.id
+            reports.register(session, target.id, self.host, os.getpid(), self.started)
             broker_row = session.get(Broker, target.broker_id)
             qm_url = (broker_row.qm_url if broker_row is not None else "") or os.environ.get(
                 "FLOWBROKER_QM", ""
@@ -402,6 +408,7 @@ class GroupState:
         return {
             "broker": self.broker,
             "group": self.group,
+            "host": self.host,
             "pid": os.getpid(),
             "time": time.time(),
             "uptime_s": round(time.time() - self.started, 1),
@@ -413,12 +420,25 @@ class GroupState:
         }
 
     def publish_statistics(self) -> None:
-        """Write the statistics where the configuration manager reads them (atomically replaced)."""
+        """Write the statistics where a configuration manager reads them: the repository, for one on
+        any host, and the data directory (atomically replaced), for one beside the group."""
+        record = json.loads(json.dumps(self.statistics(), default=str))
         path = stats_path(self.data, self.broker, self.group)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.statistics(), default=str))
+        tmp.write_text(json.dumps(record))
         os.replace(tmp, path)
+        self.report_alive(record)
+
+    def report_alive(self, statistics: dict[str, Any] | None = None) -> None:
+        """Tell the repository this process still runs the group (with its latest statistics)."""
+        from flowbroker.repository import db
+        from flowbroker.services import reports
+
+        if self.group_id is None or self.session_factory is None:
+            return
+        with db.session_scope(self.session_factory) as session:
+            reports.touch(session, self.group_id, self.host, os.getpid(), statistics)
 
 
 def broker_attributes(broker: str, group: str, qm_url: str, data: Path) -> dict[str, object]:

@@ -1975,6 +1975,11 @@ export interface components {
              * @default
              */
             detail: string;
+            /**
+             * Host
+             * @description the host name the group's worker process runs on
+             */
+            host: string | null;
             /** Id */
             id: number;
             /** Name */
@@ -2024,7 +2029,10 @@ export interface components {
             };
             /** Group */
             group: string;
-            /** Host */
+            /**
+             * Host
+             * @description the host name of the group's worker process
+             */
             host: string | null;
             /** Pid */
             pid: number | null;
@@ -2760,6 +2768,11 @@ export interface components {
         TopologyGroup: {
             /** Brokerid */
             brokerId: number;
+            /**
+             * Host
+             * @description the host name the group's worker process runs on
+             */
+            host: string | null;
             /** Id */
             id: number;
             /** Name */

@@ -74,6 +74,7 @@ describe('designer actions follow the permissions the server grants', () => {
       desiredState: 'running' as const,
       state: 'running' as const,
       pid: 4242,
+      host: 'eg1.example',
       detail: '',
       restarts: 0,
       since: null,
@@ -102,6 +103,7 @@ describe('designer actions follow the permissions the server grants', () => {
     let row = topologyAs('developer');
     expect(row.getByTestId('group-state-orders').textContent).toBe('running');
     expect(row.getByText(/pid 4242/)).toBeTruthy();
+    expect(row.getByTestId('group-host-orders').textContent).toBe(' · on eg1.example');
     expect(row.queryByRole('button', { name: 'Stop group' })).toBeNull();
     expect(screen.queryByLabelText('New execution group')).toBeNull();
     cleanup();

@@ -45,6 +45,12 @@ function GroupRow({
         <span className={`status status-${group.state}`} data-testid={`group-state-${group.name}`}>
           {group.state}
         </span>
+        {group.host && (
+          <span className="muted" data-testid={`group-host-${group.name}`}>
+            {' '}
+            · on {group.host}
+          </span>
+        )}
         {group.pid !== null && <span className="muted"> · pid {group.pid}</span>}
         {group.restarts > 0 && <span className="muted"> · {group.restarts} restarts</span>}
         {group.detail && <div className="muted">{group.detail}</div>}

@@ -21,6 +21,7 @@ const GroupBox = memo(function GroupBox({ data }: NodeProps<GroupNode>) {
       <small>execution group</small>
       <strong>{data.name}</strong>
       <span className={`status status-${data.state}`}>{data.state}</span>
+      {data.host && <small className="muted">on {data.host}</small>}
       <Handle type="source" position={Position.Right} isConnectable={false} />
     </div>
   );

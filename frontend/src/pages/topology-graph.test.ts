@@ -4,8 +4,8 @@ import { buildTopology, COLUMN_X, type TopologyGraph } from './topology-graph';
 const graph: TopologyGraph = {
   brokers: [{ id: 1, name: 'default', local: true }],
   groups: [
-    { id: 10, brokerId: 1, name: 'default', state: 'running' },
-    { id: 11, brokerId: 1, name: 'empty', state: 'stopped' },
+    { id: 10, brokerId: 1, name: 'default', state: 'running', host: 'eg1.example' },
+    { id: 11, brokerId: 1, name: 'empty', state: 'stopped', host: null },
   ],
   flows: [
     { deploymentId: 100, flowId: 5, flow: 'Orders', version: 2, groupId: 10, status: 'running', reads: ['ORDERS.IN'], writes: ['ORDERS.OUT'] },
@@ -29,6 +29,8 @@ describe('buildTopology', () => {
     expect(node('group:11')?.position.x).toBe(COLUMN_X.group);
     expect(node('flow:100')?.data).toEqual({ name: 'Orders', flowId: 5, version: 2, status: 'running' });
     expect(node('queue:ORDERS.OUT')?.position.x).toBe(COLUMN_X.queue);
+    expect(node('group:10')?.data).toEqual({ name: 'default', state: 'running', host: 'eg1.example' });
+    expect(node('group:11')?.data).toEqual({ name: 'empty', state: 'stopped', host: null });
   });
 
   it('links broker to group to flow, and each flow to the queues it reads and writes', () => {

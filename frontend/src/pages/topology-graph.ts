@@ -9,7 +9,7 @@ import type { Schemas } from '../api/client';
 export type TopologyGraph = Schemas['TopologyGraphOut'];
 
 export type BrokerNode = Node<{ name: string; local: boolean }, 'broker'>;
-export type GroupNode = Node<{ name: string; state: string }, 'egroup'>;
+export type GroupNode = Node<{ name: string; state: string; host: string | null }, 'egroup'>;
 export type DeployedFlowNode = Node<{ name: string; flowId: number; version: number; status: string }, 'flow'>;
 export type QueueNode = Node<{ name: string; reads: number; writes: number }, 'queue'>;
 export type TopologyNode = BrokerNode | GroupNode | DeployedFlowNode | QueueNode;
@@ -44,7 +44,7 @@ export function buildTopology(graph: TopologyGraph): { nodes: TopologyNode[]; ed
       if (!ys.length) ys.push(row++ * ROW_HEIGHT);
       const y = (ys[0] + ys[ys.length - 1]) / 2;
       groupYs.push(y);
-      nodes.push({ id: `group:${group.id}`, type: 'egroup', position: { x: COLUMN_X.group, y }, data: { name: group.name, state: group.state } });
+      nodes.push({ id: `group:${group.id}`, type: 'egroup', position: { x: COLUMN_X.group, y }, data: { name: group.name, state: group.state, host: group.host ?? null } });
       edges.push({ id: `broker:${broker.id}->group:${group.id}`, source: `broker:${broker.id}`, target: `group:${group.id}` });
     }
     if (!groupYs.length) groupYs.push(row++ * ROW_HEIGHT);

@@ -76,7 +76,7 @@ class GroupStatistics(Published):
     broker: str
     group: str
     pid: int | None = None
-    host: str | None = None
+    host: str | None = Field(default=None, description="the host name of the group's worker process")
     time: float = Field(description="when the group published these, seconds since 1970")
     uptime_s: float | None = None
     rss_bytes: int | None = None
@@ -122,7 +122,7 @@ def history_of(request: Request) -> StatsHistory:
 
 def _read(request: Request, settings: Any) -> list[dict[str, Any]]:
     """The groups' statistics, also taken into the history so every reading counts."""
-    records = stats.read_all(settings.data)
+    records = stats.read_all(settings.data, request.app.state.session_factory)
     history_of(request).observe(records)
     return records
 
@@ -134,18 +134,20 @@ def group_statistics(request: Request, _: Reader, settings: SettingsDep) -> Any:
 
 
 @router.get("/api/stats/groups/{broker}/{group}", responses=responses(404), response_model=GroupStatistics)
-def one_group(broker: str, group: str, _: Reader, settings: SettingsDep) -> Any:
+def one_group(request: Request, broker: str, group: str, _: Reader, settings: SettingsDep) -> Any:
     """The last statistics of one execution group."""
-    record = stats.read_group(settings.data, _name(broker, "broker"), _name(group, "group"))
+    record = stats.read_group(
+        settings.data, _name(broker, "broker"), _name(group, "group"), request.app.state.session_factory
+    )
     if record is None:
         raise ApiError(404, "not_found", f"execution group {broker}/{group} has published no statistics")
     return record
 
 
 @router.get("/api/stats/flows", response_model=list[FlowRow])
-def flow_statistics(_: Reader, settings: SettingsDep) -> Any:
+def flow_statistics(request: Request, _: Reader, settings: SettingsDep) -> Any:
     """One row per deployed flow: messages, CPU and elapsed µs, errors, backouts, threads."""
-    return stats.flows(settings.data)
+    return stats.flows(settings.data, request.app.state.session_factory)
 
 
 @router.get("/api/stats/history", response_model=list[FlowHistory])
@@ -204,6 +206,9 @@ def user_trace(
 
 
 @router.get("/metrics", response_class=PlainTextResponse, include_in_schema=False)
-def metrics(_: Reader, settings: SettingsDep) -> PlainTextResponse:
+def metrics(request: Request, _: Reader, settings: SettingsDep) -> PlainTextResponse:
     """Prometheus metrics of every execution group, flow and node (scrape with a viewer's bearer token)."""
-    return PlainTextResponse(stats.prometheus(settings.data), media_type="text/plain; version=0.0.4")
+    return PlainTextResponse(
+        stats.prometheus(settings.data, request.app.state.session_factory),
+        media_type="text/plain; version=0.0.4",
+    )
