@@ -22,6 +22,7 @@ SPEC = NodeSpec(
     type="MQInput",
     label="MQInput",
     category="input",
+    role="input",
     icon="queue-in",
     description="Gets each message from a queue, builds the message assembly from it and propagates it "
     "through the flow in a unit of work decided by the transaction mode.",

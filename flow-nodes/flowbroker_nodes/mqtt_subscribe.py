@@ -34,6 +34,7 @@ SPEC = NodeSpec(
     type="MQTTSubscribe",
     label="MQTTSubscribe",
     category="input",
+    role="input",
     icon="mqtt-in",
     description="Subscribes to a topic on an MQTT broker and propagates each publication it receives "
     "through the flow, its body parsed in the message domain chosen.",

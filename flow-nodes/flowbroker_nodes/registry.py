@@ -30,6 +30,9 @@ NODE_MODULES: tuple[str, ...] = (
     "subflow",
     "mqtt_subscribe",
     "mqtt_publish",
+    "http_input",
+    "http_reply",
+    "http_request",
 )
 
 

@@ -13,6 +13,8 @@ PropertyType = Literal[
     "string", "integer", "boolean", "enum", "esql", "sql", "queue", "topic", "json", "text"
 ]
 TerminalKind = Literal["in", "out", "failure", "catch"]
+#: ``input``: the node starts flow invocations itself (its class has ``run``, one per flow thread).
+NodeRole = Literal["", "input"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,13 @@ class NodeSpec:
     outputs: tuple[Terminal, ...] = ()
     properties: tuple[Property, ...] = ()
     dynamic_terminals: bool = False  # subflows and RouteToLabel-style nodes derive terminals
+    role: NodeRole = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_input(self) -> bool:
+        """Whether the node starts flow invocations itself (defined before ``property`` shadows the builtin)."""
+        return self.role == "input"
 
     def property(self, name: str) -> Property | None:
         for prop in self.properties:

@@ -75,7 +75,8 @@ class CompiledFlow:
     esql_memory_limit_bytes: int = 0
 
     def input_nodes(self) -> list[Node]:
-        return [node for node in self.nodes.values() if hasattr(node, "run")]
+        """The nodes that start flow invocations: each gets 1 + additionalInstances flow threads."""
+        return [node for node in self.nodes.values() if node.SPEC.is_input]
 
 
 def compile_flow(
@@ -118,8 +119,9 @@ def compile_flow(
             if name in labels:
                 problems.append(Problem(f"label name {name!r} is used twice", node.id, "labelName"))
             labels[name] = node
-    if not any(n.SPEC.type == "MQInput" for n in nodes.values()):
-        problems.append(Problem("a flow needs at least one MQInput node to run"))
+    if not any(n.SPEC.is_input for n in nodes.values()):
+        inputs = ", ".join(spec.type for spec in registry.specs() if spec.is_input)
+        problems.append(Problem(f"a flow needs at least one input node to run ({inputs})"))
     if problems:
         raise FlowCompileError(problems)
     props = document.get("properties") or {}

@@ -36,6 +36,7 @@ from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_f
 from flowbroker.runtime.connection import QueueConnection
 from flowbroker.runtime.datasources import DataSources, ThreadDataSource
 from flowbroker.runtime.dependencies import install_message_sets, subflow_resolver
+from flowbroker.runtime.http_listener import HTTPListener
 from flowbroker.runtime.usertrace import UserTrace
 
 log = logging.getLogger("flowbroker.runtime")
@@ -407,6 +408,13 @@ class FlowThread(threading.Thread):
     def user_trace(self, text: str) -> None:
         self.deployed.trace.write(text)
 
+    def http_listener(self) -> HTTPListener:
+        """The execution group's HTTP listener (HTTPInput and HTTPReply nodes)."""
+        listener = self.deployed.http
+        if listener is None:
+            raise RuntimeError("this execution group has no HTTP listener")
+        return listener
+
     def log(self, text: str) -> None:
         log.info("%s: %s", self.flow_name, text)
         trace = self.deployed.trace
@@ -424,8 +432,12 @@ class DeployedFlow:
         data_sources: DataSources,
         trace: UserTrace,
         broker: dict[str, object] | None = None,
+        http: HTTPListener | None = None,
     ) -> None:
+        # nodes that build a body themselves (HTTP) find the format converters' domains registered
+        assemblies.ensure_domains()
         self.compiled = compiled
+        self.http = http
         self.name = compiled.name
         #: What ESQL's broker attributes say in this flow: its group's, then its own.
         self.broker: dict[str, object] = {
@@ -527,10 +539,14 @@ class ExecutionGroupRuntime:
         trace_dir: Path | None = None,
         resolve_subflow: SubflowResolver | None = None,
         broker: dict[str, object] | None = None,
+        http: HTTPListener | None = None,
     ) -> None:
         """``broker``: the broker attributes ESQL reads in every flow of the group (BrokerName,
-        ExecutionGroupLabel, QueueManagerName, WorkPath …)."""
+        ExecutionGroupLabel, QueueManagerName, WorkPath …); ``http``: the group's HTTP listener,
+        opened when the first flow with an HTTPInput node is deployed (default: 127.0.0.1, any
+        free port)."""
         self.connect = connect
+        self.http = http if http is not None else HTTPListener("127.0.0.1", 0)
         self.broker = dict(broker or {})
         self.data_sources = data_sources or DataSources()
         self.trace_dir = trace_dir or Path("trace")
@@ -564,15 +580,54 @@ class ExecutionGroupRuntime:
         )
         install_message_sets(dependencies)
         with self._lock:
+            self._check_http_routes(compiled)
             old = self.flows.get(compiled.name)
             trace = old.trace if old is not None else UserTrace(self.trace_dir / f"{compiled.name}.trace")
             if old is not None:
                 old.stop()
-            deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace, self.broker)
+            deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace, self.broker, self.http)
             self.flows[compiled.name] = deployed
             if start:
                 deployed.start()
             return deployed
+
+    def _check_http_routes(self, compiled: CompiledFlow) -> None:
+        """Open the HTTP listener for a flow with HTTPInput nodes, and refuse a route another
+        deployed flow already serves (a redeploy of the same flow may keep its routes)."""
+        from flowbroker.runtime.compiler import FlowCompileError, Problem
+
+        routes = {
+            node.id: route for node in compiled.nodes.values() if (route := getattr(node, "http_route", None))
+        }
+        if not routes:
+            return
+        problems: list[Problem] = []
+        taken: dict[tuple[str, str], tuple[str, str]] = {}
+        for other in self.flows.values():
+            if other.name == compiled.name:
+                continue
+            for node in other.compiled.nodes.values():
+                route = getattr(node, "http_route", None)
+                if route:
+                    taken[route] = (other.name, node.id)
+        for node_id, (method, path) in routes.items():
+            for (other_method, other_path), (flow, other_node) in taken.items():
+                same_path = [p for p in other_path.split("/") if p] == [p for p in path.split("/") if p]
+                if same_path and (method == other_method or "ANY" in (method, other_method)):
+                    problems.append(
+                        Problem(
+                            f"{method} {path} is already served by node {other_node} of flow {flow}",
+                            node_id,
+                            "path",
+                        )
+                    )
+        if not problems:
+            try:
+                self.http.start()
+            except OSError as exc:
+                problems.append(Problem(str(exc.strerror or exc), next(iter(routes)), "path"))
+        if problems:
+            raise FlowCompileError(problems)
 
     def undeploy(self, name: str) -> bool:
         with self._lock:
@@ -607,6 +662,7 @@ class ExecutionGroupRuntime:
         for deployed in flows:
             deployed.stop(timeout)
             deployed.trace.close()
+        self.http.stop()
         self.data_sources.dispose()
 
     def statistics(self) -> dict[str, Any]:

@@ -27,4 +27,7 @@ export const ICON_GLYPHS: Record<string, string> = {
   subflow: '⊞',
   'mqtt-in': '↘',
   'mqtt-out': '↗',
+  'http-in': '⇲',
+  'http-out': '⇱',
+  'http-request': '⇄',
 };
