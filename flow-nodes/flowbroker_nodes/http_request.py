@@ -39,7 +39,7 @@ SPEC = NodeSpec(
     inputs=(Terminal("in", "in", "In"),),
     outputs=(
         Terminal("out", "out", "Out"),
-        Terminal("error", "out", "Error"),
+        Terminal("error", "failure", "Error"),
         Terminal("failure", "failure", "Failure"),
     ),
     properties=(

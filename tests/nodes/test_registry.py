@@ -52,3 +52,10 @@ def test_specs_are_json_with_the_terminals_the_designer_draws() -> None:
     assert mode["default"] == "yes" and mode["enum"] == ["yes", "no", "automatic"]
     esql = next(p for p in specs["Compute"]["properties"] if p["name"] == "esql")
     assert esql["required"] and esql["editor"] == "esql"
+
+
+def test_the_node_types_that_start_flows_declare_the_input_role() -> None:
+    # the runtime gives flow threads to the nodes whose spec says role="input", and runs their ``run``
+    for name, module in registry.modules().items():
+        assert module.SPEC.is_input == hasattr(module.Node, "run"), name
+    assert {s.type for s in registry.specs() if s.is_input} >= {"MQInput", "MQTTSubscribe", "HTTPInput"}
