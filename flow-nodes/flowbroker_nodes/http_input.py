@@ -147,11 +147,10 @@ class Node(BaseNode):
 
     # -- one flow thread ---------------------------------------------------------------------------
 
-    def run(self) -> None:
-        """Until the flow stops: take the next request of this node's route and process it."""
-        flow = self.flow
-        listener = flow.http_listener()
-        endpoint = listener.register(
+    def open_route(self, listener: Any) -> Any:
+        """Serve this node's route on ``listener`` (once per holder: the flow and each flow thread
+        release it when they stop, the last one closes it)."""
+        return listener.register(
             self,
             self.method,
             self.path,
@@ -159,6 +158,12 @@ class Node(BaseNode):
             max_wait_s=self.max_wait_s,
             timeout_path=self.is_connected("timeout"),
         )
+
+    def run(self) -> None:
+        """Until the flow stops: take the next request of this node's route and process it."""
+        flow = self.flow
+        listener = flow.http_listener()
+        endpoint = self.open_route(listener)
         try:
             while not flow.stop.is_set():
                 request = endpoint.take(0.5)

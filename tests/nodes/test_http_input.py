@@ -346,3 +346,25 @@ def test_a_flow_with_only_an_http_input_node_compiles() -> None:
     with pytest.raises(FlowCompileError) as raised:
         compile_flow(flow({"c": ("Compute", {"esql": GREET})}, [], name="NoInput"))
     assert raised.value.problems[-1].message.startswith("a flow needs at least one input node to run (")
+
+
+def test_the_route_is_served_from_deploy_until_the_flow_stops(tmp_path) -> None:
+    from flowbroker.runtime.engine import ExecutionGroupRuntime
+
+    def slow_connect() -> object:
+        time.sleep(1.0)  # a queue manager slow to answer: the flow threads start late
+        return object()
+
+    group = ExecutionGroupRuntime(slow_connect, trace_dir=tmp_path)
+    try:
+        # asked at once after the deploy, before any flow thread runs, the request waits for one
+        # rather than being told that no flow serves the path
+        group.deploy(_http_flow("Prompt", "/prompt"))
+        base = _base(group)
+        assert httpx.post(f"{base}/prompt", json={"name": "A"}, timeout=10).status_code == 200
+        group.stop_flow("Prompt")
+        assert httpx.post(f"{base}/prompt", json={"name": "B"}, timeout=10).status_code == 404
+        group.start_flow("Prompt")
+        assert httpx.post(f"{base}/prompt", json={"name": "C"}, timeout=10).json()["greeting"] == "hello C"
+    finally:
+        group.shutdown(timeout=10)

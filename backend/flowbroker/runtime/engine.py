@@ -452,6 +452,8 @@ class DeployedFlow:
         self.trace = trace
         self.stop_event = threading.Event()
         self.threads: list[FlowThread] = []
+        #: The HTTP listener's routes this flow holds open while it runs.
+        self.routes: list[Any] = []
         self.state = "stopped"
         self.errors: list[str] = []
         self.started_at = 0.0
@@ -477,6 +479,13 @@ class DeployedFlow:
                 count = 1
             for index in range(count):
                 self.threads.append(FlowThread(self, node, index))
+        # an input node served by the group's HTTP listener has its route open from now until
+        # stop, not only once a flow thread runs: a started flow never answers 404
+        self.routes = [
+            node.open_route(self.http)  # type: ignore[attr-defined]
+            for node in self.compiled.input_nodes()
+            if self.http is not None and hasattr(node, "open_route")
+        ]
         for thread in self.threads:
             thread.start()
         self.state = "running"
@@ -489,6 +498,11 @@ class DeployedFlow:
         for thread in self.threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         alive = [t.name for t in self.threads if t.is_alive()]
+        if self.http is not None:
+            # requests still queued for a stopped flow are answered 503
+            for route in self.routes:
+                self.http.release(route)
+        self.routes = []
         self.state = "stopping" if alive else "stopped"
         self.trace.flush()
         if alive:

@@ -155,7 +155,9 @@ class HTTPListener:
             import uvicorn
 
             family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
+            # with the protocol named, asyncio's transports set TCP_NODELAY on each accepted
+            # connection: a reply's header and body writes then never wait for a delayed ACK
+            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind((self.host, self.port))
