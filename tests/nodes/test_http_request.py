@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -37,7 +38,10 @@ class _Handler(BaseHTTPRequestHandler):
                 "client": self.client_address,
             }
         )
-        if self.path.startswith("/missing"):
+        if self.path.startswith("/slow"):
+            time.sleep(3)
+            status, reply = 200, b"{}"
+        elif self.path.startswith("/missing"):
             status, reply = 404, b'{"error": "no such order"}'
         elif self.path.startswith("/big"):
             status, reply = 200, b"x" * 5000
@@ -53,9 +57,14 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = _answer
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client that gave up (the timeout test) leaves a broken pipe: not this test's output
+
+
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd = _Server(("127.0.0.1", 0), _Handler)
     _Handler.seen = []
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -153,6 +162,17 @@ def test_a_refused_connection_is_a_failure_with_the_reason() -> None:
     h.close()
 
 
+def test_a_server_slower_than_the_request_timeout_is_a_failure(server: str) -> None:
+    h = FlowHarness(_doc(webServiceURL=f"{server}/slow", requestTimeout=1))
+    failures = h.seen("req", "failure")
+    h.inject("in", b"{}", domain="JSON")
+    (failed,) = failures
+    assert failed.exception_list.first_child.child("Text").value == (
+        f"req: POST {server}/slow: no answer within 1 s (ReadTimeout)"
+    )
+    h.close()
+
+
 def test_a_response_over_the_size_limit_is_a_failure(server: str) -> None:
     h = FlowHarness(_doc(webServiceURL=f"{server}/big", maxResponseBytes=1024))
     failures = h.seen("req", "failure")
@@ -195,7 +215,7 @@ def tls_server(tmp_path) -> Iterator[str]:
         capture_output=True,
         timeout=30,
     )
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd = _Server(("127.0.0.1", 0), _Handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
