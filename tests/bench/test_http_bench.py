@@ -42,3 +42,22 @@ def test_a_short_run_counts_checked_replies_and_the_engine_cpu(capsys: pytest.Ca
     assert row["instances"] == 2 and row["clients"] == 2 and row["body_bytes"] == 1024
     assert row["requests"] > 0 and row["wrong"] == 0
     assert row["msgs_per_s"] > 0 and row["cpu_ms_per_req"] > 0
+
+
+def test_the_node_red_flow_serves_the_same_route_and_sets_the_same_field() -> None:
+    nodes = {n["id"]: n for n in http_flow.nodered_flow()}
+    assert (nodes["fb.in"]["type"], nodes["fb.in"]["url"], nodes["fb.in"]["method"]) == (
+        "http in",
+        "/bench",
+        "post",
+    )
+    assert nodes["fb.in"]["wires"] == [["fb.set"]] and nodes["fb.set"]["wires"] == [["fb.out"]]
+    assert nodes["fb.set"]["rules"] == [
+        {"t": "set", "p": "payload.status", "pt": "msg", "to": "processed", "tot": "str"}
+    ]
+    assert nodes["fb.out"]["type"] == "http response"
+    # our flow: the same path, method and field
+    ours = http_flow.document(1)
+    (entry,) = [n for n in ours["nodes"] if n["type"] == "HTTPInput"]
+    assert (entry["properties"]["path"], entry["properties"]["method"]) == ("/bench", "POST")
+    assert "SET OutputRoot.JSON.Data.status = 'processed';" in http_flow.SET_STATUS

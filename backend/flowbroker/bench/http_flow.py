@@ -5,7 +5,8 @@ serving the flow on its HTTP listener exactly as a worker does; the load generat
 on the load core, keeps ``--clients`` keep-alive connections each with one request in flight
 (closed loop). Each reply is checked (scenario A of the peers: ``status`` set to ``processed``) so
 a figure from wrong answers never reaches the table. The rows give requests per second over the
-window, the engine's CPU milliseconds per request and the latency percentiles.
+window, the engine's CPU milliseconds per request and the latency percentiles. ``--nodered`` adds
+Node-RED 4's ``http in → change → http response`` under the same load, pinned the same way.
 """
 
 from __future__ import annotations
@@ -63,11 +64,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", type=int, default=1024, help="request body bytes")
     parser.add_argument("--engine-core", type=int, default=1)
     parser.add_argument("--load-core", type=int, default=0)
+    parser.add_argument(
+        "--nodered",
+        action="store_true",
+        help="also run Node-RED 4's http in -> change -> http response (installed with npm into --scratch)",
+    )
+    parser.add_argument("--scratch", default="/tmp/flowbroker-peers", help="where node-red@4 is installed")
 
 
 def run(args: argparse.Namespace) -> list[Row]:
-    from flowbroker.bench.peers.loadgen import cpu_seconds, pin
-    from flowbroker.bench.peers.processes import Child, free_port, taskset_prefix, wait_port
+    from flowbroker.bench.peers.loadgen import pin
     from flowbroker.bench.peers.workloads import json_message
 
     if args.clients < 1 or args.window <= 0:
@@ -76,48 +82,142 @@ def run(args: argparse.Namespace) -> list[Row]:
     body = json_message(1, args.size)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="flowbroker-bench-http-") as scratch:
+        workdir = Path(scratch)
         for instances in args.instances or [1, 4]:
-            port = free_port()
-            argv = [
-                *taskset_prefix(args.engine_core),
-                sys.executable,
-                "-m",
-                "flowbroker.bench.http_flow",
-                "--port",
-                str(port),
-                "--instances",
-                str(instances),
-            ]
-            child = Child(argv, Path(scratch), Path(scratch) / f"engine-{instances}.log")
-            try:
-                wait_port("127.0.0.1", port, 60, child.process)
-                _wait_served(port, body, child)
-                measured = asyncio.run(
-                    _load(
-                        port, body, args.clients, args.warmup, args.window, partial(cpu_seconds, [child.pid])
-                    )
-                )
-            except OSError as exc:
-                raise OSError(f"{exc}; engine log: {child.tail()}") from None
-            finally:
-                child.stop()
-            requests, seconds, cpu_s, latencies, wrong = measured
-            latencies.sort()
             rows.append(
-                {
-                    "flow": "HTTPInput -> Compute -> HTTPReply",
-                    "body_bytes": len(body),
-                    "clients": args.clients,
-                    "instances": instances,
-                    "requests": requests,
-                    "msgs_per_s": round(requests / seconds, 1),
-                    "cpu_ms_per_req": round(1000 * cpu_s / requests, 3) if requests else None,
-                    "p50_ms": round(1000 * latencies[len(latencies) // 2], 2) if latencies else None,
-                    "p99_ms": round(1000 * latencies[int(len(latencies) * 0.99)], 2) if latencies else None,
-                    "wrong": wrong,
-                }
+                _measure(
+                    "HTTPInput -> Compute -> HTTPReply",
+                    instances,
+                    partial(_our_engine, instances, args.engine_core, workdir),
+                    body,
+                    args,
+                )
+            )
+        if args.nodered:
+            from flowbroker.bench.peers.nodered import install
+
+            red, version = install(Path(args.scratch))
+            rows.append(
+                _measure(
+                    f"Node-RED {version}: http in -> change -> http response",
+                    1,
+                    partial(_nodered_engine, red, args.engine_core, workdir),
+                    body,
+                    args,
+                )
             )
     return rows
+
+
+def _our_engine(instances: int, core: int, workdir: Path, port: int) -> Any:
+    from flowbroker.bench.peers.processes import Child, taskset_prefix
+
+    argv = [
+        *taskset_prefix(core),
+        sys.executable,
+        "-m",
+        "flowbroker.bench.http_flow",
+        "--port",
+        str(port),
+        "--instances",
+        str(instances),
+    ]
+    return Child(argv, workdir, workdir / f"engine-{instances}-{port}.log")
+
+
+def nodered_flow() -> list[dict[str, Any]]:
+    """Node-RED's side: the same route, the same field set, the reply from the same message."""
+    return [
+        {"id": "fb.tab", "type": "tab", "label": "bench http"},
+        {
+            "id": "fb.in",
+            "type": "http in",
+            "z": "fb.tab",
+            "url": "/bench",
+            "method": "post",
+            "upload": False,
+            "swaggerDoc": "",
+            "wires": [["fb.set"]],
+        },
+        {
+            "id": "fb.set",
+            "type": "change",
+            "z": "fb.tab",
+            "name": "set status",
+            "rules": [{"t": "set", "p": "payload.status", "pt": "msg", "to": "processed", "tot": "str"}],
+            "wires": [["fb.out"]],
+        },
+        {
+            "id": "fb.out",
+            "type": "http response",
+            "z": "fb.tab",
+            "statusCode": "",
+            "headers": {},
+            "wires": [],
+        },
+    ]
+
+
+def _nodered_engine(red: Path, core: int, workdir: Path, port: int) -> Any:
+    import json
+    import shutil
+
+    from flowbroker.bench.peers.processes import Child, taskset_prefix
+
+    userdir = workdir / f"nodered-http-{port}"
+    userdir.mkdir(parents=True)
+    (userdir / "flows.json").write_text(json.dumps(nodered_flow()))
+    (userdir / "settings.js").write_text(
+        "module.exports = {\n"
+        f"  uiPort: {port}, uiHost: '127.0.0.1', httpAdminRoot: false, httpNodeRoot: '/',\n"
+        "  flowFile: 'flows.json', credentialSecret: false, contextStorage: {},\n"
+        "  logging: {console: {level: 'warn', metrics: false, audit: false}},\n"
+        "  externalModules: {autoInstall: false}, telemetry: {enabled: false}\n"
+        "};\n"
+    )
+    node = shutil.which("node") or "node"
+    argv = [
+        *taskset_prefix(core),
+        node,
+        str(red),
+        "--settings",
+        str(userdir / "settings.js"),
+        "--userDir",
+        str(userdir),
+    ]
+    return Child(argv, userdir, userdir / "node-red.log")
+
+
+def _measure(label: str, instances: int, start: Any, body: bytes, args: argparse.Namespace) -> Row:
+    """Start an engine on a free port, load it for the window, stop it; one row."""
+    from flowbroker.bench.peers.loadgen import cpu_seconds
+    from flowbroker.bench.peers.processes import free_port, wait_port
+
+    port = free_port()
+    child = start(port)
+    try:
+        wait_port("127.0.0.1", port, 60, child.process)
+        _wait_served(port, body, child)
+        requests, seconds, cpu_s, latencies, wrong = asyncio.run(
+            _load(port, body, args.clients, args.warmup, args.window, partial(cpu_seconds, [child.pid]))
+        )
+    except OSError as exc:
+        raise OSError(f"{exc}; engine log: {child.tail()}") from None
+    finally:
+        child.stop()
+    latencies.sort()
+    return {
+        "flow": label,
+        "body_bytes": len(body),
+        "clients": args.clients,
+        "instances": instances,
+        "requests": requests,
+        "msgs_per_s": round(requests / seconds, 1),
+        "cpu_ms_per_req": round(1000 * cpu_s / requests, 3) if requests else None,
+        "p50_ms": round(1000 * latencies[len(latencies) // 2], 2) if latencies else None,
+        "p99_ms": round(1000 * latencies[int(len(latencies) * 0.99)], 2) if latencies else None,
+        "wrong": wrong,
+    }
 
 
 def _wait_served(port: int, body: bytes, child: Any, timeout: float = 60.0) -> None:
@@ -129,7 +229,13 @@ def _wait_served(port: int, body: bytes, child: Any, timeout: float = 60.0) -> N
         if child.process.poll() is not None:
             raise OSError(f"the engine exited with status {child.process.returncode}")
         try:
-            if httpx.post(f"http://127.0.0.1:{port}/bench", content=body, timeout=5).status_code == 200:
+            answer = httpx.post(
+                f"http://127.0.0.1:{port}/bench",
+                content=body,
+                headers={"Content-Type": "application/json"},
+                timeout=5,
+            )
+            if answer.status_code == 200:
                 return
         except httpx.HTTPError:
             pass
