@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from typing import Any
@@ -87,4 +88,11 @@ def test_an_http_flow_deployed_to_the_default_group_answers_on_the_group_port(st
     )
     assert response.status_code == 200
     assert response.json() == {"n": 1, "seen": True}
+    # the group reports where it serves HTTP with its statistics
+    stats_file = up.data / "stats" / "default" / "default.json"
+    reported = _until(
+        lambda: stats_file.exists() and json.loads(stats_file.read_text()).get("http"),
+        "the group's HTTP address",
+    )
+    assert reported == {"host": "127.0.0.1", "port": port}
     assert up.stop() == 0
