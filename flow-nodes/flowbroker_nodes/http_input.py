@@ -115,6 +115,8 @@ class Node(BaseNode):
     """Takes the requests of its route from the listener and runs the flow on each."""
 
     SPEC = SPEC
+    #: Its flow threads connect to the queue manager only when the flow puts a message.
+    needs_queue_manager = False
 
     def prepare(self) -> None:
         props = self.properties

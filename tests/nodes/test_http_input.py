@@ -368,3 +368,33 @@ def test_the_route_is_served_from_deploy_until_the_flow_stops(tmp_path) -> None:
         assert httpx.post(f"{base}/prompt", json={"name": "C"}, timeout=10).json()["greeting"] == "hello C"
     finally:
         group.shutdown(timeout=10)
+
+
+def test_a_flow_that_puts_nothing_answers_while_the_queue_manager_is_unreachable(tmp_path) -> None:
+    from flowbroker.runtime.engine import ExecutionGroupRuntime
+
+    def unreachable() -> object:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    group = ExecutionGroupRuntime(unreachable, trace_dir=tmp_path)
+    try:
+        group.deploy(_http_flow("NoQueues", "/no-queues"))
+        putting = flow(
+            {
+                "in": ("HTTPInput", {"path": "/puts"}),
+                "o": ("MQOutput", {"queueName": "ANY.QUEUE"}),
+                "reply": ("HTTPReply", {}),
+            },
+            ["in.out -> o", "o.out -> reply"],
+            name="Puts",
+        )
+        group.deploy(putting)
+        base = _base(group)
+        answered = httpx.post(f"{base}/no-queues", json={"name": "Q"}, timeout=10)
+        assert answered.status_code == 200 and answered.json()["greeting"] == "hello Q"
+        # a flow that puts needs the queue manager: its request fails, with no traceback
+        failed = httpx.post(f"{base}/puts", content=b"x", timeout=10)
+        assert failed.status_code == 500
+        assert failed.text == "500 Internal Server Error: the flow failed to process it\n"
+    finally:
+        group.shutdown(timeout=10)

@@ -100,7 +100,9 @@ class FlowThread(threading.Thread):
         try:
             while not self.stop.is_set():
                 try:
-                    if self.client is None:
+                    # an input node that gets no queue messages (HTTPInput) connects on first use:
+                    # a flow that only answers HTTP runs while the queue manager is unreachable
+                    if self.client is None and getattr(self.node, "needs_queue_manager", True):
                         self.client = self.deployed.connect()
                     run = self.node.run  # type: ignore[attr-defined]
                     run()
@@ -140,13 +142,19 @@ class FlowThread(threading.Thread):
 
     # -- FlowServices: queue manager work ------------------------------------------------------
 
+    def _queue_manager(self) -> Any:
+        """This thread's queue-manager connection, opened on first use."""
+        if self.client is None:
+            self.client = self.deployed.connect()
+        return self.client
+
     def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None:
         from flowbroker.qm.protocol import QMError
 
         self.uncommitted = self.uncommitted or syncpoint
         self.input_queue = queue
         try:
-            got = self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)
+            got = self._queue_manager().get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)
         except QMError as exc:
             if exc.reason_code == NO_MSG_AVAILABLE:
                 self.missing_queue = ""
@@ -158,7 +166,9 @@ class FlowThread(threading.Thread):
     def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Up to ``limit`` waiting messages under syncpoint, waiting ``wait_ms`` for the first."""
         self.input_queue = queue
-        got: list[QueueMessage] = self.client.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)
+        got: list[QueueMessage] = self._queue_manager().get_many(
+            queue, limit, wait=wait_ms / 1000.0, syncpoint=True
+        )
         self.missing_queue = ""
         self.uncommitted = self.uncommitted or bool(got)
         return got
@@ -198,13 +208,14 @@ class FlowThread(threading.Thread):
             md.persistence = 0
         md.backout_count = 0
         sync = self._syncpoint(syncpoint)
+        client = self._queue_manager()
         self.uncommitted = self.uncommitted or sync
-        if sync and self.batching and isinstance(self.client, QueueConnection):
+        if sync and self.batching and isinstance(client, QueueConnection):
             # inside a batch the put's refusal surfaces at the commit, which backs the batch out
             # and retries its messages one at a time, where puts are checked node by node again
-            self.client.put(queue, body, md, syncpoint=True, properties=properties, pipeline=True)
+            client.put(queue, body, md, syncpoint=True, properties=properties, pipeline=True)
         else:
-            self.client.put(queue, body, md, syncpoint=sync, properties=properties)
+            client.put(queue, body, md, syncpoint=sync, properties=properties)
 
     def message_parts(self, root: Element) -> tuple[Any, dict[str, Any], bytes]:
         """Descriptor, message properties and body bytes of an output Root.
@@ -243,8 +254,9 @@ class FlowThread(threading.Thread):
             if self.input_queue:
                 # so the dead-letter queue's reader can send the message back where it came from
                 properties["flowbroker.queue"] = self.input_queue
+        client = self._queue_manager()
         self.uncommitted = self.uncommitted or syncpoint
-        self.client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
+        client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
 
     def publish(
         self, topic: str, root: Element, *, syncpoint: bool | None, need_deliveries: bool = True
@@ -252,16 +264,17 @@ class FlowThread(threading.Thread):
         """Publish; -1 when the number of deliveries was not waited for (nobody needed it)."""
         md, properties, body = self.message_parts(root)
         sync = self._syncpoint(syncpoint)
+        client = self._queue_manager()
         self.uncommitted = self.uncommitted or sync
-        if not need_deliveries and sync and self.batching and isinstance(self.client, QueueConnection):
-            return self.client.publish(topic, body, md, syncpoint=True, pipeline=True, properties=properties)
-        result = self.client.publish(topic, body, md, syncpoint=sync, properties=properties)
+        if not need_deliveries and sync and self.batching and isinstance(client, QueueConnection):
+            return client.publish(topic, body, md, syncpoint=True, pipeline=True, properties=properties)
+        result = client.publish(topic, body, md, syncpoint=sync, properties=properties)
         return int(result) if isinstance(result, int) and not isinstance(result, bool) else 1
 
     def backout_policy(self, queue: str) -> tuple[int, str]:
         """The queue's own backout threshold (BOTHRESH, 0 when it has none) and backout queue."""
         try:
-            info = self.client.inquire_queue(queue)
+            info = self._queue_manager().inquire_queue(queue)
         except Exception as exc:
             log.warning("cannot inquire queue %s: %s", queue, exc)
             return 0, ""
