@@ -200,6 +200,9 @@ class Node(BaseNode):
                 flow.commit()
             except Unwinding as failed:
                 self._failed(request, listener, failed.exception_list, assembly)
+            except Exception as exc:  # the unit of work could not be committed
+                stats.errors += 1
+                self._failed(request, listener, exception_list_with(exception_entry(self, exc)), assembly)
         finally:
             stats.elapsed_ns += time.perf_counter_ns() - started
             stats.cpu_ns += time.thread_time_ns() - cpu
@@ -239,8 +242,11 @@ class Node(BaseNode):
     def _failed(self, request: Any, listener: Any, errors: Element, assembly: Assembly | None = None) -> None:
         """Back out the flow's queue work, then the failure terminal, else an error answer."""
         flow = self.flow
-        flow.backout()
         reason = describe_exception_list(errors)
+        try:
+            flow.backout()
+        except Exception as exc:  # a lost connection: the queue manager backs the unit of work out
+            reason = f"{reason}; the backout failed too: {exc}"
         if self.is_connected("failure"):
             try:
                 base = assembly or _bare_assembly(request)
