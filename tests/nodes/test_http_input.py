@@ -398,3 +398,20 @@ def test_a_flow_that_puts_nothing_answers_while_the_queue_manager_is_unreachable
         assert failed.text == "500 Internal Server Error: the flow failed to process it\n"
     finally:
         group.shutdown(timeout=10)
+
+
+def test_two_nodes_of_one_flow_cannot_serve_the_same_route(group) -> None:
+    doc = flow(
+        {
+            "a": ("HTTPInput", {"path": "/twice", "method": "POST"}),
+            "b": ("HTTPInput", {"path": "/twice/", "method": "ANY"}),
+            "reply": ("HTTPReply", {}),
+        },
+        ["a.out -> reply", "b.out -> reply"],
+        name="TwoInputs",
+    )
+    with pytest.raises(FlowCompileError) as raised:
+        group.deploy(doc)
+    assert [(p.node, p.property, p.message) for p in raised.value.problems] == [
+        ("b", "path", "ANY /twice is already served by node a of flow TwoInputs")
+    ]

@@ -648,6 +648,8 @@ class ExecutionGroupRuntime:
                             "path",
                         )
                     )
+            # later nodes of this flow see this one's route
+            taken[(method, path)] = (compiled.name, node_id)
         if not problems:
             try:
                 self.http.start()
