@@ -63,6 +63,16 @@ class Settings(BaseSettings):
     #: Directories below which FileInput and FileOutput nodes may read and write (comma separated);
     #: empty means ``<data>/files``. A node's directory outside all of them is refused.
     file_roots: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    #: The execution group's HTTP listener (HTTPInput nodes), opened when the first flow with an
+    #: HTTPInput node is deployed; port 0 takes any free port (reported in the group's statistics).
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=7800, ge=0, le=65535)
+    #: Largest request body the HTTP listener reads; past it 413.
+    http_max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)
+    #: HTTP connections served at once by one execution group; past it 503.
+    http_max_connections: int = Field(default=1000, ge=1)
+    #: Seconds an idle keep-alive HTTP connection stays open.
+    http_keep_alive_seconds: float = Field(default=5.0, gt=0)
 
     @field_validator("cors_origins", "file_roots", mode="before")
     @classmethod

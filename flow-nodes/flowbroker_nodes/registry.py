@@ -35,6 +35,9 @@ NODE_MODULES: tuple[str, ...] = (
     "file_output",
     "file_input",
     "timeout_notification",
+    "http_input",
+    "http_reply",
+    "http_request",
 )
 
 

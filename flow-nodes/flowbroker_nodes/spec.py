@@ -60,6 +60,11 @@ class NodeSpec:
     role: NodeRole = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def is_input(self) -> bool:
+        """Whether the node starts flow invocations itself (defined before ``property`` shadows the builtin)."""
+        return self.role == "input"
+
     def property(self, name: str) -> Property | None:
         for prop in self.properties:
             if prop.name == name:

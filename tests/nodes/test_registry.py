@@ -70,3 +70,10 @@ def test_input_nodes_are_the_ones_with_the_input_role() -> None:
         assert "at least one input node" in str(exc.problems[0])
     else:
         raise AssertionError("a flow without an input node compiled")
+
+
+def test_the_node_types_that_start_flows_declare_the_input_role() -> None:
+    # the runtime gives flow threads to the nodes whose spec says role="input", and runs their ``run``
+    for name, module in registry.modules().items():
+        assert module.SPEC.is_input == hasattr(module.Node, "run"), name
+    assert {s.type for s in registry.specs() if s.is_input} >= {"MQInput", "MQTTSubscribe", "HTTPInput"}

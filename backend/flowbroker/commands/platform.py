@@ -307,6 +307,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     healthy = answering and _wait_answering(url + "/api/health", 10.0, supervisor)
     if healthy:
         print(f"flowbroker is up at {url}/  (components: {names}; data: {settings.data})", flush=True)
+        http_port = "any free port" if settings.http_port == 0 else f"port {settings.http_port}"
+        print(
+            f"HTTP flows: the execution groups serve HTTPInput nodes on {settings.http_host}, "
+            f"{http_port} (FLOWBROKER_HTTP_PORT), opened by the first flow that has one",
+            flush=True,
+        )
     elif not supervisor.stopping:
         print(
             f"flowbroker: the API did not answer at {url}; see {settings.data / 'logs'}",

@@ -17,7 +17,18 @@ from esql.tree import Element, LazyContent
 from flowbroker.formats import load_all, mqmd, rfh2
 
 FOLDER = 0x01000000
-HEADER_NAMES = frozenset({"Properties", "MQMD", "MQRFH2"})
+#: Header folders: never the body, wherever a flow put them in Root.
+HEADER_NAMES = frozenset(
+    {
+        "Properties",
+        "MQMD",
+        "MQRFH2",
+        "HTTPInputHeader",
+        "HTTPReplyHeader",
+        "HTTPRequestHeader",
+        "HTTPResponseHeader",
+    }
+)
 _TEXT_DOMAINS = frozenset({"XMLNSC", "XMLNS", "XML", "JSON"})
 
 

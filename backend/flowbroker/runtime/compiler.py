@@ -77,7 +77,8 @@ class CompiledFlow:
     file_roots: tuple[str, ...] = ()
 
     def input_nodes(self) -> list[Node]:
-        return [node for node in self.nodes.values() if node.SPEC.role == "input"]
+        """The nodes that start flow invocations: each gets 1 + additionalInstances flow threads."""
+        return [node for node in self.nodes.values() if node.SPEC.is_input]
 
 
 def compile_flow(
@@ -120,8 +121,8 @@ def compile_flow(
             if name in labels:
                 problems.append(Problem(f"label name {name!r} is used twice", node.id, "labelName"))
             labels[name] = node
-    if not any(n.SPEC.role == "input" for n in nodes.values()):
-        inputs = ", ".join(spec.type for spec in registry.specs() if spec.role == "input")
+    if not any(n.SPEC.is_input for n in nodes.values()):
+        inputs = ", ".join(spec.type for spec in registry.specs() if spec.is_input)
         problems.append(Problem(f"a flow needs at least one input node to run ({inputs})"))
     if problems:
         raise FlowCompileError(problems)

@@ -36,6 +36,7 @@ from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_f
 from flowbroker.runtime.connection import QueueConnection
 from flowbroker.runtime.datasources import DataSources, ThreadDataSource
 from flowbroker.runtime.dependencies import install_message_sets, subflow_resolver
+from flowbroker.runtime.http_listener import HTTPListener
 from flowbroker.runtime.usertrace import UserTrace
 
 log = logging.getLogger("flowbroker.runtime")
@@ -99,7 +100,9 @@ class FlowThread(threading.Thread):
         try:
             while not self.stop.is_set():
                 try:
-                    if self.client is None:
+                    # an input node that gets no queue messages (HTTPInput) connects on first use:
+                    # a flow that only answers HTTP runs while the queue manager is unreachable
+                    if self.client is None and getattr(self.node, "needs_queue_manager", True):
                         self.client = self.deployed.connect()
                     run = self.node.run  # type: ignore[attr-defined]
                     run()
@@ -139,13 +142,19 @@ class FlowThread(threading.Thread):
 
     # -- FlowServices: queue manager work ------------------------------------------------------
 
+    def _queue_manager(self) -> Any:
+        """This thread's queue-manager connection, opened on first use."""
+        if self.client is None:
+            self.client = self.deployed.connect()
+        return self.client
+
     def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None:
         from flowbroker.qm.protocol import QMError
 
         self.uncommitted = self.uncommitted or syncpoint
         self.input_queue = queue
         try:
-            got = self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)
+            got = self._queue_manager().get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)
         except QMError as exc:
             if exc.reason_code == NO_MSG_AVAILABLE:
                 self.missing_queue = ""
@@ -157,7 +166,9 @@ class FlowThread(threading.Thread):
     def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Up to ``limit`` waiting messages under syncpoint, waiting ``wait_ms`` for the first."""
         self.input_queue = queue
-        got: list[QueueMessage] = self.client.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)
+        got: list[QueueMessage] = self._queue_manager().get_many(
+            queue, limit, wait=wait_ms / 1000.0, syncpoint=True
+        )
         self.missing_queue = ""
         self.uncommitted = self.uncommitted or bool(got)
         return got
@@ -226,13 +237,14 @@ class FlowThread(threading.Thread):
             md.persistence = 0
         md.backout_count = 0
         sync = self._syncpoint(syncpoint)
+        client = self._queue_manager()
         self.uncommitted = self.uncommitted or sync
-        if sync and self.batching and isinstance(self.client, QueueConnection):
+        if sync and self.batching and isinstance(client, QueueConnection):
             # inside a batch the put's refusal surfaces at the commit, which backs the batch out
             # and retries its messages one at a time, where puts are checked node by node again
-            self.client.put(queue, body, md, syncpoint=True, properties=properties, pipeline=True)
+            client.put(queue, body, md, syncpoint=True, properties=properties, pipeline=True)
         else:
-            self.client.put(queue, body, md, syncpoint=sync, properties=properties)
+            client.put(queue, body, md, syncpoint=sync, properties=properties)
 
     def message_parts(self, root: Element) -> tuple[Any, dict[str, Any], bytes]:
         """Descriptor, message properties and body bytes of an output Root.
@@ -271,8 +283,9 @@ class FlowThread(threading.Thread):
             if self.input_queue:
                 # so the dead-letter queue's reader can send the message back where it came from
                 properties["flowbroker.queue"] = self.input_queue
+        client = self._queue_manager()
         self.uncommitted = self.uncommitted or syncpoint
-        self.client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
+        client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
 
     def publish(
         self, topic: str, root: Element, *, syncpoint: bool | None, need_deliveries: bool = True
@@ -280,16 +293,17 @@ class FlowThread(threading.Thread):
         """Publish; -1 when the number of deliveries was not waited for (nobody needed it)."""
         md, properties, body = self.message_parts(root)
         sync = self._syncpoint(syncpoint)
+        client = self._queue_manager()
         self.uncommitted = self.uncommitted or sync
-        if not need_deliveries and sync and self.batching and isinstance(self.client, QueueConnection):
-            return self.client.publish(topic, body, md, syncpoint=True, pipeline=True, properties=properties)
-        result = self.client.publish(topic, body, md, syncpoint=sync, properties=properties)
+        if not need_deliveries and sync and self.batching and isinstance(client, QueueConnection):
+            return client.publish(topic, body, md, syncpoint=True, pipeline=True, properties=properties)
+        result = client.publish(topic, body, md, syncpoint=sync, properties=properties)
         return int(result) if isinstance(result, int) and not isinstance(result, bool) else 1
 
     def backout_policy(self, queue: str) -> tuple[int, str]:
         """The queue's own backout threshold (BOTHRESH, 0 when it has none) and backout queue."""
         try:
-            info = self.client.inquire_queue(queue)
+            info = self._queue_manager().inquire_queue(queue)
         except Exception as exc:
             log.warning("cannot inquire queue %s: %s", queue, exc)
             return 0, ""
@@ -440,6 +454,13 @@ class FlowThread(threading.Thread):
     def user_trace(self, text: str) -> None:
         self.deployed.trace.write(text)
 
+    def http_listener(self) -> HTTPListener:
+        """The execution group's HTTP listener (HTTPInput and HTTPReply nodes)."""
+        listener = self.deployed.http
+        if listener is None:
+            raise RuntimeError("this execution group has no HTTP listener")
+        return listener
+
     def log(self, text: str) -> None:
         log.info("%s: %s", self.flow_name, text)
         trace = self.deployed.trace
@@ -457,8 +478,12 @@ class DeployedFlow:
         data_sources: DataSources,
         trace: UserTrace,
         broker: dict[str, object] | None = None,
+        http: HTTPListener | None = None,
     ) -> None:
+        # nodes that build a body themselves (HTTP) find the format converters' domains registered
+        assemblies.ensure_domains()
         self.compiled = compiled
+        self.http = http
         self.name = compiled.name
         #: What ESQL's broker attributes say in this flow: its group's, then its own.
         self.broker: dict[str, object] = {
@@ -473,6 +498,8 @@ class DeployedFlow:
         self.trace = trace
         self.stop_event = threading.Event()
         self.threads: list[FlowThread] = []
+        #: The HTTP listener's routes this flow holds open while it runs.
+        self.routes: list[Any] = []
         self.state = "stopped"
         self.errors: list[str] = []
         self.started_at = 0.0
@@ -498,6 +525,13 @@ class DeployedFlow:
                 count = 1
             for index in range(count):
                 self.threads.append(FlowThread(self, node, index))
+        # an input node served by the group's HTTP listener has its route open from now until
+        # stop, not only once a flow thread runs: a started flow never answers 404
+        self.routes = [
+            node.open_route(self.http)  # type: ignore[attr-defined]
+            for node in self.compiled.input_nodes()
+            if self.http is not None and hasattr(node, "open_route")
+        ]
         for thread in self.threads:
             thread.start()
         self.state = "running"
@@ -510,6 +544,11 @@ class DeployedFlow:
         for thread in self.threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         alive = [t.name for t in self.threads if t.is_alive()]
+        if self.http is not None:
+            # requests still queued for a stopped flow are answered 503
+            for route in self.routes:
+                self.http.release(route)
+        self.routes = []
         self.state = "stopping" if alive else "stopped"
         self.trace.flush()
         if alive:
@@ -560,10 +599,14 @@ class ExecutionGroupRuntime:
         trace_dir: Path | None = None,
         resolve_subflow: SubflowResolver | None = None,
         broker: dict[str, object] | None = None,
+        http: HTTPListener | None = None,
     ) -> None:
         """``broker``: the broker attributes ESQL reads in every flow of the group (BrokerName,
-        ExecutionGroupLabel, QueueManagerName, WorkPath …)."""
+        ExecutionGroupLabel, QueueManagerName, WorkPath …); ``http``: the group's HTTP listener,
+        opened when the first flow with an HTTPInput node is deployed (default: 127.0.0.1, any
+        free port)."""
         self.connect = connect
+        self.http = http if http is not None else HTTPListener("127.0.0.1", 0)
         self.broker = dict(broker or {})
         self.data_sources = data_sources or DataSources()
         self.trace_dir = trace_dir or Path("trace")
@@ -597,15 +640,56 @@ class ExecutionGroupRuntime:
         )
         install_message_sets(dependencies)
         with self._lock:
+            self._check_http_routes(compiled)
             old = self.flows.get(compiled.name)
             trace = old.trace if old is not None else UserTrace(self.trace_dir / f"{compiled.name}.trace")
             if old is not None:
                 old.stop()
-            deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace, self.broker)
+            deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace, self.broker, self.http)
             self.flows[compiled.name] = deployed
             if start:
                 deployed.start()
             return deployed
+
+    def _check_http_routes(self, compiled: CompiledFlow) -> None:
+        """Open the HTTP listener for a flow with HTTPInput nodes, and refuse a route another
+        deployed flow already serves (a redeploy of the same flow may keep its routes)."""
+        from flowbroker.runtime.compiler import FlowCompileError, Problem
+
+        routes = {
+            node.id: route for node in compiled.nodes.values() if (route := getattr(node, "http_route", None))
+        }
+        if not routes:
+            return
+        problems: list[Problem] = []
+        taken: dict[tuple[str, str], tuple[str, str]] = {}
+        for other in self.flows.values():
+            if other.name == compiled.name:
+                continue
+            for node in other.compiled.nodes.values():
+                route = getattr(node, "http_route", None)
+                if route:
+                    taken[route] = (other.name, node.id)
+        for node_id, (method, path) in routes.items():
+            for (other_method, other_path), (flow, other_node) in taken.items():
+                same_path = [p for p in other_path.split("/") if p] == [p for p in path.split("/") if p]
+                if same_path and (method == other_method or "ANY" in (method, other_method)):
+                    problems.append(
+                        Problem(
+                            f"{method} {path} is already served by node {other_node} of flow {flow}",
+                            node_id,
+                            "path",
+                        )
+                    )
+            # later nodes of this flow see this one's route
+            taken[(method, path)] = (compiled.name, node_id)
+        if not problems:
+            try:
+                self.http.start()
+            except OSError as exc:
+                problems.append(Problem(str(exc.strerror or exc), next(iter(routes)), "path"))
+        if problems:
+            raise FlowCompileError(problems)
 
     def undeploy(self, name: str) -> bool:
         with self._lock:
@@ -640,6 +724,7 @@ class ExecutionGroupRuntime:
         for deployed in flows:
             deployed.stop(timeout)
             deployed.trace.close()
+        self.http.stop()
         self.data_sources.dispose()
 
     def statistics(self) -> dict[str, Any]:

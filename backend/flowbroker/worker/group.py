@@ -80,6 +80,7 @@ class GroupState:
             trace_dir=self.data / "trace" / self.broker / self.group,
             resolve_subflow=self._resolve_subflow,
             broker=broker_attributes(self.broker, self.group, qm_url, self.data),
+            http=http_listener(settings),
         )
 
     @staticmethod
@@ -405,6 +406,7 @@ class GroupState:
     def statistics(self) -> dict[str, Any]:
         memory = self.process.memory_info()
         flows = self.runtime.statistics() if self.runtime is not None else {}
+        address = self.runtime.http.address if self.runtime is not None else None
         return {
             "broker": self.broker,
             "group": self.group,
@@ -416,6 +418,8 @@ class GroupState:
             "cpu_percent": self.process.cpu_percent(None),
             "cpu_seconds": round(sum(self.process.cpu_times()[:2]), 3),
             "threads": self.process.num_threads(),
+            # where the group's HTTPInput nodes are served; None until a flow needs the listener
+            "http": {"host": address[0], "port": address[1]} if address else None,
             "flows": flows,
         }
 
@@ -439,6 +443,19 @@ class GroupState:
             return
         with db.session_scope(self.session_factory) as session:
             reports.touch(session, self.group_id, self.host, os.getpid(), statistics)
+
+
+def http_listener(settings: Any) -> Any:
+    """The group's HTTP listener as the FLOWBROKER_HTTP_* settings say (opened on first use)."""
+    from flowbroker.runtime.http_listener import HTTPListener
+
+    return HTTPListener(
+        settings.http_host,
+        settings.http_port,
+        max_body_bytes=settings.http_max_body_bytes,
+        max_connections=settings.http_max_connections,
+        keep_alive_s=settings.http_keep_alive_seconds,
+    )
 
 
 def broker_attributes(broker: str, group: str, qm_url: str, data: Path) -> dict[str, object]:

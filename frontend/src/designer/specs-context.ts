@@ -30,4 +30,7 @@ export const ICON_GLYPHS: Record<string, string> = {
   'file-in': '⎗',
   'file-out': '⎘',
   timer: '◷',
+  'http-in': '⇲',
+  'http-out': '⇱',
+  'http-request': '⇄',
 };

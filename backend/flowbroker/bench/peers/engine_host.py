@@ -72,8 +72,6 @@ def document(
             },
             {"id": "compute", "type": "Compute", "properties": {"esql": esql, "module": module}},
             {"id": "out", "type": "MQTTPublish", "properties": {**common, "topicName": out_topic}},
-            # the compiler asks for an MQInput; this one is never given a flow thread here
-            {"id": "unused", "type": "MQInput", "properties": {"queueName": "BENCH.UNUSED"}},
         ],
         "connections": [
             {"from": {"node": "in", "terminal": "out"}, "to": {"node": "compute", "terminal": "in"}},

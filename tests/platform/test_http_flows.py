@@ -1,0 +1,98 @@
+"""An HTTP flow under a real `flowbroker up`: deployed over REST, served by the execution group's listener."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+PASSWORD = "http-flows-admin-pass"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _until(predicate: Any, what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = predicate()
+        except httpx.HTTPError:
+            last = None
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"{what} not met in {timeout:.0f}s (last: {last!r})")
+
+
+ECHO = """CREATE COMPUTE MODULE Echo
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    SET OutputRoot = InputRoot;
+    SET OutputRoot.JSON.Data.seen = TRUE;
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
+
+
+@pytest.mark.timeout(240)
+def test_an_http_flow_deployed_to_the_default_group_answers_on_the_group_port(start_up: Any) -> None:
+    port = _free_port()
+    up = start_up(
+        env={
+            "FLOWBROKER_ADMIN_PASSWORD": PASSWORD,
+            "FLOWBROKER_STATS_INTERVAL": "1",
+            "FLOWBROKER_HTTP_PORT": str(port),
+        }
+    )
+    up.wait_for_line("flowbroker is up at")
+    line = up.wait_for_line("HTTP flows:")
+    assert f"on 127.0.0.1, port {port} (FLOWBROKER_HTTP_PORT)" in line
+    token = httpx.post(
+        up.url + "/api/auth/login", json={"username": "admin", "password": PASSWORD}, timeout=30
+    )
+    assert token.status_code == 200, token.text
+    api = httpx.Client(
+        base_url=up.url, headers={"Authorization": f"Bearer {token.json()['accessToken']}"}, timeout=30
+    )
+    document = {
+        "name": "HttpEcho",
+        "nodes": [
+            {"id": "in", "type": "HTTPInput", "properties": {"path": "/echo", "messageDomain": "JSON"}},
+            {"id": "c", "type": "Compute", "properties": {"esql": ECHO}},
+            {"id": "reply", "type": "HTTPReply", "properties": {}},
+        ],
+        "connections": [
+            {"from": {"node": "in", "terminal": "out"}, "to": {"node": "c", "terminal": "in"}},
+            {"from": {"node": "c", "terminal": "out"}, "to": {"node": "reply", "terminal": "in"}},
+        ],
+    }
+    created = api.post("/api/deployments", json={"document": document, "group": "default"})
+    assert created.status_code == 202, created.text
+    deployment = created.json()["id"]
+    _until(
+        lambda: api.get(f"/api/deployments/{deployment}").json()["status"] == "running", "the flow running"
+    )
+    response = _until(
+        lambda: httpx.post(f"http://127.0.0.1:{port}/echo", json={"n": 1}, timeout=10),
+        "the listener answering",
+    )
+    assert response.status_code == 200
+    assert response.json() == {"n": 1, "seen": True}
+    # the group reports where it serves HTTP with its statistics
+    stats_file = up.data / "stats" / "default" / "default.json"
+    reported = _until(
+        lambda: stats_file.exists() and json.loads(stats_file.read_text()).get("http"),
+        "the group's HTTP address",
+    )
+    assert reported == {"host": "127.0.0.1", "port": port}
+    assert up.stop() == 0
