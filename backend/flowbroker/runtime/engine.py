@@ -33,35 +33,30 @@ from flowbroker_nodes.base import Assembly, Node, QueueMessage, bind_thread, tra
 from flowbroker.runtime import assembly as assemblies
 from flowbroker.runtime import backout as backouts
 from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_flow
-from flowbroker.runtime.connection import QueueConnection
 from flowbroker.runtime.datasources import DataSources, ThreadDataSource
 from flowbroker.runtime.dependencies import install_message_sets, subflow_resolver
+from flowbroker.runtime.transports import (
+    DEAD_LETTER_QUEUE,
+    RC_NO_MSG_AVAILABLE,
+    RC_UNKNOWN_OBJECT_NAME,
+    Backoff,
+    Transport,
+    descriptor,
+)
 from flowbroker.runtime.usertrace import UserTrace
 
 log = logging.getLogger("flowbroker.runtime")
 
-DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
-NO_MSG_AVAILABLE = 2033
-UNKNOWN_OBJECT_NAME = 2085
+__all__ = ["DEAD_LETTER_QUEUE", "DeployedFlow", "ExecutionGroupRuntime", "FlowThread"]
 
-#: Opens a queue-manager connection (``flowbroker.qm.client.Client``) for one flow thread.
-Connector = Callable[[], Any]
+#: Opens one flow thread's transport connection (see :mod:`flowbroker.runtime.transports`).
+Connector = Callable[[], Transport]
 #: Message properties the queue manager sets on a delivery, not the application's own.
 _DELIVERY_PROPERTIES = frozenset({"MQTopicString", "MQIsRetained"})
 
 
 def _msg_id(message: QueueMessage) -> bytes:
     return bytes(getattr(message.md, "msg_id", b"") or b"")
-
-
-def _descriptor(**fields: Any) -> Any:
-    from flowbroker.qm.protocol import MessageDescriptor
-
-    try:
-        return MessageDescriptor(**fields)
-    except TypeError:  # a field the descriptor does not carry
-        known = MessageDescriptor.__dataclass_fields__
-        return MessageDescriptor(**{k: v for k, v in fields.items() if k in known})
 
 
 class FlowThread(threading.Thread):
@@ -73,7 +68,7 @@ class FlowThread(threading.Thread):
         self.flow_name = flow.name
         self.node = node
         self.stop = flow.stop_event
-        self.client: Any = None
+        self.client: Transport | None = None
         self.transactional = False
         self.batching = False
         #: Whether the queue manager holds work of this thread under syncpoint (a commit has work to do).
@@ -95,7 +90,7 @@ class FlowThread(threading.Thread):
 
     def run(self) -> None:
         bind_thread(self)
-        delay = 0.2
+        backoff = Backoff()
         try:
             while not self.stop.is_set():
                 try:
@@ -103,19 +98,19 @@ class FlowThread(threading.Thread):
                         self.client = self.deployed.connect()
                     run = self.node.run  # type: ignore[attr-defined]
                     run()
-                    delay = 0.2
+                    backoff.reset()
                 except Exception as exc:
                     if self.stop.is_set():
                         break
-                    # a lost queue-manager connection backs out its unit of work on the server;
+                    # a lost transport connection backs out its unit of work on the server;
                     # reconnect with back-off and carry on
                     self.deployed.record_error(f"{self.name}: {type(exc).__name__}: {exc}")
-                    if getattr(exc, "reason_code", None) == UNKNOWN_OBJECT_NAME and self.input_queue:
+                    if getattr(exc, "reason_code", None) == RC_UNKNOWN_OBJECT_NAME and self.input_queue:
                         self.missing_queue = self.input_queue
+                    delay = backoff.next()
                     log.warning("flow thread %s: %s; reconnecting in %.1fs", self.name, exc, delay)
                     self._drop_connections()
                     self.stop.wait(delay)
-                    delay = min(delay * 2, 5.0)
         finally:
             self._drop_connections()
             bind_thread(None)
@@ -139,25 +134,33 @@ class FlowThread(threading.Thread):
 
     # -- FlowServices: queue manager work ------------------------------------------------------
 
-    def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None:
-        from flowbroker.qm.protocol import QMError
+    @property
+    def transport(self) -> Transport:
+        """This thread's transport connection (opened by :meth:`run` before the input node runs)."""
+        client = self.client
+        if client is None:
+            raise RuntimeError(f"flow thread {self.name} has no transport connection")
+        return client
 
+    def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None:
         self.uncommitted = self.uncommitted or syncpoint
         self.input_queue = queue
         try:
-            got = self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)
-        except QMError as exc:
-            if exc.reason_code == NO_MSG_AVAILABLE:
+            got = self.transport.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)
+        except Exception as exc:
+            if getattr(exc, "reason_code", None) == RC_NO_MSG_AVAILABLE:
                 self.missing_queue = ""
                 return None
             raise
         self.missing_queue = ""
-        return got  # type: ignore[no-any-return]
+        return got
 
     def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Up to ``limit`` waiting messages under syncpoint, waiting ``wait_ms`` for the first."""
         self.input_queue = queue
-        got: list[QueueMessage] = self.client.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)
+        got: list[QueueMessage] = list(
+            self.transport.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)
+        )
         self.missing_queue = ""
         self.uncommitted = self.uncommitted or bool(got)
         return got
@@ -198,12 +201,12 @@ class FlowThread(threading.Thread):
         md.backout_count = 0
         sync = self._syncpoint(syncpoint)
         self.uncommitted = self.uncommitted or sync
-        if sync and self.batching and isinstance(self.client, QueueConnection):
+        if sync and self.batching:
             # inside a batch the put's refusal surfaces at the commit, which backs the batch out
             # and retries its messages one at a time, where puts are checked node by node again
-            self.client.put(queue, body, md, syncpoint=True, properties=properties, pipeline=True)
+            self.transport.put(queue, body, md, syncpoint=True, properties=properties, pipeline=True)
         else:
-            self.client.put(queue, body, md, syncpoint=sync, properties=properties)
+            self.transport.put(queue, body, md, syncpoint=sync, properties=properties)
 
     def message_parts(self, root: Element) -> tuple[Any, dict[str, Any], bytes]:
         """Descriptor, message properties and body bytes of an output Root.
@@ -220,7 +223,7 @@ class FlowThread(threading.Thread):
             for kid in usr.children():
                 if kid.first_child is None and isinstance(kid.value, str | int | float | bool):
                     properties[kid.name] = kid.value
-        return _descriptor(**fields), properties, body
+        return descriptor(**fields), properties, body
 
     def put_raw(
         self,
@@ -243,7 +246,7 @@ class FlowThread(threading.Thread):
                 # so the dead-letter queue's reader can send the message back where it came from
                 properties["flowbroker.queue"] = self.input_queue
         self.uncommitted = self.uncommitted or syncpoint
-        self.client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
+        self.transport.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
 
     def publish(
         self, topic: str, root: Element, *, syncpoint: bool | None, need_deliveries: bool = True
@@ -252,21 +255,20 @@ class FlowThread(threading.Thread):
         md, properties, body = self.message_parts(root)
         sync = self._syncpoint(syncpoint)
         self.uncommitted = self.uncommitted or sync
-        if not need_deliveries and sync and self.batching and isinstance(self.client, QueueConnection):
-            return self.client.publish(topic, body, md, syncpoint=True, pipeline=True, properties=properties)
-        result = self.client.publish(topic, body, md, syncpoint=sync, properties=properties)
+        if not need_deliveries and sync and self.batching:
+            return self.transport.publish(
+                topic, body, md, syncpoint=True, pipeline=True, properties=properties
+            )
+        result = self.transport.publish(topic, body, md, syncpoint=sync, properties=properties)
         return int(result) if isinstance(result, int) and not isinstance(result, bool) else 1
 
     def backout_policy(self, queue: str) -> tuple[int, str]:
         """The queue's own backout threshold (BOTHRESH, 0 when it has none) and backout queue."""
         try:
-            info = self.client.inquire_queue(queue)
+            return self.transport.backout_policy(queue)
         except Exception as exc:
             log.warning("cannot inquire queue %s: %s", queue, exc)
             return 0, ""
-        get = info.get if isinstance(info, dict) else lambda k, d=None: getattr(info, k, d)
-        threshold = int(get("backout_threshold", 0) or 0)
-        return threshold, str(get("backout_requeue_q", "") or get("backout_requeue_queue", "") or "")
 
     def default_backout_threshold(self) -> int:
         return backouts.default_threshold()
@@ -313,7 +315,9 @@ class FlowThread(threading.Thread):
     def dead_letter(
         self, message: QueueMessage, reason: str, *, syncpoint: bool, notes: dict[str, str] | None = None
     ) -> None:
-        self.put_raw(DEAD_LETTER_QUEUE, message, syncpoint=syncpoint, reason=reason, notes=notes)
+        self.put_raw(
+            self.transport.dead_letter_queue, message, syncpoint=syncpoint, reason=reason, notes=notes
+        )
 
     # -- FlowServices: the unit of work --------------------------------------------------------
 
@@ -344,13 +348,8 @@ class FlowThread(threading.Thread):
             source.commit()
         if self.client is None:
             return []
-        combined = getattr(self.client, "commit_and_get", None)
-        if combined is None:
-            self.client.commit()
-            self.uncommitted = False
-            return self.get_batch(queue, limit, wait_ms)
         self.input_queue = queue
-        got: list[QueueMessage] = combined(queue, limit, wait=wait_ms / 1000.0)
+        got: list[QueueMessage] = list(self.client.commit_and_get(queue, limit, wait=wait_ms / 1000.0))
         self.uncommitted = bool(got)
         return got
 

@@ -41,6 +41,8 @@ class GroupState:
         self.process.cpu_percent(None)
         self.started = time.time()
         self.ready = threading.Event()
+        #: Why the broker's transport URL cannot be used (every deployment fails with it), or "".
+        self.transport_problem = ""
 
     # -- set up ---------------------------------------------------------------------------------
 
@@ -48,7 +50,7 @@ class GroupState:
 
         from flowbroker.repository import db
         from flowbroker.repository.models import Broker
-        from flowbroker.runtime.connection import QueueConnection
+        from flowbroker.runtime import transports
         from flowbroker.runtime.datasources import DataSources
         from flowbroker.services import brokers
         from flowbroker.settings import Settings
@@ -64,9 +66,15 @@ class GroupState:
             )
             sources = self._data_source_urls(session, target.broker_id)
         data = str(self.data)
+        try:
+            # the broker's URL scheme names the transport: the queue manager or RabbitMQ
+            connect = transports.connector(qm_url, data_dir=data)
+        except transports.TransportURLError as exc:
+            self.transport_problem = str(exc)
+            log.error("broker %s: %s", self.broker, exc)
 
-        def connect() -> QueueConnection:
-            return QueueConnection.open(qm_url or None, data_dir=data)
+            def connect() -> transports.Transport:
+                raise transports.TransportURLError(self.transport_problem)
 
         self.runtime = ExecutionGroupRuntime(
             connect,
@@ -205,6 +213,8 @@ class GroupState:
             self.runtime.data_sources.urls.update(self._data_source_urls(session, row.broker_id))
         with self.lock:
             try:
+                if self.transport_problem:
+                    raise TransportUnusable(self.transport_problem)
                 doc, externals = deploy.apply_overrides(document, overrides)
                 flow = self.runtime.deploy(
                     doc,
@@ -223,6 +233,8 @@ class GroupState:
                 self.waiting.pop(deployment_id, None)
             except FlowCompileError as exc:
                 status, problems = "failed", [p.to_json() for p in exc.problems]
+            except TransportUnusable as exc:
+                status, problems = "failed", [transport_problem(str(exc))]
             except Exception as exc:  # a deployment must end in a status, whatever went wrong
                 log.exception("deployment %s failed", deployment_id)
                 status = "failed"
@@ -250,7 +262,10 @@ class GroupState:
         Returns a diagnostic for each queue that could not be defined (the flow still starts,
         and is reported waiting while an input queue is missing).
         """
-        from flowbroker.qm.protocol import RC_OBJECT_ALREADY_EXISTS, RC_UNKNOWN_OBJECT_NAME, QMError
+        from flowbroker.qm.protocol import QMError
+        from flowbroker.runtime.transports import TransportError
+
+        refused = (QMError, TransportError)
 
         assert self.runtime is not None
         wanted: dict[str, str] = {}
@@ -286,14 +301,14 @@ class GroupState:
                 try:
                     connection.inquire_queue(queue)
                     continue
-                except QMError as exc:
+                except refused as exc:
                     if exc.reason_code != RC_UNKNOWN_OBJECT_NAME:
                         cannot(node_id, f"cannot define queue {queue}: {exc.reason or exc}")
                         continue
                 try:
                     connection.define_queue(queue)
                     log.info("deployment %s: defined queue %s", deployment_id, queue)
-                except QMError as exc:
+                except refused as exc:
                     if exc.reason_code != RC_OBJECT_ALREADY_EXISTS:
                         cannot(node_id, f"cannot define queue {queue}: {exc.reason or exc}")
         except OSError as exc:
@@ -421,6 +436,10 @@ class GroupState:
         os.replace(tmp, path)
 
 
+RC_UNKNOWN_OBJECT_NAME = 2085
+RC_OBJECT_ALREADY_EXISTS = 2100
+
+
 def broker_attributes(broker: str, group: str, qm_url: str, data: Path) -> dict[str, object]:
     """The broker attributes ESQL reads in the group's flows (IBM's BrokerName, ExecutionGroupLabel …).
 
@@ -444,6 +463,15 @@ def broker_attributes(broker: str, group: str, qm_url: str, data: Path) -> dict[
         "WorkPath": str(data),
         "Family": "PYTHON",
     }
+
+
+class TransportUnusable(Exception):
+    """The broker's transport URL cannot be used: no flow of the group can run."""
+
+
+def transport_problem(text: str) -> dict[str, Any]:
+    """The diagnostic of a deployment whose broker's transport URL is unusable."""
+    return {"node": "", "property": "qm_url", "line": 0, "column": 0, "pointer": "", "message": text}
 
 
 def waiting_problem(node: str, queue: str) -> dict[str, Any]:
