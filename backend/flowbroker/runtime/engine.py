@@ -80,6 +80,8 @@ class FlowThread(threading.Thread):
         self.input_queue = ""
         #: The input queue the queue manager does not know, while this thread waits for it.
         self.missing_queue = ""
+        #: Why this thread's transport connection cannot be opened, while it retries ("" once it is).
+        self.connect_error = ""
         #: The batch this thread got with its last commit, under its own unit of work: never
         #: another thread's to process, and gone with the connection it was got on.
         self.prefetched: list[QueueMessage] = []
@@ -95,7 +97,7 @@ class FlowThread(threading.Thread):
             while not self.stop.is_set():
                 try:
                     if self.client is None:
-                        self.client = self.deployed.connect()
+                        self.client = self._connect()
                     run = self.node.run  # type: ignore[attr-defined]
                     run()
                     backoff.reset()
@@ -114,6 +116,15 @@ class FlowThread(threading.Thread):
         finally:
             self._drop_connections()
             bind_thread(None)
+
+    def _connect(self) -> Transport:
+        try:
+            client = self.deployed.connect()
+        except Exception as exc:
+            self.connect_error = str(getattr(exc, "reason", "") or exc) or type(exc).__name__
+            raise
+        self.connect_error = ""
+        return client
 
     def _drop_connections(self) -> None:
         for source in self._sources.values():
@@ -486,6 +497,16 @@ class DeployedFlow:
     def waiting_message(queue: str) -> str:
         return f"waiting: queue {queue} does not exist"
 
+    @staticmethod
+    def unreachable_message(reason: str) -> str:
+        return f"waiting: cannot connect to the transport: {reason}"
+
+    def unreachable(self) -> list[tuple[str, str]]:
+        """``(input node id, reason)`` for each input whose transport connection cannot be opened (yet)."""
+        return sorted(
+            {(t.node.id, t.connect_error) for t in self.threads if t.connect_error and t.is_alive()}
+        )
+
     def missing_queues(self) -> list[tuple[str, str]]:
         """``(input node id, queue)`` for each input queue the queue manager does not know (yet)."""
         return sorted(
@@ -496,11 +517,15 @@ class DeployedFlow:
         nodes = {node_id: node.stats.snapshot() for node_id, node in self.compiled.nodes.items()}
         inputs = [nodes[n.id] for n in self.compiled.input_nodes()]
         missing = self.missing_queues() if self.state == "running" else []
+        unreachable = self.unreachable() if self.state == "running" else []
         return {
             "flow": self.name,
             "version": self.compiled.version,
-            "state": "waiting" if missing else self.state,
-            "detail": "; ".join(self.waiting_message(queue) for _, queue in missing),
+            "state": "waiting" if missing or unreachable else self.state,
+            "detail": "; ".join(
+                [self.waiting_message(queue) for _, queue in missing]
+                + sorted({self.unreachable_message(reason) for _, reason in unreachable})
+            ),
             "threads": sum(1 for t in self.threads if t.is_alive()),
             # what was processed: the retries of backed-out messages are counted as backouts
             "messages_in": max(0, sum(i["messages_in"] for i in inputs) - self.retried),

@@ -34,8 +34,8 @@ class GroupState:
         self.session_factory: Any = None
         self.engine: Any = None
         self.by_deployment: dict[int, str] = {}
-        #: Per deployment: the missing input queues last reported (see :meth:`report_waiting`).
-        self.waiting: dict[int, list[tuple[str, str]]] = {}
+        #: Per deployment: what it was last reported waiting for (see :meth:`report_waiting`).
+        self.waiting: dict[int, list[dict[str, Any]]] = {}
         self.lock = threading.RLock()
         self.process = psutil.Process()
         self.process.cpu_percent(None)
@@ -395,7 +395,8 @@ class GroupState:
                 flow = self.runtime.flows.get(name)
                 if flow is None or flow.state != "running":
                     continue
-                missing = flow.missing_queues()
+                missing = [waiting_problem(*m) for m in flow.missing_queues()]
+                missing += [unreachable_problem(*u) for u in flow.unreachable()]
                 if missing == self.waiting.get(deployment_id, []):
                     continue
                 with db.session_scope(self.session_factory) as session:
@@ -405,7 +406,7 @@ class GroupState:
                         continue  # its deploy reports first; look again next time
                     if current in deploy.STARTED:
                         status = "waiting" if missing else "running"
-                        deploy.report(session, deployment_id, status, [waiting_problem(*m) for m in missing])
+                        deploy.report(session, deployment_id, status, missing)
                         log.info("deployment %s: %s", deployment_id, status)
                 self.waiting[deployment_id] = missing
 
@@ -483,6 +484,18 @@ def waiting_problem(node: str, queue: str) -> dict[str, Any]:
         "column": 0,
         "pointer": "",
         "message": DeployedFlow.waiting_message(queue),
+    }
+
+
+def unreachable_problem(node: str, reason: str) -> dict[str, Any]:
+    """The diagnostic of a flow whose input cannot connect to its transport (it retries with back-off)."""
+    return {
+        "node": node,
+        "property": "",
+        "line": 0,
+        "column": 0,
+        "pointer": "",
+        "message": DeployedFlow.unreachable_message(reason),
     }
 
 
