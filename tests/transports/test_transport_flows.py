@@ -136,3 +136,22 @@ def test_a_poison_message_goes_to_the_backout_queue_with_the_reason(
     assert side.probe.get_many(dst, 1) == [] and side.probe.get_many(src, 1) == []
     stats = next(iter(group.statistics().values()))
     assert stats["backouts"] == 2 and stats["failures"] == 1
+
+
+def test_replies_are_got_by_correlation_id(side: Side, group: ExecutionGroupRuntime) -> None:
+    src, replies = side.make_queue("REQ"), side.make_queue("REPLY")
+    doc = flow(
+        {"in": ("MQInput", {"queueName": src}), "c": ("Compute", {"esql": APPEND}), "r": ("MQReply", {})},
+        ["in.out -> c", "c.out -> r"],
+        name=f"Reply{abs(hash(src)) % 100000}",
+    )
+    group.deploy(doc)
+    ids = [bytes([65 + i]) * 24 for i in range(3)]
+    for i, msg_id in enumerate(ids):
+        side.probe.put(src, f"request {i}".encode(), MessageDescriptor(msg_id=msg_id, reply_to_q=replies))
+    # each requester waits for its own reply, whatever order they arrive in
+    for i in reversed(range(3)):
+        reply = side.probe.get(replies, wait=20, correl_id=ids[i])
+        assert reply is not None, i
+        assert reply.body == f"request {i}!!".encode() and reply.md.correl_id == ids[i]
+    assert side.probe.get(replies, wait=0.2) is None

@@ -73,12 +73,21 @@ class Transport(Protocol):
     dead_letter_queue: str
 
     def get_many(
-        self, queue: str, max_messages: int, *, wait: float = 0, syncpoint: bool = False
+        self,
+        queue: str,
+        max_messages: int,
+        *,
+        wait: float = 0,
+        syncpoint: bool = False,
+        correl_id: bytes | None = None,
     ) -> list[Message]:
-        """Up to ``max_messages`` waiting messages, waiting up to ``wait`` seconds for the first."""
+        """Up to ``max_messages`` waiting messages (with ``correl_id``: only those correlated to it),
+        waiting up to ``wait`` seconds for the first."""
         ...
 
-    def get(self, queue: str, *, wait: float = 0, syncpoint: bool = False) -> Message | None: ...
+    def get(
+        self, queue: str, *, wait: float = 0, syncpoint: bool = False, correl_id: bytes | None = None
+    ) -> Message | None: ...
 
     def put(
         self,

@@ -364,14 +364,30 @@ class AmqpTransport:
         return arrived
 
     def get_many(
-        self, queue: str, max_messages: int, *, wait: float = 0, syncpoint: bool = False
+        self,
+        queue: str,
+        max_messages: int,
+        *,
+        wait: float = 0,
+        syncpoint: bool = False,
+        correl_id: bytes | None = None,
     ) -> list[Message]:
+        """Up to ``max_messages`` deliveries of ``queue``; with ``correl_id`` only those whose
+        correlation id matches, the others staying with this consumer (unacknowledged) for later
+        gets: a get by correlation id suits a reply queue read by one requester."""
+        want = None if correl_id is None else pad_id(correl_id)
         try:
-            arrived = self._consume(queue, max_messages)
-            if not arrived:
+            arrived = self._consume(queue, max_messages if want is None else 256)
+
+            def ready() -> bool:
+                if want is None:
+                    return bool(arrived)
+                return any(_id_bytes(props.correlation_id) == want for _m, props, _b in arrived)
+
+            if not ready():
                 self._conn.process_data_events(time_limit=0)
                 deadline = time.monotonic() + wait
-                while not arrived:
+                while not ready():
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return []
@@ -380,16 +396,28 @@ class AmqpTransport:
             raise
         except Exception as exc:
             raise _refusal(exc, f"a get from queue {queue}") from None
+        taken: list[tuple[Basic.Deliver, BasicProperties, bytes]] = []
+        if want is None:
+            while arrived and len(taken) < max_messages:
+                taken.append(arrived.popleft())
+        else:
+            kept: list[tuple[Basic.Deliver, BasicProperties, bytes]] = []
+            while arrived:
+                delivery = arrived.popleft()
+                if len(taken) < max_messages and _id_bytes(delivery[1].correlation_id) == want:
+                    taken.append(delivery)
+                else:
+                    kept.append(delivery)
+            arrived.extend(kept)
         got: list[Message] = []
-        while arrived and len(got) < max_messages:
-            method, props, body = arrived.popleft()
+        for method, props, body in taken:
             got.append(
                 from_amqp(
                     props,
                     body,
-                    redelivered=method.redelivered,
-                    exchange=method.exchange,
-                    key=method.routing_key,
+                    redelivered=bool(method.redelivered),
+                    exchange=method.exchange or "",
+                    key=method.routing_key or "",
                 )
             )
             if syncpoint:
@@ -398,8 +426,10 @@ class AmqpTransport:
                 self._channel.basic_ack(method.delivery_tag)  # outside a unit of work the get is final
         return got
 
-    def get(self, queue: str, *, wait: float = 0, syncpoint: bool = False) -> Message | None:
-        found = self.get_many(queue, 1, wait=wait, syncpoint=syncpoint)
+    def get(
+        self, queue: str, *, wait: float = 0, syncpoint: bool = False, correl_id: bytes | None = None
+    ) -> Message | None:
+        found = self.get_many(queue, 1, wait=wait, syncpoint=syncpoint, correl_id=correl_id)
         return found[0] if found else None
 
     # -- puts and publications -------------------------------------------------------------------

@@ -34,15 +34,23 @@ class QueueConnection:
         return cls(Client.connect(url, data_dir=data_dir))
 
     def get_many(
-        self, queue: str, max_messages: int, *, wait: float = 0, syncpoint: bool = False
+        self,
+        queue: str,
+        max_messages: int,
+        *,
+        wait: float = 0,
+        syncpoint: bool = False,
+        correl_id: bytes | None = None,
     ) -> list[Message]:
-        got = self._client.get_many(queue, max_messages, wait=wait, syncpoint=syncpoint)
+        got = self._client.get_many(queue, max_messages, wait=wait, syncpoint=syncpoint, correl_id=correl_id)
         if syncpoint and got:
             self._in_unit_of_work = True
         return got
 
-    def get(self, queue: str, *, wait: float = 0, syncpoint: bool = False) -> Message | None:
-        found = self.get_many(queue, 1, wait=wait, syncpoint=syncpoint)
+    def get(
+        self, queue: str, *, wait: float = 0, syncpoint: bool = False, correl_id: bytes | None = None
+    ) -> Message | None:
+        found = self.get_many(queue, 1, wait=wait, syncpoint=syncpoint, correl_id=correl_id)
         return found[0] if found else None
 
     def put(
