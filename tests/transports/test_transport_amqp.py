@@ -127,7 +127,7 @@ def test_a_crash_before_the_acknowledgement_redelivers_and_loses_nothing(
         transport.close()
     # a quorum queue applies acknowledgements through its log: its depth may lag them briefly
     wait_for(lambda: rabbit.depth(src) == 0, 10, f"{src} to be empty")
-    assert rabbit.depth(dst) == 2
+    wait_for(lambda: rabbit.depth(dst) == 2, 10, f"two messages on {dst}")
 
 
 def test_a_backout_raises_the_count_on_quorum_and_classic_queues(rabbit) -> None:
@@ -179,5 +179,26 @@ def test_a_missing_queue_is_reason_2085(rabbit) -> None:
         with pytest.raises(transports.TransportError) as caught:
             transport.put("NO.SUCH.QUEUE.HERE", b"x")
         assert caught.value.reason_code == 2085
+    finally:
+        transport.close()
+
+
+def test_requeues_this_process_made_count_even_when_the_broker_counts_fewer(rabbit) -> None:
+    from flowbroker.runtime.transports import amqp
+
+    queue = rabbit.queue("REQUEUED")
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        transport.put(queue, b"m", MessageDescriptor(persistence=1, msg_id=b"R" * 24))
+        first = transport.get(queue, wait=5, syncpoint=True)
+        assert first is not None and first.md.backout_count == 0
+        message_id = (b"R" * 24).hex()
+        # as if five earlier backouts had not been counted in x-delivery-count
+        amqp._REQUEUED.raised(queue, message_id, 5)
+        transport.backout()
+        again = transport.get(queue, wait=5, syncpoint=True)
+        assert again is not None and again.md.backout_count == 6
+        transport.commit()
+        assert amqp._REQUEUED.count(queue, message_id) == 0  # an acknowledged message is forgotten
     finally:
         transport.close()

@@ -17,11 +17,12 @@ from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from flowbroker.qm.protocol import Message, MessageDescriptor
+from flowbroker.qm.protocol import IdFactory, Message, MessageDescriptor, pad_id
 
 __all__ = [
     "DEAD_LETTER_QUEUE",
     "Backoff",
+    "IdFactory",
     "Message",
     "MessageDescriptor",
     "Transport",
@@ -30,6 +31,7 @@ __all__ = [
     "connector",
     "descriptor",
     "kind_of",
+    "pad_id",
 ]
 
 DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"

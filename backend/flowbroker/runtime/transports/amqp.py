@@ -13,9 +13,10 @@ hop. How MQ's terms map onto RabbitMQ's:
   already confirmed are sent again when the input is processed again (at least once). A backout
   drops the held puts and returns the input to its queue.
 - **The backout count** is the quorum queue's ``x-delivery-count`` (every earlier delivery,
-  crashes included). A classic queue has none: a backed-out message is put back on its queue
-  with its count in ``x-flowbroker-backout-count`` and the original acknowledged (it goes to the
-  back of the queue); a redelivery after a crash counts as at least one backout.
+  crashes included). A classic queue has none: its first backout returns the message to its
+  place and is counted by the redelivered flag; from the second on, a backed-out message is put
+  back on its queue with its count in ``x-flowbroker-backout-count`` and the original
+  acknowledged (it goes to the back of the queue); a redelivery after a crash counts as one.
 - **The descriptor** travels in the AMQP properties (message_id and correlation_id as the hex of
   the 24-byte ids, reply_to, priority, expiration, timestamp, delivery mode) and ``x-mq-*``
   headers for the fields AMQP has no property for; message properties are the other headers.
@@ -26,8 +27,9 @@ hop. How MQ's terms map onto RabbitMQ's:
 from __future__ import annotations
 
 import os
+import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -36,7 +38,6 @@ import pika.exceptions
 from pika.adapters.blocking_connection import BlockingChannel
 from pika.spec import Basic, BasicProperties
 
-from flowbroker.qm.protocol import IdFactory, Message, MessageDescriptor, pad_id
 from flowbroker.runtime.transports import (
     DEAD_LETTER_QUEUE,
     RC_BACKED_OUT,
@@ -44,7 +45,11 @@ from flowbroker.runtime.transports import (
     RC_CONNECTION_BROKEN,
     RC_NOT_AUTHORIZED,
     RC_UNKNOWN_OBJECT_NAME,
+    IdFactory,
+    Message,
+    MessageDescriptor,
     TransportError,
+    pad_id,
     redact,
 )
 
@@ -177,6 +182,42 @@ def from_amqp(
     if exchange and exchange == topic_exchange():
         properties["MQTopicString"] = topic_string(key)
     return Message(md, properties, body)
+
+
+class _Requeued:
+    """The backouts this process made by requeueing quorum-queue messages, by queue and message id.
+
+    A quorum queue's ``x-delivery-count`` already counts them on RabbitMQ 3.x; a broker whose
+    count ignores requeues (or a delivery that lost the header) still sees each message's count
+    rise, so a poison message always reaches its backout threshold. Bounded; an acknowledged
+    message is forgotten.
+    """
+
+    def __init__(self, most: int = 4096) -> None:
+        self._lock = threading.Lock()
+        self._counts: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._most = most
+
+    def __bool__(self) -> bool:
+        return bool(self._counts)
+
+    def raised(self, queue: str, message_id: str, count: int) -> None:
+        with self._lock:
+            self._counts[(queue, message_id)] = count
+            self._counts.move_to_end((queue, message_id))
+            while len(self._counts) > self._most:
+                self._counts.popitem(last=False)
+
+    def count(self, queue: str, message_id: str) -> int:
+        with self._lock:
+            return self._counts.get((queue, message_id), 0)
+
+    def forget(self, queue: str, message_id: str) -> None:
+        with self._lock:
+            self._counts.pop((queue, message_id), None)
+
+
+_REQUEUED = _Requeued()
 
 
 def backout_count(headers: dict[str, Any], redelivered: bool) -> int:
@@ -412,16 +453,19 @@ class AmqpTransport:
                     kept.append(delivery)
             arrived.extend(kept)
         got: list[Message] = []
+        requeued = bool(_REQUEUED)
         for method, props, body in taken:
-            got.append(
-                from_amqp(
-                    props,
-                    body,
-                    redelivered=bool(method.redelivered),
-                    exchange=method.exchange or "",
-                    key=method.routing_key or "",
-                )
+            message = from_amqp(
+                props,
+                body,
+                redelivered=bool(method.redelivered),
+                exchange=method.exchange or "",
+                key=method.routing_key or "",
             )
+            if requeued and method.redelivered:
+                counted = _REQUEUED.count(queue, props.message_id or "")
+                message.md.backout_count = max(message.md.backout_count, counted)
+            got.append(message)
             if syncpoint:
                 self._got.append((method, props, body, queue))
             else:
@@ -531,8 +575,11 @@ class AmqpTransport:
     def acknowledge(self) -> None:
         """The commit's second step: acknowledge the messages got in the unit of work."""
         got, self._got = self._got, []
-        for method, _props, _body, _queue in got:
+        requeued = bool(_REQUEUED)
+        for method, props, _body, queue in got:
             self._channel.basic_ack(method.delivery_tag)
+            if requeued:
+                _REQUEUED.forget(queue, props.message_id or "")
 
     def commit(self) -> None:
         """Publish the held puts (confirmed), then acknowledge the gets: a crash in between
@@ -575,11 +622,18 @@ class AmqpTransport:
         got, self._got = self._got, []
         for method, props, body, queue in got:
             headers = dict(props.headers or {})
-            if "x-delivery-count" in headers:
-                # a quorum queue counts the redelivery itself, and keeps the message's place
+            if "x-delivery-count" in headers or (not method.redelivered and BACKOUT_HEADER not in headers):
+                # a quorum queue counts the redelivery itself (its first delivery carries no count
+                # yet) and keeps the message's place; a classic queue's first backout is then
+                # counted by its redelivered flag
+                count = max(
+                    backout_count(headers, bool(method.redelivered)),
+                    _REQUEUED.count(queue, props.message_id or ""),
+                )
+                _REQUEUED.raised(queue, props.message_id or "", count + 1)
                 self._channel.basic_nack(method.delivery_tag, requeue=True)
                 continue
-            # a classic queue counts nothing: put it back with its count, then let the original go
+            # a classic queue counts no further: put it back with its count, then let the original go
             headers[BACKOUT_HEADER] = backout_count(headers, method.redelivered) + 1
             again = BasicProperties(**{**props.__dict__, "headers": headers})
             self._send("", queue, body, again, True)
