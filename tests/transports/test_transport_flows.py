@@ -41,10 +41,13 @@ def document(src: str, dst: str, **input_props: Any) -> dict[str, Any]:
 class Side:
     """One transport under test: its URL, fresh queues on it, and a transport to look with."""
 
-    def __init__(self, url: str, data_dir: str | None, make_queue: Any) -> None:
+    def __init__(self, url: str, data_dir: str | None, make_queue: Any, define: Any, delete: Any) -> None:
         self.url = url
         self.data_dir = data_dir
         self.make_queue = make_queue
+        #: define and delete a queue by its name
+        self.define = define
+        self.delete = delete
         self.connect = transports.connector(url, data_dir=data_dir)
         self.probe = self.connect()
 
@@ -64,13 +67,20 @@ def side(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Side]:
     if request.param == "qm":
         qm = request.getfixturevalue("qm_process")
 
+        def define(name: str) -> None:
+            with qm.client() as client:
+                client.define_queue(name)
+
+        def delete(name: str) -> None:
+            with qm.client() as client:
+                client.delete_queue(name, purge=True)
+
         def make_queue(base: str, **attrs: Any) -> str:
             name = unique(base)
-            with qm.client() as client:
-                client.define_queue(name, **attrs)
+            define(name)
             return name
 
-        chosen = Side(qm.url, str(qm.data_dir), make_queue)
+        chosen = Side(qm.url, str(qm.data_dir), make_queue, define, delete)
     else:
         rabbit = request.getfixturevalue("rabbit")
 
@@ -79,7 +89,13 @@ def side(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Side]:
         def make_queue(base: str, **attrs: Any) -> str:
             return rabbit.queue(base, kind)
 
-        chosen = Side(rabbit.url, None, make_queue)
+        def define(name: str) -> None:
+            rabbit.channel.queue_declare(name, durable=True, arguments={"x-queue-type": kind})
+
+        def delete(name: str) -> None:
+            rabbit.channel.queue_delete(name)
+
+        chosen = Side(rabbit.url, None, make_queue, define, delete)
     yield chosen
     chosen.probe.close()
 
@@ -155,3 +171,19 @@ def test_replies_are_got_by_correlation_id(side: Side, group: ExecutionGroupRunt
         assert reply is not None, i
         assert reply.body == f"request {i}!!".encode() and reply.md.correl_id == ids[i]
     assert side.probe.get(replies, wait=0.2) is None
+
+
+def test_a_deleted_input_queue_leaves_the_flow_waiting_for_it(
+    side: Side, group: ExecutionGroupRuntime
+) -> None:
+    src, dst = side.make_queue("GONE"), side.make_queue("OUT")
+    deployed = group.deploy(document(src, dst))
+    side.probe.put(src, b"first")
+    assert [m.body for m in side.get_all(dst, 1)] == [b"first!!"]
+    side.delete(src)
+    wait_for(lambda: deployed.statistics()["state"] == "waiting", 20, "the flow to be waiting")
+    assert deployed.statistics()["detail"] == f"waiting: queue {src} does not exist"
+    side.define(src)
+    wait_for(lambda: deployed.statistics()["state"] == "running", 20, "the flow to run again")
+    side.probe.put(src, b"second")
+    assert [m.body for m in side.get_all(dst, 1)] == [b"second!!"]

@@ -286,6 +286,8 @@ class AmqpTransport:
         #: Per consumed queue: its consumer tag and the deliveries not handed out yet.
         self._consumers: dict[str, str] = {}
         self._arrived: dict[str, deque[tuple[Basic.Deliver, BasicProperties, bytes]]] = {}
+        #: Queues whose consumer RabbitMQ cancelled (deleted queues).
+        self._lost: set[str] = set()
         #: The unit of work: deliveries got under syncpoint, and the puts held for the commit.
         self._got: list[tuple[Basic.Deliver, BasicProperties, bytes, str]] = []
         self._held: list[tuple[str, str, bytes, BasicProperties, bool]] = []
@@ -310,7 +312,15 @@ class AmqpTransport:
     def _open_channel(self) -> BlockingChannel:
         channel = self._conn.channel()
         channel.confirm_delivery()
+        channel.add_on_cancel_callback(self._cancelled)
         return channel
+
+    def _cancelled(self, frame: Any) -> None:
+        """RabbitMQ cancelled a consumer (its queue was deleted): the next get from it says so."""
+        tag = frame.method.consumer_tag
+        for queue, consumer in list(self._consumers.items()):
+            if consumer == tag:
+                self._lost.add(queue)
 
     # -- queues --------------------------------------------------------------------------------
 
@@ -423,6 +433,12 @@ class AmqpTransport:
             arrived = self._consume(queue, max_messages if want is None else 256)
 
             def ready() -> bool:
+                if queue in self._lost:
+                    self._lost.discard(queue)
+                    self._consumers.pop(queue, None)
+                    self._queues.discard(queue)
+                    self._arrived.pop(queue, None)
+                    raise TransportError(RC_UNKNOWN_OBJECT_NAME, f"queue {queue} was deleted")
                 if want is None:
                     return bool(arrived)
                 return any(_id_bytes(props.correlation_id) == want for _m, props, _b in arrived)
