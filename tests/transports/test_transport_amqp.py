@@ -202,3 +202,24 @@ def test_requeues_this_process_made_count_even_when_the_broker_counts_fewer(rabb
         assert amqp._REQUEUED.count(queue, message_id) == 0  # an acknowledged message is forgotten
     finally:
         transport.close()
+
+
+def test_a_commit_whose_batch_of_puts_finds_its_queue_deleted_backs_out(rabbit) -> None:
+    src, dst = rabbit.queue("BATCH.IN"), rabbit.queue("BATCH.OUT")
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        transport.put(src, b"input", MessageDescriptor(persistence=1))
+        transport.put(dst, b"checked")  # the transport now knows the queue exists
+        rabbit.channel.queue_delete(dst)
+        got = transport.get(src, wait=5, syncpoint=True)
+        assert got is not None
+        transport.put(dst, b"out-1", syncpoint=True, pipeline=True)
+        transport.put(dst, b"out-2", syncpoint=True, pipeline=True)
+        with pytest.raises(transports.TransportError) as caught:
+            transport.commit()
+        assert caught.value.reason_code == 2003 and "could not route" in caught.value.reason
+        again = transport.get(src, wait=5, syncpoint=True)  # the input was not acknowledged away
+        assert again is not None and again.body == b"input" and again.md.backout_count == 1
+        transport.commit()
+    finally:
+        transport.close()

@@ -187,3 +187,21 @@ def test_a_deleted_input_queue_leaves_the_flow_waiting_for_it(
     wait_for(lambda: deployed.statistics()["state"] == "running", 20, "the flow to run again")
     side.probe.put(src, b"second")
     assert [m.body for m in side.get_all(dst, 1)] == [b"second!!"]
+
+
+def test_outputs_to_a_deleted_queue_are_never_acknowledged_away(
+    side: Side, group: ExecutionGroupRuntime
+) -> None:
+    src, dst, boq = side.make_queue("IN"), side.make_queue("OUT"), side.make_queue("BO")
+    deployed = group.deploy(document(src, dst, backoutThreshold=2, backoutQueue=boq))
+    side.probe.put(src, b"first")
+    assert [m.body for m in side.get_all(dst, 1)] == [b"first!!"]
+    side.delete(dst)  # the flow checked it when it first put there
+    deployed.stop()
+    # several waiting messages: read ahead together, their outputs sent together at the commit
+    for i in range(3):
+        side.probe.put(src, f"m{i}".encode(), MessageDescriptor(persistence=1), syncpoint=True)
+    side.probe.commit()
+    deployed.start()
+    moved = side.get_all(boq, 3, timeout=60)
+    assert sorted(m.body for m in moved) == [b"m0", b"m1", b"m2"]

@@ -293,6 +293,8 @@ class AmqpTransport:
         self._held: list[tuple[str, str, bytes, BasicProperties, bool]] = []
         #: The channel that publishes a commit's several held puts in one AMQP transaction.
         self._batch_channel: BlockingChannel | None = None
+        #: The queues of the puts RabbitMQ returned as unroutable in the last batch.
+        self._returned: list[str] = []
 
     @classmethod
     def open(cls, url: str) -> AmqpTransport:
@@ -583,10 +585,21 @@ class AmqpTransport:
         channel = self._batch_channel
         if channel is None or not channel.is_open:
             channel = self._batch_channel = self._conn.channel()
+            channel.add_on_return_callback(self._on_return)
             channel.tx_select()
-        for exchange, key, body, props, _mandatory in held:
-            channel.basic_publish(exchange, key, body, props)
+        self._returned = []
+        for exchange, key, body, props, mandatory in held:
+            channel.basic_publish(exchange, key, body, props, mandatory=mandatory)
         channel.tx_commit()
+        # RabbitMQ returns an unroutable put (its queue deleted since it was checked) before it
+        # answers the commit; a returned put must not let the gets be acknowledged
+        self._conn.process_data_events(time_limit=0)
+        if self._returned:
+            self._queues.difference_update(self._returned)
+            raise pika.exceptions.UnroutableError([])
+
+    def _on_return(self, _channel: Any, method: Basic.Return, _props: BasicProperties, _body: bytes) -> None:
+        self._returned.append(method.routing_key)
 
     def acknowledge(self) -> None:
         """The commit's second step: acknowledge the messages got in the unit of work."""
