@@ -12,7 +12,7 @@ from test_api_flows import flow
 
 def test_brokers_and_groups_crud(api: Any, unique: str) -> None:
     broker = api.as_(
-        "operator", "POST", "/api/brokers", json={"name": unique, "qmUrl": "fbq://127.0.0.1:1414"}
+        "operator", "POST", "/api/brokers", json={"name": unique, "qmUrl": "fbqm://127.0.0.1:1414"}
     )
     assert broker.status_code == 201
     broker_id = broker.json()["id"]
@@ -25,7 +25,7 @@ def test_brokers_and_groups_crud(api: Any, unique: str) -> None:
     assert bad.status_code == 422 and bad.json()["detail"][0]["pointer"] == "/name"
 
     listed = api.as_("viewer", "GET", f"/api/brokers/{broker_id}").json()
-    assert [g["name"] for g in listed["groups"]] == ["eg1"] and listed["qmUrl"] == "fbq://127.0.0.1:1414"
+    assert [g["name"] for g in listed["groups"]] == ["eg1"] and listed["qmUrl"] == "fbqm://127.0.0.1:1414"
     renamed = api.as_(
         "operator", "PATCH", f"/api/brokers/{broker_id}/groups/{group_id}", json={"name": "eg2"}
     )
@@ -40,6 +40,24 @@ def test_brokers_and_groups_crud(api: Any, unique: str) -> None:
     assert api.as_("operator", "DELETE", f"/api/brokers/{broker_id}/groups/{group_id}").status_code == 204
     assert api.as_("operator", "DELETE", f"/api/brokers/{broker_id}").status_code == 204
     assert api.as_("viewer", "GET", f"/api/brokers/{broker_id}").status_code == 404
+
+
+def test_a_broker_transport_url_is_checked_and_editable(api: Any, unique: str) -> None:
+    bad = api.as_("operator", "POST", "/api/brokers", json={"name": unique, "qmUrl": "mqtt://h:1883"})
+    assert bad.status_code == 422, bad.text
+    (problem,) = bad.json()["detail"]
+    assert problem["pointer"] == "/qmUrl"
+    assert "unknown scheme 'mqtt'" in problem["message"] and "amqp://" in problem["message"]
+    broker = api.as_("operator", "POST", "/api/brokers", json={"name": unique})
+    broker_id = broker.json()["id"]
+    url = "amqp://guest:guest@rabbit.example:5672/flows"
+    changed = api.as_("operator", "PATCH", f"/api/brokers/{broker_id}", json={"qmUrl": f" {url} "})
+    assert changed.status_code == 200 and changed.json()["qmUrl"] == url
+    refused = api.as_("operator", "PATCH", f"/api/brokers/{broker_id}", json={"qmUrl": "amqp:///novhost"})
+    assert refused.status_code == 422 and refused.json()["detail"][0]["pointer"] == "/qmUrl"
+    assert api.as_("viewer", "GET", f"/api/brokers/{broker_id}").json()["qmUrl"] == url
+    back = api.as_("operator", "PATCH", f"/api/brokers/{broker_id}", json={"qmUrl": ""})
+    assert back.status_code == 200 and back.json()["qmUrl"] == ""
 
 
 def test_data_sources_hide_passwords_and_refuse_bad_urls(api: Any, unique: str) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Path
 from flowbroker_nodes.spec import PropertyType, TerminalKind
-from pydantic import BaseModel, ConfigDict, Field, Strict
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
@@ -292,16 +292,35 @@ class BrokerOut(Out):
     groups: list[GroupOut]
 
 
+_TRANSPORT_URL = (
+    "the transport of the broker's execution groups: empty or fbqm://user:password@host:port for the "
+    "embedded queue manager, amqp:// or amqps://user:password@host:port/vhost for RabbitMQ"
+)
+
+
+def _transport_url(value: str | None) -> str | None:
+    from flowbroker.runtime.transports import kind_of
+
+    if value is not None:
+        value = value.strip()
+        kind_of(value)  # a ValueError naming the schemes there are
+    return value
+
+
 class BrokerIn(Body):
     name: str = Field(min_length=1, max_length=64)
     description: str = Field(default="", max_length=4000)
-    qm_url: str = Field(default="", max_length=500)
+    qm_url: str = Field(default="", max_length=500, description=_TRANSPORT_URL)
+
+    _check_qm_url = field_validator("qm_url")(_transport_url)
 
 
 class BrokerPatch(Body):
     name: str | None = Field(default=None, min_length=1, max_length=64)
     description: str | None = Field(default=None, max_length=4000)
-    qm_url: str | None = Field(default=None, max_length=500)
+    qm_url: str | None = Field(default=None, max_length=500, description=_TRANSPORT_URL)
+
+    _check_qm_url = field_validator("qm_url")(_transport_url)
 
 
 class GroupIn(Body):

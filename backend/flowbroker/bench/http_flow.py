@@ -309,8 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     from flowbroker.runtime.engine import ExecutionGroupRuntime
     from flowbroker.runtime.http_listener import HTTPListener
 
+    def no_transport() -> Any:
+        return None  # the flow puts no message: no transport connection
+
     runtime = ExecutionGroupRuntime(
-        lambda: None,  # the flow puts no message: no queue-manager connection
+        no_transport,
         trace_dir=Path(tempfile.gettempdir()),
         http=HTTPListener("127.0.0.1", args.port),
     )

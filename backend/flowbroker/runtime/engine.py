@@ -33,36 +33,31 @@ from flowbroker_nodes.base import Assembly, Node, QueueMessage, bind_thread, tra
 from flowbroker.runtime import assembly as assemblies
 from flowbroker.runtime import backout as backouts
 from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_flow
-from flowbroker.runtime.connection import QueueConnection
 from flowbroker.runtime.datasources import DataSources, ThreadDataSource
 from flowbroker.runtime.dependencies import install_message_sets, subflow_resolver
 from flowbroker.runtime.http_listener import HTTPListener
+from flowbroker.runtime.transports import (
+    DEAD_LETTER_QUEUE,
+    RC_NO_MSG_AVAILABLE,
+    RC_UNKNOWN_OBJECT_NAME,
+    Backoff,
+    Transport,
+    descriptor,
+)
 from flowbroker.runtime.usertrace import UserTrace
 
 log = logging.getLogger("flowbroker.runtime")
 
-DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
-NO_MSG_AVAILABLE = 2033
-UNKNOWN_OBJECT_NAME = 2085
+__all__ = ["DEAD_LETTER_QUEUE", "DeployedFlow", "ExecutionGroupRuntime", "FlowThread"]
 
-#: Opens a queue-manager connection (``flowbroker.qm.client.Client``) for one flow thread.
-Connector = Callable[[], Any]
+#: Opens one flow thread's transport connection (see :mod:`flowbroker.runtime.transports`).
+Connector = Callable[[], Transport]
 #: Message properties the queue manager sets on a delivery, not the application's own.
 _DELIVERY_PROPERTIES = frozenset({"MQTopicString", "MQIsRetained"})
 
 
 def _msg_id(message: QueueMessage) -> bytes:
     return bytes(getattr(message.md, "msg_id", b"") or b"")
-
-
-def _descriptor(**fields: Any) -> Any:
-    from flowbroker.qm.protocol import MessageDescriptor
-
-    try:
-        return MessageDescriptor(**fields)
-    except TypeError:  # a field the descriptor does not carry
-        known = MessageDescriptor.__dataclass_fields__
-        return MessageDescriptor(**{k: v for k, v in fields.items() if k in known})
 
 
 class FlowThread(threading.Thread):
@@ -74,7 +69,7 @@ class FlowThread(threading.Thread):
         self.flow_name = flow.name
         self.node = node
         self.stop = flow.stop_event
-        self.client: Any = None
+        self.client: Transport | None = None
         self.transactional = False
         self.batching = False
         #: Whether the queue manager holds work of this thread under syncpoint (a commit has work to do).
@@ -86,6 +81,8 @@ class FlowThread(threading.Thread):
         self.input_queue = ""
         #: The input queue the queue manager does not know, while this thread waits for it.
         self.missing_queue = ""
+        #: Why this thread's transport connection cannot be opened, while it retries ("" once it is).
+        self.connect_error = ""
         #: The batch this thread got with its last commit, under its own unit of work: never
         #: another thread's to process, and gone with the connection it was got on.
         self.prefetched: list[QueueMessage] = []
@@ -96,32 +93,41 @@ class FlowThread(threading.Thread):
 
     def run(self) -> None:
         bind_thread(self)
-        delay = 0.2
+        backoff = Backoff()
         try:
             while not self.stop.is_set():
                 try:
                     # an input node that gets no queue messages (HTTPInput) connects on first use:
-                    # a flow that only answers HTTP runs while the queue manager is unreachable
+                    # a flow that only answers HTTP runs while its transport is unreachable
                     if self.client is None and getattr(self.node, "needs_queue_manager", True):
-                        self.client = self.deployed.connect()
+                        self.client = self._connect()
                     run = self.node.run  # type: ignore[attr-defined]
                     run()
-                    delay = 0.2
+                    backoff.reset()
                 except Exception as exc:
                     if self.stop.is_set():
                         break
-                    # a lost queue-manager connection backs out its unit of work on the server;
+                    # a lost transport connection backs out its unit of work on the server;
                     # reconnect with back-off and carry on
                     self.deployed.record_error(f"{self.name}: {type(exc).__name__}: {exc}")
-                    if getattr(exc, "reason_code", None) == UNKNOWN_OBJECT_NAME and self.input_queue:
+                    if getattr(exc, "reason_code", None) == RC_UNKNOWN_OBJECT_NAME and self.input_queue:
                         self.missing_queue = self.input_queue
+                    delay = backoff.next()
                     log.warning("flow thread %s: %s; reconnecting in %.1fs", self.name, exc, delay)
                     self._drop_connections()
                     self.stop.wait(delay)
-                    delay = min(delay * 2, 5.0)
         finally:
             self._drop_connections()
             bind_thread(None)
+
+    def _connect(self) -> Transport:
+        try:
+            client = self.deployed.connect()
+        except Exception as exc:
+            self.connect_error = str(getattr(exc, "reason", "") or exc) or type(exc).__name__
+            raise
+        self.connect_error = ""
+        return client
 
     def _drop_connections(self) -> None:
         for source in self._sources.values():
@@ -142,32 +148,32 @@ class FlowThread(threading.Thread):
 
     # -- FlowServices: queue manager work ------------------------------------------------------
 
-    def _queue_manager(self) -> Any:
-        """This thread's queue-manager connection, opened on first use."""
+    @property
+    def transport(self) -> Transport:
+        """This thread's transport connection, opened on first use (:meth:`run` opens it before
+        the input node runs, unless the input node gets no queue messages)."""
         if self.client is None:
-            self.client = self.deployed.connect()
+            self.client = self._connect()
         return self.client
 
     def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None:
-        from flowbroker.qm.protocol import QMError
-
         self.uncommitted = self.uncommitted or syncpoint
         self.input_queue = queue
         try:
-            got = self._queue_manager().get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)
-        except QMError as exc:
-            if exc.reason_code == NO_MSG_AVAILABLE:
+            got = self.transport.get(queue, wait=wait_ms / 1000.0, syncpoint=syncpoint)
+        except Exception as exc:
+            if getattr(exc, "reason_code", None) == RC_NO_MSG_AVAILABLE:
                 self.missing_queue = ""
                 return None
             raise
         self.missing_queue = ""
-        return got  # type: ignore[no-any-return]
+        return got
 
     def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Up to ``limit`` waiting messages under syncpoint, waiting ``wait_ms`` for the first."""
         self.input_queue = queue
-        got: list[QueueMessage] = self._queue_manager().get_many(
-            queue, limit, wait=wait_ms / 1000.0, syncpoint=True
+        got: list[QueueMessage] = list(
+            self.transport.get_many(queue, limit, wait=wait_ms / 1000.0, syncpoint=True)
         )
         self.missing_queue = ""
         self.uncommitted = self.uncommitted or bool(got)
@@ -184,23 +190,18 @@ class FlowThread(threading.Thread):
     ) -> QueueMessage | None:
         """One message got in the middle of a flow (None when none came within ``wait_ms``); under
         syncpoint (None: as the flow's unit of work) it is part of the message's unit of work."""
-        from flowbroker.qm.protocol import QMError
-
         sync = self._syncpoint(syncpoint)
-        ids: dict[str, bytes] = {}
-        if msg_id is not None:
-            ids["msg_id"] = msg_id
-        if correl_id is not None:
-            ids["correl_id"] = correl_id
         try:
-            got = self.client.get(queue, wait=wait_ms / 1000.0, syncpoint=sync, **ids)
-        except QMError as exc:
-            if exc.reason_code == NO_MSG_AVAILABLE:
+            got = self.transport.get(
+                queue, wait=wait_ms / 1000.0, syncpoint=sync, msg_id=msg_id, correl_id=correl_id
+            )
+        except Exception as exc:
+            if getattr(exc, "reason_code", None) == RC_NO_MSG_AVAILABLE:
                 return None
             raise
         if got is not None and sync:
             self.uncommitted = True
-        return got  # type: ignore[no-any-return]
+        return got
 
     def next_messages(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """The batch got with the last commit, else up to ``limit`` waiting messages (see :meth:`get_batch`)."""
@@ -237,14 +238,13 @@ class FlowThread(threading.Thread):
             md.persistence = 0
         md.backout_count = 0
         sync = self._syncpoint(syncpoint)
-        client = self._queue_manager()
         self.uncommitted = self.uncommitted or sync
-        if sync and self.batching and isinstance(client, QueueConnection):
+        if sync and self.batching:
             # inside a batch the put's refusal surfaces at the commit, which backs the batch out
             # and retries its messages one at a time, where puts are checked node by node again
-            client.put(queue, body, md, syncpoint=True, properties=properties, pipeline=True)
+            self.transport.put(queue, body, md, syncpoint=True, properties=properties, pipeline=True)
         else:
-            client.put(queue, body, md, syncpoint=sync, properties=properties)
+            self.transport.put(queue, body, md, syncpoint=sync, properties=properties)
 
     def message_parts(self, root: Element) -> tuple[Any, dict[str, Any], bytes]:
         """Descriptor, message properties and body bytes of an output Root.
@@ -261,7 +261,7 @@ class FlowThread(threading.Thread):
             for kid in usr.children():
                 if kid.first_child is None and isinstance(kid.value, str | int | float | bool):
                     properties[kid.name] = kid.value
-        return _descriptor(**fields), properties, body
+        return descriptor(**fields), properties, body
 
     def put_raw(
         self,
@@ -283,9 +283,8 @@ class FlowThread(threading.Thread):
             if self.input_queue:
                 # so the dead-letter queue's reader can send the message back where it came from
                 properties["flowbroker.queue"] = self.input_queue
-        client = self._queue_manager()
         self.uncommitted = self.uncommitted or syncpoint
-        client.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
+        self.transport.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
 
     def publish(
         self, topic: str, root: Element, *, syncpoint: bool | None, need_deliveries: bool = True
@@ -293,23 +292,21 @@ class FlowThread(threading.Thread):
         """Publish; -1 when the number of deliveries was not waited for (nobody needed it)."""
         md, properties, body = self.message_parts(root)
         sync = self._syncpoint(syncpoint)
-        client = self._queue_manager()
         self.uncommitted = self.uncommitted or sync
-        if not need_deliveries and sync and self.batching and isinstance(client, QueueConnection):
-            return client.publish(topic, body, md, syncpoint=True, pipeline=True, properties=properties)
-        result = client.publish(topic, body, md, syncpoint=sync, properties=properties)
+        if not need_deliveries and sync and self.batching:
+            return self.transport.publish(
+                topic, body, md, syncpoint=True, pipeline=True, properties=properties
+            )
+        result = self.transport.publish(topic, body, md, syncpoint=sync, properties=properties)
         return int(result) if isinstance(result, int) and not isinstance(result, bool) else 1
 
     def backout_policy(self, queue: str) -> tuple[int, str]:
         """The queue's own backout threshold (BOTHRESH, 0 when it has none) and backout queue."""
         try:
-            info = self._queue_manager().inquire_queue(queue)
+            return self.transport.backout_policy(queue)
         except Exception as exc:
             log.warning("cannot inquire queue %s: %s", queue, exc)
             return 0, ""
-        get = info.get if isinstance(info, dict) else lambda k, d=None: getattr(info, k, d)
-        threshold = int(get("backout_threshold", 0) or 0)
-        return threshold, str(get("backout_requeue_q", "") or get("backout_requeue_queue", "") or "")
 
     def default_backout_threshold(self) -> int:
         return backouts.default_threshold()
@@ -357,7 +354,9 @@ class FlowThread(threading.Thread):
     def dead_letter(
         self, message: QueueMessage, reason: str, *, syncpoint: bool, notes: dict[str, str] | None = None
     ) -> None:
-        self.put_raw(DEAD_LETTER_QUEUE, message, syncpoint=syncpoint, reason=reason, notes=notes)
+        self.put_raw(
+            self.transport.dead_letter_queue, message, syncpoint=syncpoint, reason=reason, notes=notes
+        )
 
     # -- FlowServices: the unit of work --------------------------------------------------------
 
@@ -388,13 +387,8 @@ class FlowThread(threading.Thread):
             source.commit()
         if self.client is None:
             return []
-        combined = getattr(self.client, "commit_and_get", None)
-        if combined is None:
-            self.client.commit()
-            self.uncommitted = False
-            return self.get_batch(queue, limit, wait_ms)
         self.input_queue = queue
-        got: list[QueueMessage] = combined(queue, limit, wait=wait_ms / 1000.0)
+        got: list[QueueMessage] = list(self.client.commit_and_get(queue, limit, wait=wait_ms / 1000.0))
         self.uncommitted = bool(got)
         return got
 
@@ -559,6 +553,16 @@ class DeployedFlow:
     def waiting_message(queue: str) -> str:
         return f"waiting: queue {queue} does not exist"
 
+    @staticmethod
+    def unreachable_message(reason: str) -> str:
+        return f"waiting: cannot connect to the transport: {reason}"
+
+    def unreachable(self) -> list[tuple[str, str]]:
+        """``(input node id, reason)`` for each input whose transport connection cannot be opened (yet)."""
+        return sorted(
+            {(t.node.id, t.connect_error) for t in self.threads if t.connect_error and t.is_alive()}
+        )
+
     def missing_queues(self) -> list[tuple[str, str]]:
         """``(input node id, queue)`` for each input queue the queue manager does not know (yet)."""
         return sorted(
@@ -569,11 +573,15 @@ class DeployedFlow:
         nodes = {node_id: node.stats.snapshot() for node_id, node in self.compiled.nodes.items()}
         inputs = [nodes[n.id] for n in self.compiled.input_nodes()]
         missing = self.missing_queues() if self.state == "running" else []
+        unreachable = self.unreachable() if self.state == "running" else []
         return {
             "flow": self.name,
             "version": self.compiled.version,
-            "state": "waiting" if missing else self.state,
-            "detail": "; ".join(self.waiting_message(queue) for _, queue in missing),
+            "state": "waiting" if missing or unreachable else self.state,
+            "detail": "; ".join(
+                [self.waiting_message(queue) for _, queue in missing]
+                + sorted({self.unreachable_message(reason) for _, reason in unreachable})
+            ),
             "threads": sum(1 for t in self.threads if t.is_alive()),
             # what was processed: the retries of backed-out messages are counted as backouts
             "messages_in": max(0, sum(i["messages_in"] for i in inputs) - self.retried),

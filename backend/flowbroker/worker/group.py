@@ -35,8 +35,8 @@ class GroupState:
         self.session_factory: Any = None
         self.engine: Any = None
         self.by_deployment: dict[int, str] = {}
-        #: Per deployment: the missing input queues last reported (see :meth:`report_waiting`).
-        self.waiting: dict[int, list[tuple[str, str]]] = {}
+        #: Per deployment: what it was last reported waiting for (see :meth:`report_waiting`).
+        self.waiting: dict[int, list[dict[str, Any]]] = {}
         self.lock = threading.RLock()
         self.process = psutil.Process()
         self.process.cpu_percent(None)
@@ -45,6 +45,8 @@ class GroupState:
         #: The host name the group reports itself under, on the topology and monitoring pages.
         self.host = socket.gethostname()
         self.group_id: int | None = None
+        #: Why the broker's transport URL cannot be used (every deployment fails with it), or "".
+        self.transport_problem = ""
 
     # -- set up ---------------------------------------------------------------------------------
 
@@ -52,7 +54,7 @@ class GroupState:
 
         from flowbroker.repository import db
         from flowbroker.repository.models import Broker
-        from flowbroker.runtime.connection import QueueConnection
+        from flowbroker.runtime import transports
         from flowbroker.runtime.datasources import DataSources
         from flowbroker.services import brokers, reports
         from flowbroker.settings import Settings
@@ -70,9 +72,15 @@ class GroupState:
             )
             sources = self._data_source_urls(session, target.broker_id)
         data = str(self.data)
+        try:
+            # the broker's URL scheme names the transport: the queue manager or RabbitMQ
+            connect = transports.connector(qm_url, data_dir=data)
+        except transports.TransportURLError as exc:
+            self.transport_problem = str(exc)
+            log.error("broker %s: %s", self.broker, exc)
 
-        def connect() -> QueueConnection:
-            return QueueConnection.open(qm_url or None, data_dir=data)
+            def connect() -> transports.Transport:
+                raise transports.TransportURLError(self.transport_problem)
 
         self.runtime = ExecutionGroupRuntime(
             connect,
@@ -212,6 +220,8 @@ class GroupState:
             self.runtime.data_sources.urls.update(self._data_source_urls(session, row.broker_id))
         with self.lock:
             try:
+                if self.transport_problem:
+                    raise TransportUnusable(self.transport_problem)
                 doc, externals = deploy.apply_overrides(document, overrides)
                 flow = self.runtime.deploy(
                     doc,
@@ -230,6 +240,8 @@ class GroupState:
                 self.waiting.pop(deployment_id, None)
             except FlowCompileError as exc:
                 status, problems = "failed", [p.to_json() for p in exc.problems]
+            except TransportUnusable as exc:
+                status, problems = "failed", [transport_problem(str(exc))]
             except Exception as exc:  # a deployment must end in a status, whatever went wrong
                 log.exception("deployment %s failed", deployment_id)
                 status = "failed"
@@ -257,7 +269,10 @@ class GroupState:
         Returns a diagnostic for each queue that could not be defined (the flow still starts,
         and is reported waiting while an input queue is missing).
         """
-        from flowbroker.qm.protocol import RC_OBJECT_ALREADY_EXISTS, RC_UNKNOWN_OBJECT_NAME, QMError
+        from flowbroker.qm.protocol import QMError
+        from flowbroker.runtime.transports import TransportError
+
+        refused = (QMError, TransportError)
 
         assert self.runtime is not None
         wanted: dict[str, str] = {}
@@ -293,14 +308,14 @@ class GroupState:
                 try:
                     connection.inquire_queue(queue)
                     continue
-                except QMError as exc:
+                except refused as exc:
                     if exc.reason_code != RC_UNKNOWN_OBJECT_NAME:
                         cannot(node_id, f"cannot define queue {queue}: {exc.reason or exc}")
                         continue
                 try:
                     connection.define_queue(queue)
                     log.info("deployment %s: defined queue %s", deployment_id, queue)
-                except QMError as exc:
+                except refused as exc:
                     if exc.reason_code != RC_OBJECT_ALREADY_EXISTS:
                         cannot(node_id, f"cannot define queue {queue}: {exc.reason or exc}")
         except OSError as exc:
@@ -387,7 +402,8 @@ class GroupState:
                 flow = self.runtime.flows.get(name)
                 if flow is None or flow.state != "running":
                     continue
-                missing = flow.missing_queues()
+                missing = [waiting_problem(*m) for m in flow.missing_queues()]
+                missing += [unreachable_problem(*u) for u in flow.unreachable()]
                 if missing == self.waiting.get(deployment_id, []):
                     continue
                 with db.session_scope(self.session_factory) as session:
@@ -397,7 +413,7 @@ class GroupState:
                         continue  # its deploy reports first; look again next time
                     if current in deploy.STARTED:
                         status = "waiting" if missing else "running"
-                        deploy.report(session, deployment_id, status, [waiting_problem(*m) for m in missing])
+                        deploy.report(session, deployment_id, status, missing)
                         log.info("deployment %s: %s", deployment_id, status)
                 self.waiting[deployment_id] = missing
 
@@ -458,6 +474,10 @@ def http_listener(settings: Any) -> Any:
     )
 
 
+RC_UNKNOWN_OBJECT_NAME = 2085
+RC_OBJECT_ALREADY_EXISTS = 2100
+
+
 def broker_attributes(broker: str, group: str, qm_url: str, data: Path) -> dict[str, object]:
     """The broker attributes ESQL reads in the group's flows (IBM's BrokerName, ExecutionGroupLabel …).
 
@@ -483,6 +503,15 @@ def broker_attributes(broker: str, group: str, qm_url: str, data: Path) -> dict[
     }
 
 
+class TransportUnusable(Exception):
+    """The broker's transport URL cannot be used: no flow of the group can run."""
+
+
+def transport_problem(text: str) -> dict[str, Any]:
+    """The diagnostic of a deployment whose broker's transport URL is unusable."""
+    return {"node": "", "property": "qm_url", "line": 0, "column": 0, "pointer": "", "message": text}
+
+
 def waiting_problem(node: str, queue: str) -> dict[str, Any]:
     """The diagnostic of a flow waiting for its input queue ``queue`` to be defined."""
     return {
@@ -492,6 +521,18 @@ def waiting_problem(node: str, queue: str) -> dict[str, Any]:
         "column": 0,
         "pointer": "",
         "message": DeployedFlow.waiting_message(queue),
+    }
+
+
+def unreachable_problem(node: str, reason: str) -> dict[str, Any]:
+    """The diagnostic of a flow whose input cannot connect to its transport (it retries with back-off)."""
+    return {
+        "node": node,
+        "property": "",
+        "line": 0,
+        "column": 0,
+        "pointer": "",
+        "message": DeployedFlow.unreachable_message(reason),
     }
 
 

@@ -1268,6 +1268,7 @@ export interface components {
             name: string;
             /**
              * Qmurl
+             * @description the transport of the broker's execution groups: empty or fbqm://user:password@host:port for the embedded queue manager, amqp:// or amqps://user:password@host:port/vhost for RabbitMQ
              * @default
              */
             qmUrl?: string;
@@ -1306,7 +1307,10 @@ export interface components {
             description?: string | null;
             /** Name */
             name?: string | null;
-            /** Qmurl */
+            /**
+             * Qmurl
+             * @description the transport of the broker's execution groups: empty or fbqm://user:password@host:port for the embedded queue manager, amqp:// or amqps://user:password@host:port/vhost for RabbitMQ
+             */
             qmUrl?: string | null;
         };
         /** CheckIn */

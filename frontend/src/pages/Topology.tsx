@@ -143,6 +143,8 @@ export function Topology() {
   });
   const [message, setMessage] = useState<string | null>(null);
   const [newGroup, setNewGroup] = useState<Record<number, string>>({});
+  // the transport URL being edited, per broker (absent: not being edited)
+  const [transportUrl, setTransportUrl] = useState<Record<number, string>>({});
 
   const run = useMutation({
     mutationFn: (what: () => Promise<unknown>) => what(),
@@ -171,6 +173,24 @@ export function Topology() {
     });
   };
 
+  const saveTransport = (e: FormEvent, brokerId: number) => {
+    e.preventDefault();
+    const qmUrl = (transportUrl[brokerId] ?? '').trim();
+    act(async () => {
+      await unwrap(
+        api.PATCH('/api/brokers/{broker_id}', {
+          params: { path: { broker_id: brokerId } },
+          body: { qmUrl },
+        }),
+      );
+      setTransportUrl((prev) => {
+        const next = { ...prev };
+        delete next[brokerId];
+        return next;
+      });
+    });
+  };
+
   return (
     <section className="page" aria-label="Topology">
       <h1>Topology</h1>
@@ -188,6 +208,43 @@ export function Topology() {
             Broker {b.name} <small className="muted">{b.local ? 'run by this machine' : b.qmUrl}</small>
           </h2>
           {b.description && <p>{b.description}</p>}
+          {canManage && transportUrl[b.id] !== undefined ? (
+            <form className="inline" onSubmit={(e) => saveTransport(e, b.id)}>
+              <label htmlFor={`transport-${b.id}`}>Transport URL</label>
+              <input
+                id={`transport-${b.id}`}
+                value={transportUrl[b.id]}
+                onChange={(e) => setTransportUrl((prev) => ({ ...prev, [b.id]: e.target.value }))}
+                placeholder="empty: the embedded queue manager; amqp://user:password@host:5672/vhost: RabbitMQ"
+                size={60}
+              />
+              <button type="submit">Save</button>
+              <button
+                type="button"
+                onClick={() =>
+                  setTransportUrl((prev) => {
+                    const next = { ...prev };
+                    delete next[b.id];
+                    return next;
+                  })
+                }
+              >
+                Cancel
+              </button>
+            </form>
+          ) : (
+            <p aria-label={`Transport of ${b.name}`}>
+              Transport: <code>{b.qmUrl || 'the embedded queue manager'}</code>
+              {canManage && (
+                <>
+                  {' '}
+                  <button type="button" onClick={() => setTransportUrl((prev) => ({ ...prev, [b.id]: b.qmUrl }))}>
+                    Edit
+                  </button>
+                </>
+              )}
+            </p>
+          )}
           <table className="grid">
             <thead>
               <tr>

@@ -137,9 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     def connect() -> Any:
         if args.flow != "passthrough":
             return None  # MQTT flows need no queue-manager connection
-        from flowbroker.qm.client import Client
+        from flowbroker.runtime.transports.qm import QueueConnection
 
-        return Client.connect(args.qm_url, data_dir=args.qm_data or None)
+        return QueueConnection.open(args.qm_url or None, data_dir=args.qm_data or None)
 
     deployed = DeployedFlow(compiled, connect, DataSources(None), UserTrace(Path("/dev/null"), level="none"))
     threads = [FlowThread(deployed, compiled.nodes["in"], i) for i in range(args.instances)]

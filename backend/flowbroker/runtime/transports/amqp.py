@@ -1,0 +1,694 @@
+"""RabbitMQ as a flow thread's transport: AMQP 0-9-1 through pika's blocking connection.
+
+A flow thread is synchronous, and so is pika's ``BlockingConnection``: no event loop, no thread
+hop. How MQ's terms map onto RabbitMQ's:
+
+- **Queues** are RabbitMQ queues reached through the default exchange. Queues this transport
+  defines are quorum queues (durable, replicated) unless ``FLOWBROKER_AMQP_QUEUE_TYPE=classic``
+  or a maximum priority is asked for (``x-max-priority``: classic queues only).
+- **A unit of work** is manual acknowledgement: gets under syncpoint stay unacknowledged, puts
+  under syncpoint are held by the transport; the commit publishes them with publisher confirms
+  and only once every one is confirmed acknowledges the messages got. A crash anywhere before
+  the acknowledgements reach the broker redelivers the input: nothing is lost, but outputs
+  already confirmed are sent again when the input is processed again (at least once). A backout
+  drops the held puts and returns the input to its queue.
+- **The backout count** is the quorum queue's ``x-delivery-count`` (every earlier delivery,
+  crashes included). A classic queue has none: its first backout returns the message to its
+  place and is counted by the redelivered flag; from the second on, a backed-out message is put
+  back on its queue with its count in ``x-flowbroker-backout-count`` and the original
+  acknowledged (it goes to the back of the queue); a redelivery after a crash counts as one.
+- **The descriptor** travels in the AMQP properties (message_id and correlation_id as the hex of
+  the 24-byte ids, reply_to, priority, expiration, timestamp, delivery mode) and ``x-mq-*``
+  headers for the fields AMQP has no property for; message properties are the other headers.
+- **Topics**: a topic exchange (``FLOWBROKER_AMQP_TOPIC_EXCHANGE``, default ``flowbroker.topics``)
+  with the MQ topic string mapped to a routing key (``/`` → ``.``, ``+`` → ``*``, ``#`` → ``#``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pika
+import pika.exceptions
+from pika.adapters.blocking_connection import BlockingChannel
+from pika.spec import Basic, BasicProperties
+
+from flowbroker.runtime.transports import (
+    DEAD_LETTER_QUEUE,
+    RC_BACKED_OUT,
+    RC_BAD_ARGUMENT,
+    RC_CONNECTION_BROKEN,
+    RC_NOT_AUTHORIZED,
+    RC_UNKNOWN_OBJECT_NAME,
+    IdFactory,
+    Message,
+    MessageDescriptor,
+    TransportError,
+    pad_id,
+    redact,
+)
+
+ZERO_ID = b"\x00" * 24
+#: The header that counts a classic queue's backouts (quorum queues count deliveries themselves).
+BACKOUT_HEADER = "x-flowbroker-backout-count"
+_MQ = "x-mq-"
+
+
+def queue_type() -> str:
+    """``quorum`` (the default) or ``classic``: the kind of queue :meth:`AmqpTransport.define_queue` makes."""
+    kind = os.environ.get("FLOWBROKER_AMQP_QUEUE_TYPE", "quorum").strip().lower()
+    return kind if kind in ("quorum", "classic") else "quorum"
+
+
+def topic_exchange() -> str:
+    return (
+        os.environ.get("FLOWBROKER_AMQP_TOPIC_EXCHANGE", "flowbroker.topics").strip() or "flowbroker.topics"
+    )
+
+
+def routing_key(topic: str) -> str:
+    """An MQ topic string (or subscription pattern) as an AMQP topic routing key."""
+    return ".".join("*" if level == "+" else level for level in topic.strip().strip("/").split("/"))
+
+
+def topic_string(key: str) -> str:
+    """The MQ topic string of a routing key (the reverse of :func:`routing_key`)."""
+    return "/".join("+" if level == "*" else level for level in key.split("."))
+
+
+# -- the descriptor in AMQP properties -----------------------------------------------------------
+
+
+def _id_text(value: bytes) -> str | None:
+    return None if value == ZERO_ID else value.hex()
+
+
+def _id_bytes(text: str | None) -> bytes:
+    if not text:
+        return ZERO_ID
+    if len(text) == 48:
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            pass
+    raw = text.encode()
+    return raw[:24].ljust(24, b"\x00")  # an id set by an AMQP application: its first 24 bytes
+
+
+def to_amqp(md: MessageDescriptor, properties: dict[str, Any] | None) -> BasicProperties:
+    """AMQP properties carrying every descriptor field and the message properties."""
+    headers: dict[str, Any] = {}
+    floats = []
+    for key, value in (properties or {}).items():
+        if key.startswith("x-"):
+            continue
+        if isinstance(value, float):
+            # AMQP tables have no binary float pika writes: carried as its exact text
+            floats.append(key)
+            value = repr(value)
+        headers[key] = value
+    if floats:
+        headers["x-mq-floats"] = ",".join(floats)
+    headers.update(
+        {
+            "x-mq-persistence": md.persistence,
+            "x-mq-priority": md.priority,
+            "x-mq-expiry": md.expiry,
+            "x-mq-format": md.format,
+            "x-mq-encoding": md.encoding,
+            "x-mq-ccsid": md.coded_char_set_id,
+            "x-mq-put-time": repr(float(md.put_time)),
+        }
+    )
+    if md.reply_to_q_mgr:
+        headers["x-mq-reply-to-q-mgr"] = md.reply_to_q_mgr
+    group = pad_id(md.group_id)
+    if group != ZERO_ID:
+        headers["x-mq-group-id"] = group.hex()
+    return BasicProperties(
+        message_id=pad_id(md.msg_id).hex(),
+        correlation_id=_id_text(pad_id(md.correl_id)),
+        reply_to=md.reply_to_q or None,
+        # persistence 2 (as the queue says): RabbitMQ queues are durable, so persistent
+        delivery_mode=1 if md.persistence == 0 else 2,
+        priority=md.priority if 0 <= md.priority <= 9 else None,
+        # MQ's expiry counts tenths of a second, AMQP's milliseconds
+        expiration=str(md.expiry * 100) if md.expiry > 0 else None,
+        timestamp=int(md.put_time) if md.put_time else None,
+        headers=headers,
+    )
+
+
+def from_amqp(
+    props: BasicProperties, body: bytes, *, redelivered: bool = False, exchange: str = "", key: str = ""
+) -> Message:
+    """The message a delivery carries: its descriptor, properties and body."""
+    headers = dict(props.headers or {})
+
+    def header(name: str, default: Any) -> Any:
+        value = headers.get(_MQ + name)
+        return default if value is None else value
+
+    def text(value: Any) -> str:
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    expiry_ms = props.expiration
+    persistence = int(header("persistence", 0 if props.delivery_mode == 1 else 1))
+    priority = int(header("priority", props.priority if props.priority is not None else -1))
+    md = MessageDescriptor(
+        msg_id=_id_bytes(props.message_id),
+        correl_id=_id_bytes(props.correlation_id),
+        persistence=persistence,
+        priority=priority,
+        expiry=int(header("expiry", int(expiry_ms) // 100 if expiry_ms else -1)),
+        reply_to_q=props.reply_to or "",
+        reply_to_q_mgr=text(header("reply-to-q-mgr", "")),
+        format=text(header("format", "")),
+        encoding=int(header("encoding", 546)),
+        coded_char_set_id=int(header("ccsid", 1208)),
+        put_time=float(header("put-time", float(props.timestamp or 0))),
+        backout_count=backout_count(headers, redelivered),
+        group_id=_id_bytes(text(header("group-id", "")) or None),
+    )
+    properties = {name: value for name, value in headers.items() if not name.startswith("x-")}
+    for name in text(header("floats", "")).split(","):
+        if name in properties:
+            properties[name] = float(properties[name])
+    if exchange and exchange == topic_exchange():
+        properties["MQTopicString"] = topic_string(key)
+    return Message(md, properties, body)
+
+
+class _Requeued:
+    """The backouts this process made by requeueing quorum-queue messages, by queue and message id.
+
+    A quorum queue's ``x-delivery-count`` already counts them on RabbitMQ 3.x; a broker whose
+    count ignores requeues (or a delivery that lost the header) still sees each message's count
+    rise, so a poison message always reaches its backout threshold. Bounded; an acknowledged
+    message is forgotten.
+    """
+
+    def __init__(self, most: int = 4096) -> None:
+        self._lock = threading.Lock()
+        self._counts: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._most = most
+
+    def __bool__(self) -> bool:
+        return bool(self._counts)
+
+    def raised(self, queue: str, message_id: str, count: int) -> None:
+        with self._lock:
+            self._counts[(queue, message_id)] = count
+            self._counts.move_to_end((queue, message_id))
+            while len(self._counts) > self._most:
+                self._counts.popitem(last=False)
+
+    def count(self, queue: str, message_id: str) -> int:
+        with self._lock:
+            return self._counts.get((queue, message_id), 0)
+
+    def forget(self, queue: str, message_id: str) -> None:
+        with self._lock:
+            self._counts.pop((queue, message_id), None)
+
+
+_REQUEUED = _Requeued()
+
+
+def backout_count(headers: dict[str, Any], redelivered: bool) -> int:
+    """How often a delivered message was backed out (see the module docstring)."""
+    count = headers.get("x-delivery-count")
+    if count is not None:
+        return int(count)
+    counted = int(headers.get(BACKOUT_HEADER, 0) or 0)
+    return max(counted, 1) if redelivered else counted
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+
+def _refusal(exc: BaseException, what: str) -> TransportError:
+    """A TransportError with an MQ reason code for a pika exception."""
+    if isinstance(exc, pika.exceptions.ChannelClosedByBroker):
+        code = {404: RC_UNKNOWN_OBJECT_NAME, 403: RC_NOT_AUTHORIZED, 406: RC_BAD_ARGUMENT}.get(
+            exc.reply_code, RC_CONNECTION_BROKEN
+        )
+        return TransportError(code, f"RabbitMQ refused {what}: {exc.reply_code} {exc.reply_text}")
+    if isinstance(exc, pika.exceptions.UnroutableError):
+        return TransportError(RC_UNKNOWN_OBJECT_NAME, f"RabbitMQ could not route {what}: no such queue")
+    if isinstance(exc, pika.exceptions.NackError):
+        return TransportError(RC_BACKED_OUT, f"RabbitMQ did not accept {what} (negative confirm)")
+    return TransportError(
+        RC_CONNECTION_BROKEN, f"RabbitMQ connection lost during {what}: {exc or type(exc).__name__}"
+    )
+
+
+def _connect_error(url: str, exc: BaseException) -> TransportError:
+    parts = urlsplit(url)
+    where = f"{parts.hostname}:{parts.port or (5671 if parts.scheme == 'amqps' else 5672)}"
+    vhost = unquote(parts.path[1:]) if len(parts.path) > 1 else "/"
+    if isinstance(exc, pika.exceptions.ProbableAuthenticationError):
+        return TransportError(RC_NOT_AUTHORIZED, f"RabbitMQ at {where} refused the user name or password")
+    if isinstance(exc, pika.exceptions.ProbableAccessDeniedError) or (
+        isinstance(exc, pika.exceptions.ConnectionClosedByBroker) and exc.reply_code in (530, 403)
+    ):
+        return TransportError(RC_NOT_AUTHORIZED, f"RabbitMQ at {where}: no access to virtual host {vhost!r}")
+    if isinstance(exc, pika.exceptions.AMQPConnectionError):
+        detail = str(exc) or type(exc).__name__
+        if exc.args and isinstance(exc.args[0], BaseException):
+            detail = str(exc.args[0]) or type(exc.args[0]).__name__
+        return TransportError(RC_CONNECTION_BROKEN, f"cannot reach RabbitMQ at {where}: {detail}")
+    return TransportError(RC_CONNECTION_BROKEN, f"cannot use RabbitMQ at {redact(url)}: {exc}")
+
+
+# -- the transport ---------------------------------------------------------------------------------
+
+
+class AmqpTransport:
+    """One flow thread's RabbitMQ connection and channel; never shared between threads."""
+
+    dead_letter_queue = DEAD_LETTER_QUEUE
+
+    def __init__(self, connection: pika.BlockingConnection) -> None:
+        self._conn = connection
+        self._channel = self._open_channel()
+        self._ids = IdFactory()
+        self._exchange = topic_exchange()
+        self._exchange_ready = False
+        self.pipelined = 0
+        #: Queues known to exist (checked once per connection, on a side channel).
+        self._queues: set[str] = set()
+        #: Per consumed queue: its consumer tag and the deliveries not handed out yet.
+        self._consumers: dict[str, str] = {}
+        self._arrived: dict[str, deque[tuple[Basic.Deliver, BasicProperties, bytes]]] = {}
+        #: Queues whose consumer RabbitMQ cancelled (deleted queues).
+        self._lost: set[str] = set()
+        #: The unit of work: deliveries got under syncpoint, and the puts held for the commit.
+        self._got: list[tuple[Basic.Deliver, BasicProperties, bytes, str]] = []
+        self._held: list[tuple[str, str, bytes, BasicProperties, bool]] = []
+        #: The channel that publishes a commit's several held puts in one AMQP transaction.
+        self._batch_channel: BlockingChannel | None = None
+        #: The queues of the puts RabbitMQ returned as unroutable in the last batch.
+        self._returned: list[str] = []
+
+    @classmethod
+    def open(cls, url: str) -> AmqpTransport:
+        try:
+            params = pika.URLParameters(url)
+        except Exception as exc:
+            raise TransportError(RC_BAD_ARGUMENT, f"transport URL {redact(url)!r}: {exc}") from None
+        # one attempt: the flow thread retries with its own back-off, and a stop is never held up
+        params.connection_attempts = 1
+        params.socket_timeout = min(params.socket_timeout or 10.0, 10.0)
+        try:
+            connection = pika.BlockingConnection(params)
+        except Exception as exc:
+            raise _connect_error(url, exc) from None
+        return cls(connection)
+
+    def _open_channel(self) -> BlockingChannel:
+        channel = self._conn.channel()
+        channel.confirm_delivery()
+        channel.add_on_cancel_callback(self._cancelled)
+        return channel
+
+    def _cancelled(self, frame: Any) -> None:
+        """RabbitMQ cancelled a consumer (its queue was deleted): the next get from it says so."""
+        tag = frame.method.consumer_tag
+        for queue, consumer in list(self._consumers.items()):
+            if consumer == tag:
+                self._lost.add(queue)
+
+    # -- queues --------------------------------------------------------------------------------
+
+    def _check_queue(self, queue: str) -> None:
+        """Raise 2085 when ``queue`` does not exist (checked on a side channel: a refusal closes it)."""
+        if queue in self._queues:
+            return
+        side = self._conn.channel()
+        try:
+            side.queue_declare(queue, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            if exc.reply_code == 404 and queue == self.dead_letter_queue:
+                self.define_queue(queue)
+                return
+            raise _refusal(exc, f"queue {queue}") from None
+        finally:
+            if side.is_open:
+                side.close()
+        self._queues.add(queue)
+
+    def inquire_queue(self, name: str) -> dict[str, Any]:
+        side = self._conn.channel()
+        try:
+            ok = side.queue_declare(name, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            raise _refusal(exc, f"queue {name}") from None
+        finally:
+            if side.is_open:
+                side.close()
+        return {"name": name, "depth": ok.method.message_count, "consumers": ok.method.consumer_count}
+
+    def define_queue(self, name: str, **attrs: Any) -> dict[str, Any]:
+        """Declare a durable queue: quorum, or classic when configured or a priority is asked for."""
+        max_priority = int(attrs.get("max_priority") or 0)
+        kind = "classic" if max_priority else queue_type()
+        arguments: dict[str, Any] = {"x-queue-type": kind}
+        if max_priority:
+            arguments["x-max-priority"] = min(max_priority, 9)
+        side = self._conn.channel()
+        try:
+            side.queue_declare(name, durable=True, arguments=arguments)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            raise _refusal(exc, f"the definition of queue {name}") from None
+        finally:
+            if side.is_open:
+                side.close()
+        self._queues.add(name)
+        return {"name": name, "type": kind}
+
+    def backout_policy(self, queue: str) -> tuple[int, str]:
+        """RabbitMQ queues have no backout threshold nor backout queue: the input node's apply."""
+        self._check_queue(queue)
+        return 0, ""
+
+    def subscribe(self, topic: str, queue: str) -> None:
+        """Deliver the publications on ``topic`` (MQ wildcards ``+`` and ``#``) to ``queue``."""
+        self._ensure_exchange()
+        try:
+            self._channel.queue_bind(queue, self._exchange, routing_key(topic))
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            self._channel = self._open_channel()
+            raise _refusal(exc, f"the subscription of {queue} to {topic}") from None
+
+    def _ensure_exchange(self) -> None:
+        if not self._exchange_ready:
+            side = self._conn.channel()
+            try:
+                side.exchange_declare(self._exchange, "topic", durable=True)
+            except pika.exceptions.ChannelClosedByBroker as exc:
+                raise _refusal(exc, f"the topic exchange {self._exchange}") from None
+            finally:
+                if side.is_open:
+                    side.close()
+            self._exchange_ready = True
+
+    # -- gets ------------------------------------------------------------------------------------
+
+    def _consume(self, queue: str, prefetch: int) -> deque[tuple[Basic.Deliver, BasicProperties, bytes]]:
+        arrived = self._arrived.get(queue)
+        if arrived is not None:
+            return arrived
+        arrived = self._arrived[queue] = deque()
+
+        def on_message(_ch: Any, method: Basic.Deliver, props: BasicProperties, body: bytes) -> None:
+            arrived.append((method, props, body))
+
+        try:
+            # unacknowledged deliveries this consumer may hold: its read-ahead
+            self._channel.basic_qos(prefetch_count=max(1, prefetch))
+            self._consumers[queue] = self._channel.basic_consume(queue, on_message, auto_ack=False)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            del self._arrived[queue]
+            raise _refusal(exc, f"a get from queue {queue}") from None
+        return arrived
+
+    def get_many(
+        self,
+        queue: str,
+        max_messages: int,
+        *,
+        wait: float = 0,
+        syncpoint: bool = False,
+        msg_id: bytes | None = None,
+        correl_id: bytes | None = None,
+    ) -> list[Message]:
+        """Up to ``max_messages`` deliveries of ``queue``; with ``msg_id`` / ``correl_id`` only those
+        whose message / correlation id matches, the others staying with this consumer
+        (unacknowledged) for later gets: a selective get suits a reply queue read by one requester."""
+        want_correl = None if correl_id is None else pad_id(correl_id)
+        want_msg = None if msg_id is None else pad_id(msg_id)
+        want = None if want_correl is None and want_msg is None else (want_msg, want_correl)
+
+        def wanted(props: BasicProperties) -> bool:
+            return (want_correl is None or _id_bytes(props.correlation_id) == want_correl) and (
+                want_msg is None or _id_bytes(props.message_id) == want_msg
+            )
+
+        try:
+            arrived = self._consume(queue, max_messages if want is None else 256)
+
+            def ready() -> bool:
+                if queue in self._lost:
+                    self._lost.discard(queue)
+                    self._consumers.pop(queue, None)
+                    self._queues.discard(queue)
+                    self._arrived.pop(queue, None)
+                    raise TransportError(RC_UNKNOWN_OBJECT_NAME, f"queue {queue} was deleted")
+                if want is None:
+                    return bool(arrived)
+                return any(wanted(props) for _m, props, _b in arrived)
+
+            if not ready():
+                self._conn.process_data_events(time_limit=0)
+                deadline = time.monotonic() + wait
+                while not ready():
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return []
+                    self._conn.process_data_events(time_limit=min(left, 0.5))
+        except TransportError:
+            raise
+        except Exception as exc:
+            raise _refusal(exc, f"a get from queue {queue}") from None
+        taken: list[tuple[Basic.Deliver, BasicProperties, bytes]] = []
+        if want is None:
+            while arrived and len(taken) < max_messages:
+                taken.append(arrived.popleft())
+        else:
+            kept: list[tuple[Basic.Deliver, BasicProperties, bytes]] = []
+            while arrived:
+                delivery = arrived.popleft()
+                if len(taken) < max_messages and wanted(delivery[1]):
+                    taken.append(delivery)
+                else:
+                    kept.append(delivery)
+            arrived.extend(kept)
+        got: list[Message] = []
+        requeued = bool(_REQUEUED)
+        for method, props, body in taken:
+            message = from_amqp(
+                props,
+                body,
+                redelivered=bool(method.redelivered),
+                exchange=method.exchange or "",
+                key=method.routing_key or "",
+            )
+            if requeued and method.redelivered:
+                counted = _REQUEUED.count(queue, props.message_id or "")
+                message.md.backout_count = max(message.md.backout_count, counted)
+            got.append(message)
+            if syncpoint:
+                self._got.append((method, props, body, queue))
+            else:
+                self._channel.basic_ack(method.delivery_tag)  # outside a unit of work the get is final
+        return got
+
+    def get(
+        self,
+        queue: str,
+        *,
+        wait: float = 0,
+        syncpoint: bool = False,
+        msg_id: bytes | None = None,
+        correl_id: bytes | None = None,
+    ) -> Message | None:
+        found = self.get_many(queue, 1, wait=wait, syncpoint=syncpoint, msg_id=msg_id, correl_id=correl_id)
+        return found[0] if found else None
+
+    # -- puts and publications -------------------------------------------------------------------
+
+    def _properties(self, md: MessageDescriptor | None, properties: dict[str, Any] | None) -> BasicProperties:
+        md = md if md is not None else MessageDescriptor()
+        if pad_id(md.msg_id) == ZERO_ID or not md.put_time:
+            # as the queue manager does: a new message id and the put time
+            md = MessageDescriptor(**{**md.__dict__})
+            if pad_id(md.msg_id) == ZERO_ID:
+                md.msg_id = self._ids.next()
+            if not md.put_time:
+                md.put_time = time.time()
+        return to_amqp(md, properties)
+
+    def _send(self, exchange: str, key: str, body: bytes, props: BasicProperties, mandatory: bool) -> None:
+        """Publish and wait for the broker's confirm (the channel is in confirm mode)."""
+        self._channel.basic_publish(exchange, key, body, props, mandatory=mandatory)
+
+    def put(
+        self,
+        queue: str,
+        body: bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        syncpoint: bool = False,
+        properties: dict[str, Any] | None = None,
+        pipeline: bool = False,
+    ) -> None:
+        """Put on ``queue``; under syncpoint the put is held and published by the commit."""
+        self._check_queue(queue)
+        props = self._properties(md, properties)
+        if syncpoint:
+            self._held.append(("", queue, body, props, True))
+            if pipeline:
+                self.pipelined += 1
+            return
+        try:
+            self._send("", queue, body, props, True)
+        except Exception as exc:
+            raise _refusal(exc, f"a put to queue {queue}") from None
+
+    def publish(
+        self,
+        topic: str,
+        body: bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        syncpoint: bool = False,
+        pipeline: bool = False,
+        properties: dict[str, Any] | None = None,
+    ) -> int:
+        """Publish on the topic exchange; 1 when a queue took it, 0 when no subscription matched,
+        -1 when held for the commit (pipelined under syncpoint)."""
+        self._ensure_exchange()
+        key = routing_key(topic)
+        props = self._properties(md, properties)
+        if syncpoint and pipeline:
+            self._held.append((self._exchange, key, body, props, False))
+            self.pipelined += 1
+            return -1
+        # the number of deliveries is needed now: the publication is sent at once, before the
+        # commit (a backout cannot take it back; see README "Transports")
+        try:
+            self._send(self._exchange, key, body, props, True)
+        except pika.exceptions.UnroutableError:
+            return 0
+        except Exception as exc:
+            raise _refusal(exc, f"a publication on {topic}") from None
+        return 1
+
+    # -- the unit of work ------------------------------------------------------------------------
+
+    def publish_held(self) -> None:
+        """The commit's first step: publish the held puts, settled by the broker before it returns.
+
+        One held put is published with a publisher confirm. Several go on a second channel in
+        AMQP transaction mode and are settled by one ``tx.commit`` (the broker answers once they
+        are enqueued, persistent ones written), instead of a confirm round trip each; their
+        queues were checked when they were put.
+        """
+        held, self._held = self._held, []
+        if len(held) == 1:
+            exchange, key, body, props, mandatory = held[0]
+            self._send(exchange, key, body, props, mandatory)
+            return
+        if not held:
+            return
+        channel = self._batch_channel
+        if channel is None or not channel.is_open:
+            channel = self._batch_channel = self._conn.channel()
+            channel.add_on_return_callback(self._on_return)
+            channel.tx_select()
+        self._returned = []
+        for exchange, key, body, props, mandatory in held:
+            channel.basic_publish(exchange, key, body, props, mandatory=mandatory)
+        channel.tx_commit()
+        # RabbitMQ returns an unroutable put (its queue deleted since it was checked) before it
+        # answers the commit; a returned put must not let the gets be acknowledged
+        self._conn.process_data_events(time_limit=0)
+        if self._returned:
+            self._queues.difference_update(self._returned)
+            raise pika.exceptions.UnroutableError([])
+
+    def _on_return(self, _channel: Any, method: Basic.Return, _props: BasicProperties, _body: bytes) -> None:
+        self._returned.append(method.routing_key)
+
+    def acknowledge(self) -> None:
+        """The commit's second step: acknowledge the messages got in the unit of work."""
+        got, self._got = self._got, []
+        requeued = bool(_REQUEUED)
+        for method, props, _body, queue in got:
+            self._channel.basic_ack(method.delivery_tag)
+            if requeued:
+                _REQUEUED.forget(queue, props.message_id or "")
+
+    def commit(self) -> None:
+        """Publish the held puts (confirmed), then acknowledge the gets: a crash in between
+        redelivers the input and its outputs are sent again (at least once, never lost)."""
+        self.pipelined = 0
+        try:
+            self.publish_held()
+        except Exception as exc:
+            refusal = _refusal(exc, "a put of the unit of work")
+            try:
+                self._return_got()
+            except Exception:
+                pass  # a lost connection returns them anyway
+            raise TransportError(
+                RC_BACKED_OUT, f"the unit of work was backed out: {refusal.reason}"
+            ) from None
+        try:
+            self.acknowledge()
+            # acknowledgements have no reply: flush them now rather than with the next get
+            self._conn.process_data_events(time_limit=0)
+        except Exception as exc:
+            raise _refusal(exc, "a commit") from None
+
+    def commit_and_get(self, queue: str, max_messages: int, *, wait: float = 0) -> list[Message]:
+        self.commit()
+        return self.get_many(queue, max_messages, wait=wait, syncpoint=True)
+
+    def backout(self, notes: dict[str, str] | None = None) -> None:
+        """Drop the held puts and return the messages got to their queues, their backout count raised."""
+        self.pipelined = 0
+        self._held = []
+        try:
+            self._return_got()
+        except TransportError:
+            raise
+        except Exception as exc:
+            raise _refusal(exc, "a backout") from None
+
+    def _return_got(self) -> None:
+        got, self._got = self._got, []
+        for method, props, body, queue in got:
+            headers = dict(props.headers or {})
+            if "x-delivery-count" in headers or (not method.redelivered and BACKOUT_HEADER not in headers):
+                # a quorum queue counts the redelivery itself (its first delivery carries no count
+                # yet) and keeps the message's place; a classic queue's first backout is then
+                # counted by its redelivered flag
+                count = max(
+                    backout_count(headers, bool(method.redelivered)),
+                    _REQUEUED.count(queue, props.message_id or ""),
+                )
+                _REQUEUED.raised(queue, props.message_id or "", count + 1)
+                self._channel.basic_nack(method.delivery_tag, requeue=True)
+                continue
+            # a classic queue counts no further: put it back with its count, then let the original go
+            headers[BACKOUT_HEADER] = backout_count(headers, method.redelivered) + 1
+            again = BasicProperties(**{**props.__dict__, "headers": headers})
+            self._send("", queue, body, again, True)
+            self._channel.basic_ack(method.delivery_tag)
+
+    def close(self) -> None:
+        """Close; the broker returns every unacknowledged delivery to its queue."""
+        self._held = []
+        self._got = []
+        try:
+            if self._conn.is_open:
+                self._conn.close()
+        except Exception:
+            pass

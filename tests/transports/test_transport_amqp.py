@@ -1,0 +1,225 @@
+"""RabbitMQ as a transport: the descriptor survives a round trip, crashes lose nothing, bad URLs say why."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from conftest import wait_for
+from flowbroker.qm.protocol import MessageDescriptor
+from flowbroker.runtime import transports
+from flowbroker.runtime.transports.amqp import AmqpTransport, routing_key, topic_string
+
+pytestmark = [pytest.mark.timeout(90)]
+
+
+def every_field() -> MessageDescriptor:
+    return MessageDescriptor(
+        msg_id=bytes(range(24)),
+        correl_id=bytes(range(100, 124)),
+        persistence=1,
+        priority=7,
+        expiry=36000,
+        reply_to_q="REPLY.TO.Q",
+        reply_to_q_mgr="QM.FAR",
+        format="MQHRF2",
+        encoding=273,
+        coded_char_set_id=500,
+        put_time=1764076800.123456,
+        backout_count=0,
+        group_id=b"\xffG" * 12,
+    )
+
+
+def test_a_message_with_every_descriptor_field_survives_a_round_trip(rabbit) -> None:
+    queue = rabbit.queue("RT", "classic", **{"x-max-priority": 9})
+    body = bytes(range(256)) * 4
+    properties = {"text": "é", "number": 42, "ratio": 0.1, "flag": True, "raw": b"\x00\x01"}
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        sent = every_field()
+        transport.put(queue, body, sent, properties=properties)
+        got = transport.get(queue, wait=5)
+        assert got is not None
+        assert got.body == body
+        assert got.md == sent  # field for field
+        assert got.properties == properties
+        # the same message again through a unit of work: held, then published by the commit
+        transport.put(queue, body, sent, syncpoint=True, properties=properties)
+        assert rabbit.depth(queue) == 0
+        transport.commit()
+        again = transport.get(queue, wait=5, syncpoint=True)
+        assert again is not None and again.md == sent and again.body == body
+        transport.commit()
+    finally:
+        transport.close()
+    wait_for(lambda: rabbit.depth(queue) == 0, 10, f"{queue} to be empty")
+
+
+def test_mq_topic_syntax_maps_to_routing_keys() -> None:
+    assert routing_key("Sales/Orders/+/Europe") == "Sales.Orders.*.Europe"
+    assert routing_key("Sales/#") == "Sales.#"
+    assert topic_string("Sales.Orders.new") == "Sales/Orders/new"
+
+
+def test_a_publication_reaches_a_subscribed_queue_and_says_when_none_matched(rabbit) -> None:
+    queue = rabbit.queue("SUB")
+    root = f"T{int(time.time() * 1000)}"
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        transport.subscribe(f"{root}/orders/+", queue)
+        assert transport.publish(f"{root}/orders/new", b"one") == 1
+        assert transport.publish(f"{root}/invoices/new", b"two") == 0
+        got = transport.get(queue, wait=5)
+        assert got is not None and got.body == b"one"
+        assert got.properties["MQTopicString"] == f"{root}/orders/new"
+    finally:
+        transport.close()
+
+
+CHILD = """
+import os, signal, sys
+from flowbroker.runtime.transports.amqp import AmqpTransport
+url, src, dst, step = sys.argv[1:]
+t = AmqpTransport.open(url)
+got = t.get(src, wait=10, syncpoint=True)
+assert got is not None
+t.put(dst, got.body + b"-out", got.md, syncpoint=True)
+t.put(dst, got.body + b"-out2", got.md, syncpoint=True)
+if step == "outputs-confirmed":
+    t.publish_held()  # the commit's first step: outputs confirmed by the broker, input not acknowledged
+print("ready", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("step", ["before-commit", "outputs-confirmed"])
+@pytest.mark.parametrize("kind", ["quorum", "classic"])
+def test_a_crash_before_the_acknowledgement_redelivers_and_loses_nothing(
+    rabbit, step: str, kind: str
+) -> None:
+    src, dst = rabbit.queue("CRASH.IN", kind), rabbit.queue("CRASH.OUT", kind)
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        transport.put(src, b"order-1", MessageDescriptor(persistence=1))
+        child = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(CHILD), rabbit.url, src, dst, step],
+            capture_output=True,
+            timeout=60,
+        )
+        assert child.returncode == -9, child.stderr.decode()
+        assert child.stdout == b"ready\n"
+        # the input comes back, counted as a backout
+        again = transport.get(src, wait=10, syncpoint=True)
+        assert again is not None and again.body == b"order-1"
+        assert again.md.backout_count == 1
+        out = transport.get_many(dst, 10, wait=1)
+        # at least once: outputs confirmed before the crash are there, and are sent again
+        expected = [b"order-1-out", b"order-1-out2"] if step == "outputs-confirmed" else []
+        assert [m.body for m in out] == expected
+        transport.put(dst, again.body + b"-out", again.md, syncpoint=True)
+        transport.put(dst, again.body + b"-out2", again.md, syncpoint=True)
+        transport.commit()
+    finally:
+        transport.close()
+    # a quorum queue applies acknowledgements through its log: its depth may lag them briefly
+    wait_for(lambda: rabbit.depth(src) == 0, 10, f"{src} to be empty")
+    wait_for(lambda: rabbit.depth(dst) == 2, 10, f"two messages on {dst}")
+
+
+def test_a_backout_raises_the_count_on_quorum_and_classic_queues(rabbit) -> None:
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        for kind in ("quorum", "classic"):
+            queue = rabbit.queue("BACKOUT", kind)
+            transport.put(queue, b"m", MessageDescriptor(persistence=1, correl_id=b"K" * 24))
+            counts = []
+            for _ in range(3):
+                got = transport.get(queue, wait=5, syncpoint=True)
+                assert got is not None and got.md.correl_id == b"K" * 24
+                counts.append(got.md.backout_count)
+                transport.backout()
+            assert counts == [0, 1, 2], kind
+            assert transport.get(queue, wait=5, syncpoint=False) is not None
+    finally:
+        transport.close()
+
+
+def test_an_unknown_scheme_is_refused_with_the_schemes_there_are() -> None:
+    with pytest.raises(transports.TransportURLError) as caught:
+        transports.connector("mqtt://broker:1883")
+    assert "unknown scheme 'mqtt'" in str(caught.value) and "amqp://" in str(caught.value)
+    with pytest.raises(transports.TransportURLError):
+        transports.kind_of("amqp:///novhost")
+    assert transports.kind_of("") == "qm" and transports.kind_of("fbqm://h:1414") == "qm"
+    assert transports.kind_of("amqps://u:p@h/v") == "amqp"
+
+
+def test_an_unreachable_rabbitmq_and_a_forbidden_vhost_are_clear_errors(rabbitmq_url: str) -> None:
+    with pytest.raises(transports.TransportError) as caught:
+        AmqpTransport.open("amqp://guest:guest@127.0.0.1:1/")
+    assert caught.value.reason.startswith("cannot reach RabbitMQ at 127.0.0.1:1")
+    with pytest.raises(transports.TransportError) as caught:
+        AmqpTransport.open(rabbitmq_url.rstrip("/") + "/no-such-vhost")
+    assert caught.value.reason == "RabbitMQ at 127.0.0.1:5672: no access to virtual host 'no-such-vhost'"
+    with pytest.raises(transports.TransportError) as caught:
+        AmqpTransport.open("amqp://guest:wrong@127.0.0.1:5672/")
+    assert "refused the user name or password" in caught.value.reason
+
+
+def test_a_missing_queue_is_reason_2085(rabbit) -> None:
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        with pytest.raises(transports.TransportError) as caught:
+            transport.get("NO.SUCH.QUEUE.HERE", wait=0.1)
+        assert caught.value.reason_code == 2085
+        with pytest.raises(transports.TransportError) as caught:
+            transport.put("NO.SUCH.QUEUE.HERE", b"x")
+        assert caught.value.reason_code == 2085
+    finally:
+        transport.close()
+
+
+def test_requeues_this_process_made_count_even_when_the_broker_counts_fewer(rabbit) -> None:
+    from flowbroker.runtime.transports import amqp
+
+    queue = rabbit.queue("REQUEUED")
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        transport.put(queue, b"m", MessageDescriptor(persistence=1, msg_id=b"R" * 24))
+        first = transport.get(queue, wait=5, syncpoint=True)
+        assert first is not None and first.md.backout_count == 0
+        message_id = (b"R" * 24).hex()
+        # as if five earlier backouts had not been counted in x-delivery-count
+        amqp._REQUEUED.raised(queue, message_id, 5)
+        transport.backout()
+        again = transport.get(queue, wait=5, syncpoint=True)
+        assert again is not None and again.md.backout_count == 6
+        transport.commit()
+        assert amqp._REQUEUED.count(queue, message_id) == 0  # an acknowledged message is forgotten
+    finally:
+        transport.close()
+
+
+def test_a_commit_whose_batch_of_puts_finds_its_queue_deleted_backs_out(rabbit) -> None:
+    src, dst = rabbit.queue("BATCH.IN"), rabbit.queue("BATCH.OUT")
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        transport.put(src, b"input", MessageDescriptor(persistence=1))
+        transport.put(dst, b"checked")  # the transport now knows the queue exists
+        rabbit.channel.queue_delete(dst)
+        got = transport.get(src, wait=5, syncpoint=True)
+        assert got is not None
+        transport.put(dst, b"out-1", syncpoint=True, pipeline=True)
+        transport.put(dst, b"out-2", syncpoint=True, pipeline=True)
+        with pytest.raises(transports.TransportError) as caught:
+            transport.commit()
+        assert caught.value.reason_code == 2003 and "could not route" in caught.value.reason
+        again = transport.get(src, wait=5, syncpoint=True)  # the input was not acknowledged away
+        assert again is not None and again.body == b"input" and again.md.backout_count == 1
+        transport.commit()
+    finally:
+        transport.close()

@@ -1,0 +1,207 @@
+"""The same flow document runs unchanged on the embedded queue manager and on RabbitMQ."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import unique, wait_for
+from flowbroker.qm.protocol import MessageDescriptor
+from flowbroker.runtime import transports
+from flowbroker.runtime.engine import ExecutionGroupRuntime
+from flowbroker.runtime.harness import flow
+
+pytestmark = [pytest.mark.timeout(90)]
+
+APPEND = """CREATE COMPUTE MODULE Append
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    SET OutputRoot = InputRoot;
+    SET OutputRoot.BLOB.BLOB = InputRoot.BLOB.BLOB || X'2121';
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
+
+
+def document(src: str, dst: str, **input_props: Any) -> dict[str, Any]:
+    return flow(
+        {
+            "in": ("MQInput", {"queueName": src, **input_props}),
+            "c": ("Compute", {"esql": APPEND}),
+            "out": ("MQOutput", {"queueName": dst}),
+        },
+        ["in.out -> c", "c.out -> out"],
+        name=f"Append{abs(hash(src)) % 100000}",
+    )
+
+
+class Side:
+    """One transport under test: its URL, fresh queues on it, and a transport to look with."""
+
+    def __init__(self, url: str, data_dir: str | None, make_queue: Any, define: Any, delete: Any) -> None:
+        self.url = url
+        self.data_dir = data_dir
+        self.make_queue = make_queue
+        #: define and delete a queue by its name
+        self.define = define
+        self.delete = delete
+        self.connect = transports.connector(url, data_dir=data_dir)
+        self.probe = self.connect()
+
+    def get_all(self, queue: str, count: int, timeout: float = 20.0) -> list[Any]:
+        got: list[Any] = []
+
+        def enough() -> bool:
+            got.extend(self.probe.get_many(queue, count - len(got), wait=0.2))
+            return len(got) >= count
+
+        wait_for(enough, timeout, f"{count} messages on {queue}")
+        return got
+
+
+@pytest.fixture(params=["qm", "amqp", "amqp-classic"])
+def side(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Side]:
+    if request.param == "qm":
+        qm = request.getfixturevalue("qm_process")
+
+        def define(name: str) -> None:
+            with qm.client() as client:
+                client.define_queue(name)
+
+        def delete(name: str) -> None:
+            with qm.client() as client:
+                client.delete_queue(name, purge=True)
+
+        def make_queue(base: str, **attrs: Any) -> str:
+            name = unique(base)
+            define(name)
+            return name
+
+        chosen = Side(qm.url, str(qm.data_dir), make_queue, define, delete)
+    else:
+        rabbit = request.getfixturevalue("rabbit")
+
+        kind = "classic" if request.param == "amqp-classic" else "quorum"
+
+        def make_queue(base: str, **attrs: Any) -> str:
+            return rabbit.queue(base, kind)
+
+        def define(name: str) -> None:
+            rabbit.channel.queue_declare(name, durable=True, arguments={"x-queue-type": kind})
+
+        def delete(name: str) -> None:
+            rabbit.channel.queue_delete(name)
+
+        chosen = Side(rabbit.url, None, make_queue, define, delete)
+    yield chosen
+    chosen.probe.close()
+
+
+@pytest.fixture
+def group(side: Side, tmp_path: Path) -> Iterator[ExecutionGroupRuntime]:
+    runtime = ExecutionGroupRuntime(side.connect, trace_dir=tmp_path / "trace")
+    yield runtime
+    runtime.shutdown(timeout=10)
+
+
+def test_the_same_flow_document_runs_on_either_transport(side: Side, group: ExecutionGroupRuntime) -> None:
+    src, dst = side.make_queue("IN"), side.make_queue("OUT")
+    group.deploy(document(src, dst))
+    md = MessageDescriptor(
+        persistence=1, correl_id=b"C" * 24, reply_to_q="REPLY.Q", format="", priority=4, expiry=-1
+    )
+    for i in range(10):
+        side.probe.put(src, f"message {i}".encode(), md, properties={"order": i})
+    got = side.get_all(dst, 10)
+    assert sorted(m.body for m in got) == sorted(f"message {i}!!".encode() for i in range(10))
+    first = got[0]
+    assert first.md.correl_id == b"C" * 24 and first.md.reply_to_q == "REPLY.Q"
+    assert first.md.persistence == 1 and first.md.priority == 4
+    assert first.md.msg_id != b"\x00" * 24  # newMsgId: a new id was assigned
+    assert {m.properties["order"] for m in got} == set(range(10))
+    assert side.probe.get_many(src, 1) == []  # every input was acknowledged / committed
+    stats = next(iter(group.statistics().values()))
+    assert stats["messages_in"] == 10 and stats["errors"] == 0 and stats["backouts"] == 0
+
+
+def test_a_poison_message_goes_to_the_backout_queue_with_the_reason(
+    side: Side, group: ExecutionGroupRuntime
+) -> None:
+    src, dst, boq = side.make_queue("IN"), side.make_queue("OUT"), side.make_queue("BO")
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": src, "backoutThreshold": 2, "backoutQueue": boq}),
+            "c": ("Compute", {"esql": APPEND}),
+            "out": ("MQOutput", {"queueName": dst}),
+            "boom": ("Throw", {"messageText": "rejected", "messageNumber": 3105}),
+        },
+        ["in.out -> c", "c.out -> out", "out.out -> boom"],
+        name=f"Poison{abs(hash(src)) % 100000}",
+    )
+    group.deploy(doc)
+    side.probe.put(src, b"poison", MessageDescriptor(persistence=1))
+    (moved,) = side.get_all(boq, 1)
+    assert moved.body == b"poison"
+    assert moved.properties["flowbroker.reason"] == "backout count 2 reached the backout threshold 2"
+    assert "rejected" in moved.properties["flowbroker.exception"]
+    assert moved.properties["flowbroker.node"] == "boom"
+    assert moved.properties["flowbroker.queue"] == src
+    assert side.probe.get_many(dst, 1) == [] and side.probe.get_many(src, 1) == []
+    stats = next(iter(group.statistics().values()))
+    assert stats["backouts"] == 2 and stats["failures"] == 1
+
+
+def test_replies_are_got_by_correlation_id(side: Side, group: ExecutionGroupRuntime) -> None:
+    src, replies = side.make_queue("REQ"), side.make_queue("REPLY")
+    doc = flow(
+        {"in": ("MQInput", {"queueName": src}), "c": ("Compute", {"esql": APPEND}), "r": ("MQReply", {})},
+        ["in.out -> c", "c.out -> r"],
+        name=f"Reply{abs(hash(src)) % 100000}",
+    )
+    group.deploy(doc)
+    ids = [bytes([65 + i]) * 24 for i in range(3)]
+    for i, msg_id in enumerate(ids):
+        side.probe.put(src, f"request {i}".encode(), MessageDescriptor(msg_id=msg_id, reply_to_q=replies))
+    # each requester waits for its own reply, whatever order they arrive in
+    for i in reversed(range(3)):
+        reply = side.probe.get(replies, wait=20, correl_id=ids[i])
+        assert reply is not None, i
+        assert reply.body == f"request {i}!!".encode() and reply.md.correl_id == ids[i]
+    assert side.probe.get(replies, wait=0.2) is None
+
+
+def test_a_deleted_input_queue_leaves_the_flow_waiting_for_it(
+    side: Side, group: ExecutionGroupRuntime
+) -> None:
+    src, dst = side.make_queue("GONE"), side.make_queue("OUT")
+    deployed = group.deploy(document(src, dst))
+    side.probe.put(src, b"first")
+    assert [m.body for m in side.get_all(dst, 1)] == [b"first!!"]
+    side.delete(src)
+    wait_for(lambda: deployed.statistics()["state"] == "waiting", 20, "the flow to be waiting")
+    assert deployed.statistics()["detail"] == f"waiting: queue {src} does not exist"
+    side.define(src)
+    wait_for(lambda: deployed.statistics()["state"] == "running", 20, "the flow to run again")
+    side.probe.put(src, b"second")
+    assert [m.body for m in side.get_all(dst, 1)] == [b"second!!"]
+
+
+def test_outputs_to_a_deleted_queue_are_never_acknowledged_away(
+    side: Side, group: ExecutionGroupRuntime
+) -> None:
+    src, dst, boq = side.make_queue("IN"), side.make_queue("OUT"), side.make_queue("BO")
+    deployed = group.deploy(document(src, dst, backoutThreshold=2, backoutQueue=boq))
+    side.probe.put(src, b"first")
+    assert [m.body for m in side.get_all(dst, 1)] == [b"first!!"]
+    side.delete(dst)  # the flow checked it when it first put there
+    deployed.stop()
+    # several waiting messages: read ahead together, their outputs sent together at the commit
+    for i in range(3):
+        side.probe.put(src, f"m{i}".encode(), MessageDescriptor(persistence=1), syncpoint=True)
+    side.probe.commit()
+    deployed.start()
+    moved = side.get_all(boq, 3, timeout=60)
+    assert sorted(m.body for m in moved) == [b"m0", b"m1", b"m2"]
