@@ -180,9 +180,11 @@ SQL_FUNCTIONS = {
     "REPLACE": (2, 3),
     "ROUND": (1, 2),
     "MOD": (2, 2),
+    "LEFT": (2, 2),
+    "RIGHT": (2, 2),
 }
 #: Types CAST(column AS …) can give inside a database statement.
-SQL_CASTS = ("INTEGER", "DECIMAL", "FLOAT", "CHARACTER", "DATE", "TIMESTAMP", "TIME")
+SQL_CASTS = ("INTEGER", "DECIMAL", "FLOAT", "CHARACTER", "DATE", "TIMESTAMP", "TIME", "BLOB")
 SQL_NAMES = {
     "call": "this function",
     "case_expr": "this CASE",

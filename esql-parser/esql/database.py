@@ -12,6 +12,8 @@ import re
 from typing import Any, Protocol
 
 import sqlalchemy as sa
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from esql.runtime import EsqlRuntimeError, ExecutionContext, row_of
 from esql.tree import Element
@@ -116,6 +118,7 @@ class SqlBuilder:
             "DATE": sa.Date(),
             "TIMESTAMP": sa.DateTime(),
             "TIME": sa.Time(),
+            "BLOB": sa.LargeBinary(),
         }
         return sa.cast(a, types[type_name])
 
@@ -126,6 +129,11 @@ class SqlBuilder:
             return args[0].op("%")(args[1])
         if name == "SUBSTRING":
             return sa.func.substr(*args)
+        if name == "LEFT":
+            # LEFT(source, length): substr from 1 is the same on characters and bytes everywhere
+            return sa.func.substr(args[0], 1, args[1])
+        if name == "RIGHT":
+            return _Right(*args)
         sql_name = _SQL_FUNCTIONS.get(name, name.lower())
         fn: Any = getattr(sa.func, sql_name)
         return fn(*args)
@@ -139,6 +147,28 @@ class SqlBuilder:
     def aggregate(name: str, arg: Any) -> Any:
         fn: Any = getattr(sa.func, name.lower())
         return fn() if arg is None else fn(arg)
+
+
+class _Right(FunctionElement[Any]):
+    """RIGHT(source, length) on characters or bytes: PostgreSQL's right() takes no bytea and
+    SQLite has none, so both get substr from the length'th last position."""
+
+    name = "right"
+    inherit_cache = True
+
+
+@compiles(_Right)
+def _right_sql(element: _Right, compiler: Any, **kw: Any) -> str:
+    source, length = list(element.clauses)
+    start = sa.func.greatest(sa.func.length(source) - length + 1, 1)
+    return str(compiler.process(sa.func.substr(source, start), **kw))
+
+
+@compiles(_Right, "sqlite")
+def _right_sqlite(element: _Right, compiler: Any, **kw: Any) -> str:
+    source, length = list(element.clauses)
+    start = sa.func.max(sa.func.length(source) - length + 1, 1)
+    return str(compiler.process(sa.func.substr(source, start), **kw))
 
 
 #: ESQL function names whose SQL spelling differs (the rest are the same in lower case).
