@@ -2567,20 +2567,28 @@ class Generator:
         if select_list.data != "select_fields" or len(select_list.children) != 1 or len(aliases) != 1:
             return False
         value, name = select_list.children[0].children
-        if name is not None or value.data != "fieldref" or len(value.children) != 2:
-            return False
+        return name is None and self.correlation_star(value, aliases) == aliases[0]
+
+    @staticmethod
+    def correlation_star(value: Tree[Any], aliases: list[str]) -> str | None:
+        """The correlation name A when ``value`` is ``A.*`` for one of the statement's tables."""
+        if value.data != "fieldref" or len(value.children) != 2:
+            return None
         start, elem = value.children
         type_qual, step, index = elem.children
         first, second = step.children
-        return (
+        alias = ident(start.children[0]) if isinstance(start.children[0], Tree) else None
+        if (
             start.children[1] is None
-            and ident(start.children[0]) == aliases[0]
+            and alias in aliases
             and type_qual is None
             and index is None
             and second is None
             and isinstance(first, Tree)
             and first.data == "star"
-        )
+        ):
+            return alias
+        return None
 
     def aggregate(self, node: Tree[Any]) -> tuple[str, Tree[Any] | None] | None:
         if node.data == "call_star":
@@ -2629,6 +2637,14 @@ class Generator:
             fields = select_list.children
             for f in fields:
                 value_node, name_node = f.children
+                star = self.correlation_star(value_node, aliases)
+                if star is not None:
+                    # A.* AS Usr: every column of A, as the fields of Usr (IBM's DatabaseInput
+                    # template selects its event rows so)
+                    name = self.alias_code(value_node, name_node) if name_node is not None else "None"
+                    scope.columns[star].add("*")
+                    parts.append(f"({name}, _sql.star({star!r}))")
+                    continue
                 name = self.alias_code(value_node, name_node)
                 parts.append(f"({name}, {self.sql(value_node, scope)})")
             cols = "[" + ", ".join(parts) + "]"

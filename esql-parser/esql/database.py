@@ -139,6 +139,10 @@ class SqlBuilder:
         return fn(*args)
 
     @staticmethod
+    def star(alias: str) -> _Star:
+        return _Star(alias)
+
+    @staticmethod
     def in_(a: Any, items: list[Any], negated: bool) -> Any:
         expr = a.in_(items)
         return sa.not_(expr) if negated else expr
@@ -147,6 +151,13 @@ class SqlBuilder:
     def aggregate(name: str, arg: Any) -> Any:
         fn: Any = getattr(sa.func, name.lower())
         return fn() if arg is None else fn(arg)
+
+
+class _Star:
+    """``A.*`` as one item of a select list: every column of table A, under the item's name."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
 
 
 class _Right(FunctionElement[Any]):
@@ -359,8 +370,13 @@ def select(
     several tables are joined as SQL's FROM a, b joins them, by the WHERE clause.
     """
     aliased: dict[str, Any] = {}
+    every: dict[str, list[str]] = {}
     for alias, parts, used in tables:
         table, _dsn = _table(parts, ctx.data_source)
+        if "*" in used:
+            # A.* as one item among others: the table's columns, in the database's order
+            every[alias] = _table_columns(ctx, table)
+            used = [c for c in used if c != "*"] + [c for c in every[alias] if c not in used]
         cols: list[Any] = [sa.column(_check_name(c, "column")) for c in used]
         aliased[alias] = sa.table(table.name, *cols, schema=table.schema).alias(alias)
     chosen = columns(aliased)
@@ -368,10 +384,18 @@ def select(
         stmt = sa.select(sa.text("*")).select_from(*aliased.values())
         names = None
     else:
+        expanded: list[tuple[Any, Any]] = []
+        for name, column in chosen:
+            if not isinstance(column, _Star):
+                expanded.append((name, column))
+                continue
+            base = [] if name is None else [(name, "", None)] if isinstance(name, str) else list(name)
+            for col in every[column.alias]:
+                expanded.append(([*base, (col, "", None)], aliased[column.alias].c[col]))
         stmt = sa.select(
-            *[c.label(n) if isinstance(n, str) else c.label(f"c{i}") for i, (n, c) in enumerate(chosen)]
+            *[c.label(n) if isinstance(n, str) else c.label(f"c{i}") for i, (n, c) in enumerate(expanded)]
         ).select_from(*aliased.values())
-        names = [n for n, _c in chosen]
+        names = [n for n, _c in expanded]
     condition = where(aliased)
     if condition is not None:
         stmt = stmt.where(condition)
@@ -379,6 +403,21 @@ def select(
     if item:
         return [r[0] for r in rows]
     return [_row(r, names) for r in rows]
+
+
+def _table_columns(ctx: ExecutionContext, table: sa.TableClause) -> list[str]:
+    """The column names of a database table, as the database lists them."""
+    try:
+        found = sa.inspect(_connection(ctx)).get_columns(table.name, schema=table.schema)
+    except sa.exc.NoSuchTableError:
+        found = []
+    except sa.exc.SQLAlchemyError as exc:
+        raise _database_error(ctx, exc) from exc
+    if not found:
+        message = f"no such table: {table.name}"
+        ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext, ctx.sqlnativeerror = -1, "42S02", message, 0
+        raise DatabaseError(f"database error: {message}", "42S02")
+    return [str(c["name"]) for c in found]
 
 
 def _row(row: Any, names: list[Any] | None) -> Element:

@@ -598,3 +598,36 @@ def test_string_functions_and_casts_over_columns_translate(engine: sa.Engine) ->
     finally:
         with engine.begin() as conn:
             conn.execute(sa.text(f"DROP TABLE IF EXISTS {name}"))
+
+
+EVENT_ROWS = """
+DECLARE tableName EXTERNAL CHARACTER 'orders';
+CREATE COMPUTE MODULE Events_Compute
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    INSERT INTO Database.{tableName} (id, customer, qty) VALUES (1, 'ACME', 5);
+    INSERT INTO Database.{tableName} (id, customer, qty) VALUES (2, 'Small', 1);
+    SET OutputRoot.XMLNSC.Out.Event[] = SELECT E.* AS Usr, E.id AS Key FROM Database.{tableName} AS E
+      WHERE E.qty > 3;
+    BEGIN
+      DECLARE EXIT HANDLER FOR SQLSTATE '42S02' SET OutputRoot.XMLNSC.Out.Missing = SQLSTATE;
+      SET OutputRoot.XMLNSC.Out.Nothing[] = SELECT M.* AS Usr, M.id AS Key FROM Database.esql_no_such_table AS M;
+    END;
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
+
+
+@pytest.mark.timeout(120)
+def test_correlation_star_as_one_named_item(engine: sa.Engine, table: str) -> None:
+    """SELECT function: IBM's DatabaseInput template (and ot4i's CDC sample) select their events as
+    SELECT E.* AS Usr, E.key AS Key: every column of E becomes a field of Usr, beside the other items."""
+    ctx = run(engine, EVENT_ROWS, table)
+    out = ctx.output_root.child("XMLNSC").child("Out")
+    events = [c for c in out.children() if c.name == "Event"]
+    assert len(events) == 1
+    usr = [(c.name.lower(), c.value) for c in events[0].child("Usr").children()]
+    assert usr == [("id", 1), ("customer", "ACME"), ("qty", 5)]
+    assert events[0].child("Key").value == 1
+    assert out.child("Missing").value == "42S02"
