@@ -2751,6 +2751,13 @@ class Generator:
             return f"_sql.func('SUBSTRING', [{self.sql(s_, scope)}, {self.sql(a, scope)}{length}])"
         if d == "trim_plain":
             return f"_sql.func('TRIM', [{self.sql(node.children[0], scope)}])"
+        if d == "trim_from":
+            spec, chars, s_ = node.children
+            singleton = self.sql(chars, scope) if chars is not None else "_sql.param(' ')"
+            return f"_sql.trim({keyword(spec) or 'BOTH'!r}, {singleton}, {self.sql(s_, scope)})"
+        if d == "position" and node.children[2] is None and node.children[3] is None:
+            needle, source = node.children[0], node.children[1]
+            return f"_sql.position({self.sql(needle, scope)}, {self.sql(source, scope)})"
         if d == "call":
             name = self.dotted(node.children[0]).upper()
             call_args = node.children[1]

@@ -139,6 +139,20 @@ class SqlBuilder:
         return fn(*args)
 
     @staticmethod
+    def trim(spec: str, singleton: Any, source: Any) -> Any:
+        """TRIM(BOTH|LEADING|TRAILING singleton FROM source)."""
+        if spec == "LEADING":
+            return sa.func.ltrim(source, singleton)
+        if spec == "TRAILING":
+            return sa.func.rtrim(source, singleton)
+        return _Trim(source, singleton)
+
+    @staticmethod
+    def position(needle: Any, source: Any) -> Any:
+        """POSITION(needle IN source): 1-based, 0 when absent."""
+        return _Position(needle, source)
+
+    @staticmethod
     def star(alias: str) -> _Star:
         return _Star(alias)
 
@@ -180,6 +194,42 @@ def _right_sqlite(element: _Right, compiler: Any, **kw: Any) -> str:
     source, length = list(element.clauses)
     start = sa.func.max(sa.func.length(source) - length + 1, 1)
     return str(compiler.process(sa.func.substr(source, start), **kw))
+
+
+class _Trim(FunctionElement[Any]):
+    """Both ends trimmed of a character: PostgreSQL's btrim(s, c), SQLite's trim(s, c)."""
+
+    name = "btrim"
+    inherit_cache = True
+
+
+@compiles(_Trim)
+def _trim_sql(element: _Trim, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(sa.func.btrim(*element.clauses), **kw))
+
+
+@compiles(_Trim, "sqlite")
+def _trim_sqlite(element: _Trim, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(sa.func.trim(*element.clauses), **kw))
+
+
+class _Position(FunctionElement[Any]):
+    """POSITION(needle IN source): PostgreSQL's strpos(source, needle), SQLite's instr(source, needle)."""
+
+    name = "strpos"
+    inherit_cache = True
+
+
+@compiles(_Position)
+def _position_sql(element: _Position, compiler: Any, **kw: Any) -> str:
+    needle, source = list(element.clauses)
+    return str(compiler.process(sa.func.strpos(source, needle), **kw))
+
+
+@compiles(_Position, "sqlite")
+def _position_sqlite(element: _Position, compiler: Any, **kw: Any) -> str:
+    needle, source = list(element.clauses)
+    return str(compiler.process(sa.func.instr(source, needle), **kw))
 
 
 #: ESQL function names whose SQL spelling differs (the rest are the same in lower case).

@@ -545,6 +545,11 @@ CREATE COMPUTE MODULE Strings_Compute
     SET OutputRoot.XMLNSC.Out.Mixed[] = SELECT O.id FROM Database.{tableName} AS O
       WHERE UCASE(TRIM(O.customer)) = 'AB07' AND COALESCE(O.qty, 0) < LENGTH(O.customer)
         AND SUBSTRING(O.customer FROM 3 FOR 1) = '0' AND CURRENT_TIMESTAMP > TIMESTAMP '2000-01-01 00:00:00';
+    SET OutputRoot.XMLNSC.Out.Trim[] = SELECT O.id FROM Database.{tableName} AS O
+      WHERE TRIM(LEADING 'A' FROM O.customer) = 'B07' OR TRIM(TRAILING '1' FROM O.customer) = 'CD3'
+        OR TRIM(BOTH '0' FROM O.customer) = 'AB12' AND TRIM(O.customer FROM O.customer) = '';
+    SET OutputRoot.XMLNSC.Out.Position[] = SELECT O.id FROM Database.{tableName} AS O
+      WHERE POSITION('B' IN O.customer) = 2 AND POSITION('7' IN O.customer) = 0;
     RETURN TRUE;
   END;
 END MODULE;
@@ -554,8 +559,8 @@ END MODULE;
 @pytest.mark.timeout(120)
 def test_string_functions_and_casts_over_columns_translate(engine: sa.Engine) -> None:
     """SELECT function against a database (IBM's ot4i CDC sample: WHERE CAST(RIGHT(CAST(col AS BLOB),
-    8) AS INT) > key): the ESQL functions over columns go to the database as SQL, so RIGHT, LEFT and
-    CAST … AS BLOB run there on characters and bytes alike; what mentions no column (the program's
+    8) AS INT) > key): the ESQL functions over columns go to the database as SQL, so RIGHT, LEFT,
+    CAST … AS BLOB, TRIM(… FROM …) and POSITION run there, RIGHT on characters and bytes alike; what mentions no column (the program's
     variables, message fields, CURRENT_TIMESTAMP) is evaluated by ESQL and bound."""
     name = f"esql_s_{uuid.uuid4().hex[:10]}"
     blob = "BYTEA" if engine.dialect.name == "postgresql" else "BLOB"
@@ -585,7 +590,7 @@ def test_string_functions_and_casts_over_columns_translate(engine: sa.Engine) ->
         out = ctx.output_root.child("XMLNSC").child("Out")
         ids = {
             group: sorted(int(c.child("id").value) for c in out.children() if c.name == group)
-            for group in ("Cast", "Left", "Long", "None", "Bytes", "Mixed")
+            for group in ("Cast", "Left", "Long", "None", "Bytes", "Mixed", "Trim", "Position")
         }
         assert ids == {
             "Cast": [2, 3],
@@ -594,6 +599,8 @@ def test_string_functions_and_casts_over_columns_translate(engine: sa.Engine) ->
             "None": [1, 2, 3],
             "Bytes": [1, 3],
             "Mixed": [1],
+            "Trim": [1, 2, 3],
+            "Position": [2],
         }
     finally:
         with engine.begin() as conn:
