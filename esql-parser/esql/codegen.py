@@ -180,9 +180,11 @@ SQL_FUNCTIONS = {
     "REPLACE": (2, 3),
     "ROUND": (1, 2),
     "MOD": (2, 2),
+    "LEFT": (2, 2),
+    "RIGHT": (2, 2),
 }
 #: Types CAST(column AS …) can give inside a database statement.
-SQL_CASTS = ("INTEGER", "DECIMAL", "FLOAT", "CHARACTER", "DATE", "TIMESTAMP", "TIME")
+SQL_CASTS = ("INTEGER", "DECIMAL", "FLOAT", "CHARACTER", "DATE", "TIMESTAMP", "TIME", "BLOB")
 SQL_NAMES = {
     "call": "this function",
     "case_expr": "this CASE",
@@ -385,10 +387,10 @@ class Generator:
         self.unit: Unit | None = None
         self.in_handler = 0
         self.handler_exc: list[str] = []
-        self.continue_stack: list[tuple[Tree[Any], list[Tree[Any]], int]] = []
+        self.continue_stack: list[tuple[list[Tree[Any]], list[list[Tree[Any]]], int]] = []
         #: EXIT handlers whose region is being generated, outermost first: a CONTINUE handler of an
         #: outer scope leaves an exception to one of them declared in an inner scope
-        self.exit_regions: list[Tree[Any]] = []
+        self.exit_regions: list[list[Tree[Any]]] = []
         self.pre: list[list[str]] = []
         self.bare = False
         self.function_globals: list[set[str]] = []
@@ -772,17 +774,44 @@ class Generator:
     # ------------------------------------------------------------------ statements
 
     def statements(self, stmts: list[Any], handlers: list[Tree[Any]] | None = None) -> None:
-        """Emit a statement list; a DECLARE HANDLER guards the statements that follow it."""
-        handlers = list(handlers or [])
+        """Emit a statement list; a DECLARE HANDLER guards the statements that follow it.
+
+        ``handlers`` are the handlers of an enclosing scope (a module's) whose region has not
+        been emitted yet.
+        """
+        scopes = [list(handlers)] if handlers else []
+        self.scoped_statements(stmts, scopes)
+
+    def scoped_statements(self, stmts: list[Any], scopes: list[list[Tree[Any]]]) -> None:
+        """Emit ``stmts`` guarded by ``scopes``: handler groups, outermost first.
+
+        DECLARE HANDLER statement: handlers declared together are one scope's, searched in the
+        order they are declared; the statements before them run unguarded.
+        """
         stmts = [s for s in stmts if s is not None and s.data != "empty"]
         for i, stmt in enumerate(stmts):
-            if stmt.data == "handler":
-                handlers.append(stmt)
-                rest = stmts[i + 1 :]
-                self.guarded(rest, handlers)
-                return
-        if handlers:
-            self.guarded(stmts, handlers)
+            if stmt.data != "handler":
+                continue
+            j = i
+            while j < len(stmts) and stmts[j].data == "handler":
+                j += 1
+            # DECLARE HANDLER statement: "all handler declarations must be together at the top of
+            # the scope, before any other statements"; variables declared before them are common.
+            for before in stmts[:i]:
+                if before.data not in ("declare", "handler"):
+                    self.error(
+                        stmt,
+                        "a handler should be declared at the top of its scope, before other "
+                        "statements: the statements before it are not guarded by it",
+                        "warning",
+                    )
+                    break
+            for before in stmts[:i]:
+                self.statement(before)
+            self.guarded(stmts[j:], [*scopes, list(stmts[i:j])])
+            return
+        if scopes:
+            self.guarded(stmts, scopes)
             return
         if not stmts:
             self.out.line("pass")
@@ -790,24 +819,30 @@ class Generator:
         for stmt in stmts:
             self.statement(stmt)
 
-    def guarded(self, stmts: list[Any], handlers: list[Tree[Any]]) -> None:
-        handler = handlers[-1]
-        if keyword(handler.children[0]) == "CONTINUE":
-            # Every statement of the region, at any depth, gets the handler: after it runs,
-            # execution continues with the statement after the one that failed.
-            self.continue_stack.append((handler, handlers[:-1], len(self.exit_regions)))
-            if not stmts:
-                self.out.line("pass")
-            self.statements(stmts, handlers[:-1])
+    def guarded(self, stmts: list[Any], scopes: list[list[Tree[Any]]]) -> None:
+        """Emit ``stmts`` inside the innermost handler group of ``scopes``.
+
+        An EXIT handler's region is one ``try`` around the statements; a CONTINUE handler wraps
+        every statement of the region, at any depth, so that after it runs execution continues
+        with the statement after the one that failed.
+        """
+        group, outer = scopes[-1], scopes[:-1]
+        kinds = {keyword(h.children[0]) for h in group}
+        has_exit = "EXIT" in kinds
+        if has_exit:
+            self.out.line("try:")
+            self.out.indent += 1
+            self.exit_regions.append(group)
+        if "CONTINUE" in kinds:
+            self.continue_stack.append((group, outer, len(self.exit_regions)))
+            self.scoped_statements(stmts, outer)
             self.continue_stack.pop()
-            return
-        self.out.line("try:")
-        self.out.indent += 1
-        self.exit_regions.append(handler)
-        self.statements(stmts, handlers[:-1])
-        self.exit_regions.pop()
-        self.out.indent -= 1
-        self.handler_clause(handler, handlers[:-1])
+        else:
+            self.scoped_statements(stmts, outer)
+        if has_exit:
+            self.exit_regions.pop()
+            self.out.indent -= 1
+            self.handler_clause(group, outer, "EXIT")
 
     @staticmethod
     def handler_test(handler: Tree[Any], exc: str) -> str:
@@ -823,37 +858,58 @@ class Generator:
         return " or ".join(f"({t}) is True" for t in tests) or "True"
 
     def handler_clause(
-        self, handler: Tree[Any], outer: list[Tree[Any]], inner: list[Tree[Any]] | None = None
+        self,
+        group: list[Tree[Any]],
+        outer: list[list[Tree[Any]]],
+        kind: str,
+        inner: list[list[Tree[Any]]] | None = None,
     ) -> None:
-        """The ``except`` part running a handler's statement when its SQLSTATE conditions match.
+        """The ``except`` part running the first handler of ``group`` whose SQLSTATE matches.
 
-        ``inner`` are EXIT handlers of scopes inside the handler's own: DECLARE HANDLER statement,
-        scopes are searched from the innermost to the outermost, so one of them that matches takes
-        the exception first.
+        DECLARE HANDLER statement: "Within any one scope, handlers are searched in the order they
+        are declared; that is, first to last. Scopes are searched from the innermost to
+        outermost." So the clause runs the first matching handler if it is of ``kind`` and lets
+        the exception go on otherwise (to the group's EXIT region, or to an outer scope);
+        ``inner`` are handler groups of scopes inside this one whose EXIT regions enclose the
+        failing statement: when one of their handlers matches, it takes the exception first.
         """
         exc = self.fresh("_exc")
         where = self.out.where
-        self.out.where = (self.filename, *position(handler))
-        test = self.handler_test(handler, exc)
-        if inner:
-            test = f"({test}) and not ({' or '.join(f'({self.handler_test(h, exc)})' for h in inner)})"
         # A stop request ends the node whatever the handlers say (it is no ESQL error).
         self.out.line("except _StopRequested:")
         self.out.line("    raise")
         self.out.line(f"except _CATCHABLE as {exc}:")
         self.out.indent += 1
-        self.out.line(f"if not ({test}):")
-        self.out.line("    raise")
-        self.out.line(f"_note_error(ctx, {exc})")
-        self.handler_exc.append(exc)
-        self.in_handler += 1
-        saved, self.continue_stack = self.continue_stack, []
-        saved_exits, self.exit_regions = self.exit_regions, []
-        self.statements([handler.children[-1]], outer)
-        self.continue_stack = saved
-        self.exit_regions = saved_exits
-        self.in_handler -= 1
-        self.handler_exc.pop()
+        inner_exits = [h for g in inner or [] for h in g if keyword(h.children[0]) == "EXIT"]
+        if inner_exits:
+            self.out.line(f"if {' or '.join(f'({self.handler_test(h, exc)})' for h in inner_exits)}:")
+            self.out.line("    raise")
+        # handlers after the last one of ``kind`` would only let the exception go on
+        last = max(i for i, h in enumerate(group) if keyword(h.children[0]) == kind)
+        group = group[: last + 1]
+        for handler in group:
+            self.out.where = (self.filename, *position(handler))
+            self.out.line(f"if {self.handler_test(handler, exc)}:")
+            self.out.indent += 1
+            if keyword(handler.children[0]) == kind:
+                self.out.line(f"_note_error(ctx, {exc})")
+                self.handler_exc.append(exc)
+                self.in_handler += 1
+                saved, self.continue_stack = self.continue_stack, []
+                saved_exits, self.exit_regions = self.exit_regions, []
+                self.scoped_statements([handler.children[-1]], outer)
+                self.continue_stack = saved
+                self.exit_regions = saved_exits
+                self.in_handler -= 1
+                self.handler_exc.pop()
+            else:
+                self.out.line("raise")
+            self.out.indent -= 1
+            self.out.line("else:")
+            self.out.indent += 1
+        self.out.line("raise")
+        for _handler in group:
+            self.out.indent -= 1
         self.out.indent -= 1
         self.out.where = where
 
@@ -865,9 +921,9 @@ class Generator:
                 self.out.line("try:")
                 self.out.indent += 1
             self.plain_statement(stmt)
-            for handler, outer, exits in reversed(stack):
+            for group, outer, exits in reversed(stack):
                 self.out.indent -= 1
-                self.handler_clause(handler, outer, self.exit_regions[exits:])
+                self.handler_clause(group, outer, "CONTINUE", self.exit_regions[exits:])
             return
         self.plain_statement(stmt)
 
@@ -2511,20 +2567,28 @@ class Generator:
         if select_list.data != "select_fields" or len(select_list.children) != 1 or len(aliases) != 1:
             return False
         value, name = select_list.children[0].children
-        if name is not None or value.data != "fieldref" or len(value.children) != 2:
-            return False
+        return name is None and self.correlation_star(value, aliases) == aliases[0]
+
+    @staticmethod
+    def correlation_star(value: Tree[Any], aliases: list[str]) -> str | None:
+        """The correlation name A when ``value`` is ``A.*`` for one of the statement's tables."""
+        if value.data != "fieldref" or len(value.children) != 2:
+            return None
         start, elem = value.children
         type_qual, step, index = elem.children
         first, second = step.children
-        return (
+        alias = ident(start.children[0]) if isinstance(start.children[0], Tree) else None
+        if (
             start.children[1] is None
-            and ident(start.children[0]) == aliases[0]
+            and alias in aliases
             and type_qual is None
             and index is None
             and second is None
             and isinstance(first, Tree)
             and first.data == "star"
-        )
+        ):
+            return alias
+        return None
 
     def aggregate(self, node: Tree[Any]) -> tuple[str, Tree[Any] | None] | None:
         if node.data == "call_star":
@@ -2573,6 +2637,14 @@ class Generator:
             fields = select_list.children
             for f in fields:
                 value_node, name_node = f.children
+                star = self.correlation_star(value_node, aliases)
+                if star is not None:
+                    # A.* AS Usr: every column of A, as the fields of Usr (IBM's DatabaseInput
+                    # template selects its event rows so)
+                    name = self.alias_code(value_node, name_node) if name_node is not None else "None"
+                    scope.columns[star].add("*")
+                    parts.append(f"({name}, _sql.star({star!r}))")
+                    continue
                 name = self.alias_code(value_node, name_node)
                 parts.append(f"({name}, {self.sql(value_node, scope)})")
             cols = "[" + ", ".join(parts) + "]"
@@ -2679,6 +2751,13 @@ class Generator:
             return f"_sql.func('SUBSTRING', [{self.sql(s_, scope)}, {self.sql(a, scope)}{length}])"
         if d == "trim_plain":
             return f"_sql.func('TRIM', [{self.sql(node.children[0], scope)}])"
+        if d == "trim_from":
+            spec, chars, s_ = node.children
+            singleton = self.sql(chars, scope) if chars is not None else "_sql.param(' ')"
+            return f"_sql.trim({keyword(spec) or 'BOTH'!r}, {singleton}, {self.sql(s_, scope)})"
+        if d == "position" and node.children[2] is None and node.children[3] is None:
+            needle, source = node.children[0], node.children[1]
+            return f"_sql.position({self.sql(needle, scope)}, {self.sql(source, scope)})"
         if d == "call":
             name = self.dotted(node.children[0]).upper()
             call_args = node.children[1]

@@ -12,6 +12,8 @@ import re
 from typing import Any, Protocol
 
 import sqlalchemy as sa
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from esql.runtime import EsqlRuntimeError, ExecutionContext, row_of
 from esql.tree import Element
@@ -116,6 +118,7 @@ class SqlBuilder:
             "DATE": sa.Date(),
             "TIMESTAMP": sa.DateTime(),
             "TIME": sa.Time(),
+            "BLOB": sa.LargeBinary(),
         }
         return sa.cast(a, types[type_name])
 
@@ -126,9 +129,32 @@ class SqlBuilder:
             return args[0].op("%")(args[1])
         if name == "SUBSTRING":
             return sa.func.substr(*args)
+        if name == "LEFT":
+            # LEFT(source, length): substr from 1 is the same on characters and bytes everywhere
+            return sa.func.substr(args[0], 1, args[1])
+        if name == "RIGHT":
+            return _Right(*args)
         sql_name = _SQL_FUNCTIONS.get(name, name.lower())
         fn: Any = getattr(sa.func, sql_name)
         return fn(*args)
+
+    @staticmethod
+    def trim(spec: str, singleton: Any, source: Any) -> Any:
+        """TRIM(BOTH|LEADING|TRAILING singleton FROM source)."""
+        if spec == "LEADING":
+            return sa.func.ltrim(source, singleton)
+        if spec == "TRAILING":
+            return sa.func.rtrim(source, singleton)
+        return _Trim(source, singleton)
+
+    @staticmethod
+    def position(needle: Any, source: Any) -> Any:
+        """POSITION(needle IN source): 1-based, 0 when absent."""
+        return _Position(needle, source)
+
+    @staticmethod
+    def star(alias: str) -> _Star:
+        return _Star(alias)
 
     @staticmethod
     def in_(a: Any, items: list[Any], negated: bool) -> Any:
@@ -139,6 +165,71 @@ class SqlBuilder:
     def aggregate(name: str, arg: Any) -> Any:
         fn: Any = getattr(sa.func, name.lower())
         return fn() if arg is None else fn(arg)
+
+
+class _Star:
+    """``A.*`` as one item of a select list: every column of table A, under the item's name."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+
+
+class _Right(FunctionElement[Any]):
+    """RIGHT(source, length) on characters or bytes: PostgreSQL's right() takes no bytea and
+    SQLite has none, so both get substr from the length'th last position."""
+
+    name = "right"
+    inherit_cache = True
+
+
+@compiles(_Right)
+def _right_sql(element: _Right, compiler: Any, **kw: Any) -> str:
+    source, length = list(element.clauses)
+    start = sa.func.greatest(sa.func.length(source) - length + 1, 1)
+    return str(compiler.process(sa.func.substr(source, start), **kw))
+
+
+@compiles(_Right, "sqlite")
+def _right_sqlite(element: _Right, compiler: Any, **kw: Any) -> str:
+    source, length = list(element.clauses)
+    start = sa.func.max(sa.func.length(source) - length + 1, 1)
+    return str(compiler.process(sa.func.substr(source, start), **kw))
+
+
+class _Trim(FunctionElement[Any]):
+    """Both ends trimmed of a character: PostgreSQL's btrim(s, c), SQLite's trim(s, c)."""
+
+    name = "btrim"
+    inherit_cache = True
+
+
+@compiles(_Trim)
+def _trim_sql(element: _Trim, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(sa.func.btrim(*element.clauses), **kw))
+
+
+@compiles(_Trim, "sqlite")
+def _trim_sqlite(element: _Trim, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(sa.func.trim(*element.clauses), **kw))
+
+
+class _Position(FunctionElement[Any]):
+    """POSITION(needle IN source): PostgreSQL's strpos(source, needle), SQLite's instr(source, needle)."""
+
+    name = "strpos"
+    inherit_cache = True
+
+
+@compiles(_Position)
+def _position_sql(element: _Position, compiler: Any, **kw: Any) -> str:
+    needle, source = list(element.clauses)
+    return str(compiler.process(sa.func.strpos(source, needle), **kw))
+
+
+@compiles(_Position, "sqlite")
+def _position_sqlite(element: _Position, compiler: Any, **kw: Any) -> str:
+    needle, source = list(element.clauses)
+    return str(compiler.process(sa.func.instr(source, needle), **kw))
 
 
 #: ESQL function names whose SQL spelling differs (the rest are the same in lower case).
@@ -329,8 +420,13 @@ def select(
     several tables are joined as SQL's FROM a, b joins them, by the WHERE clause.
     """
     aliased: dict[str, Any] = {}
+    every: dict[str, list[str]] = {}
     for alias, parts, used in tables:
         table, _dsn = _table(parts, ctx.data_source)
+        if "*" in used:
+            # A.* as one item among others: the table's columns, in the database's order
+            every[alias] = _table_columns(ctx, table)
+            used = [c for c in used if c != "*"] + [c for c in every[alias] if c not in used]
         cols: list[Any] = [sa.column(_check_name(c, "column")) for c in used]
         aliased[alias] = sa.table(table.name, *cols, schema=table.schema).alias(alias)
     chosen = columns(aliased)
@@ -338,10 +434,18 @@ def select(
         stmt = sa.select(sa.text("*")).select_from(*aliased.values())
         names = None
     else:
+        expanded: list[tuple[Any, Any]] = []
+        for name, column in chosen:
+            if not isinstance(column, _Star):
+                expanded.append((name, column))
+                continue
+            base = [] if name is None else [(name, "", None)] if isinstance(name, str) else list(name)
+            for col in every[column.alias]:
+                expanded.append(([*base, (col, "", None)], aliased[column.alias].c[col]))
         stmt = sa.select(
-            *[c.label(n) if isinstance(n, str) else c.label(f"c{i}") for i, (n, c) in enumerate(chosen)]
+            *[c.label(n) if isinstance(n, str) else c.label(f"c{i}") for i, (n, c) in enumerate(expanded)]
         ).select_from(*aliased.values())
-        names = [n for n, _c in chosen]
+        names = [n for n, _c in expanded]
     condition = where(aliased)
     if condition is not None:
         stmt = stmt.where(condition)
@@ -349,6 +453,21 @@ def select(
     if item:
         return [r[0] for r in rows]
     return [_row(r, names) for r in rows]
+
+
+def _table_columns(ctx: ExecutionContext, table: sa.TableClause) -> list[str]:
+    """The column names of a database table, as the database lists them."""
+    try:
+        found = sa.inspect(_connection(ctx)).get_columns(table.name, schema=table.schema)
+    except sa.exc.NoSuchTableError:
+        found = []
+    except sa.exc.SQLAlchemyError as exc:
+        raise _database_error(ctx, exc) from exc
+    if not found:
+        message = f"no such table: {table.name}"
+        ctx.sqlcode, ctx.sqlstate, ctx.sqlerrortext, ctx.sqlnativeerror = -1, "42S02", message, 0
+        raise DatabaseError(f"database error: {message}", "42S02")
+    return [str(c["name"]) for c in found]
 
 
 def _row(row: Any, names: list[Any] | None) -> Element:

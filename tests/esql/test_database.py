@@ -342,7 +342,7 @@ def test_untranslatable_column_expression_is_a_positioned_error() -> None:
     from esql.compiler import check_sources
 
     source = (
-        "SET OutputRoot.XMLNSC.A[] = SELECT O.id FROM Database.orders AS O WHERE LEFT(O.customer, 2) = 'AC';\n"
+        "SET OutputRoot.XMLNSC.A[] = SELECT O.id FROM Database.orders AS O WHERE TRANSLATE(O.customer, 'A', 'B') = 'BC';\n"
         "SET OutputRoot.XMLNSC.B[] = SELECT O.id FROM Database.orders AS O WHERE O.qty IS NAN;\n"
     )
     diagnostics, _ = check_sources({"untranslated.esql": source})
@@ -526,3 +526,115 @@ def test_select_correlation_star_is_every_column(engine: sa.Engine, table: str) 
     qualified = [(c.name, c.value) for c in out.child("Qualified").children()]
     assert qualified == star
     assert [name.lower() for name, _v in star] == ["id", "customer", "qty"]
+
+
+STRING_FUNCTIONS = """
+DECLARE tableName EXTERNAL CHARACTER 'orders';
+CREATE COMPUTE MODULE Strings_Compute
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    DECLARE floor INTEGER 10;
+    SET OutputRoot.XMLNSC.Out.Cast[] = SELECT O.id FROM Database.{tableName} AS O
+      WHERE CAST(RIGHT(O.customer, 2) AS INTEGER) > floor;
+    SET OutputRoot.XMLNSC.Out.Left[] = SELECT O.id FROM Database.{tableName} AS O
+      WHERE LEFT(O.customer, 2) = LEFT(InputRoot.XMLNSC.Order.Customer, 2);
+    SET OutputRoot.XMLNSC.Out.Long[] = SELECT O.id FROM Database.{tableName} AS O WHERE RIGHT(O.customer, 10) = 'CD31';
+    SET OutputRoot.XMLNSC.Out.None[] = SELECT O.id FROM Database.{tableName} AS O WHERE RIGHT(O.customer, 0) = '';
+    SET OutputRoot.XMLNSC.Out.Bytes[] = SELECT O.id FROM Database.{tableName} AS O
+      WHERE RIGHT(CAST(O.code AS BLOB), 2) = X'bcb1';
+    SET OutputRoot.XMLNSC.Out.Mixed[] = SELECT O.id FROM Database.{tableName} AS O
+      WHERE UCASE(TRIM(O.customer)) = 'AB07' AND COALESCE(O.qty, 0) < LENGTH(O.customer)
+        AND SUBSTRING(O.customer FROM 3 FOR 1) = '0' AND CURRENT_TIMESTAMP > TIMESTAMP '2000-01-01 00:00:00';
+    SET OutputRoot.XMLNSC.Out.Trim[] = SELECT O.id FROM Database.{tableName} AS O
+      WHERE TRIM(LEADING 'A' FROM O.customer) = 'B07' OR TRIM(TRAILING '1' FROM O.customer) = 'CD3'
+        OR TRIM(BOTH '0' FROM O.customer) = 'AB12' AND TRIM(O.customer FROM O.customer) = '';
+    SET OutputRoot.XMLNSC.Out.Position[] = SELECT O.id FROM Database.{tableName} AS O
+      WHERE POSITION('B' IN O.customer) = 2 AND POSITION('7' IN O.customer) = 0;
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
+
+
+@pytest.mark.timeout(120)
+def test_string_functions_and_casts_over_columns_translate(engine: sa.Engine) -> None:
+    """SELECT function against a database (IBM's ot4i CDC sample: WHERE CAST(RIGHT(CAST(col AS BLOB),
+    8) AS INT) > key): the ESQL functions over columns go to the database as SQL, so RIGHT, LEFT,
+    CAST … AS BLOB, TRIM(… FROM …) and POSITION run there, RIGHT on characters and bytes alike; what mentions no column (the program's
+    variables, message fields, CURRENT_TIMESTAMP) is evaluated by ESQL and bound."""
+    name = f"esql_s_{uuid.uuid4().hex[:10]}"
+    blob = "BYTEA" if engine.dialect.name == "postgresql" else "BLOB"
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, customer VARCHAR(80), qty INTEGER, code {blob})"
+            )
+        )
+        conn.execute(
+            sa.text(f"INSERT INTO {name} (id, customer, qty, code) VALUES (:i, :c, :q, :b)"),
+            [
+                {"i": 1, "c": "AB07", "q": None, "b": bytes.fromhex("00002344bcb1")},
+                {"i": 2, "c": "AB12", "q": 9, "b": bytes.fromhex("0000bcb2")},
+                {"i": 3, "c": "CD31", "q": 1, "b": bytes.fromhex("bcb1")},
+            ],
+        )
+    try:
+        program = compile_program(STRING_FUNCTIONS, "strings.esql")
+        with engine.begin() as conn:
+            ctx = ExecutionContext(
+                input_root=xmlio.read_message(b"<Order><Customer>ABC</Customer></Order>", "XMLNSC"),
+                data_source=EngineDataSource(conn),
+                externals={"tableName": name},
+            )
+            assert program.main_module().run(ctx) is True
+        out = ctx.output_root.child("XMLNSC").child("Out")
+        ids = {
+            group: sorted(int(c.child("id").value) for c in out.children() if c.name == group)
+            for group in ("Cast", "Left", "Long", "None", "Bytes", "Mixed", "Trim", "Position")
+        }
+        assert ids == {
+            "Cast": [2, 3],
+            "Left": [1, 2],
+            "Long": [3],
+            "None": [1, 2, 3],
+            "Bytes": [1, 3],
+            "Mixed": [1],
+            "Trim": [1, 2, 3],
+            "Position": [2],
+        }
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP TABLE IF EXISTS {name}"))
+
+
+EVENT_ROWS = """
+DECLARE tableName EXTERNAL CHARACTER 'orders';
+CREATE COMPUTE MODULE Events_Compute
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    INSERT INTO Database.{tableName} (id, customer, qty) VALUES (1, 'ACME', 5);
+    INSERT INTO Database.{tableName} (id, customer, qty) VALUES (2, 'Small', 1);
+    SET OutputRoot.XMLNSC.Out.Event[] = SELECT E.* AS Usr, E.id AS Key FROM Database.{tableName} AS E
+      WHERE E.qty > 3;
+    BEGIN
+      DECLARE EXIT HANDLER FOR SQLSTATE '42S02' SET OutputRoot.XMLNSC.Out.Missing = SQLSTATE;
+      SET OutputRoot.XMLNSC.Out.Nothing[] = SELECT M.* AS Usr, M.id AS Key FROM Database.esql_no_such_table AS M;
+    END;
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
+
+
+@pytest.mark.timeout(120)
+def test_correlation_star_as_one_named_item(engine: sa.Engine, table: str) -> None:
+    """SELECT function: IBM's DatabaseInput template (and ot4i's CDC sample) select their events as
+    SELECT E.* AS Usr, E.key AS Key: every column of E becomes a field of Usr, beside the other items."""
+    ctx = run(engine, EVENT_ROWS, table)
+    out = ctx.output_root.child("XMLNSC").child("Out")
+    events = [c for c in out.children() if c.name == "Event"]
+    assert len(events) == 1
+    usr = [(c.name.lower(), c.value) for c in events[0].child("Usr").children()]
+    assert usr == [("id", 1), ("customer", "ACME"), ("qty", 5)]
+    assert events[0].child("Key").value == 1
+    assert out.child("Missing").value == "42S02"

@@ -292,6 +292,97 @@ END;
     ]
 
 
+# DECLARE HANDLER statement: "Within any one scope, handlers are searched in the order they are
+# declared; that is, first to last." The first matching handler of a scope runs, whatever its kind.
+def test_handlers_of_one_scope_are_searched_first_to_last() -> None:
+    ctx = _run("""
+BEGIN
+  DECLARE CONTINUE HANDLER FOR SQLSTATE LIKE 'U%' SET OutputRoot.XMLNSC.Out.First = SQLSTATE;
+  DECLARE CONTINUE HANDLER FOR SQLSTATE LIKE '%' SET OutputRoot.XMLNSC.Out.Second = SQLSTATE;
+  THROW USER EXCEPTION VALUES (-1, 'U0001');
+  SET OutputRoot.XMLNSC.Out.AfterContinue = 1;
+END;
+BEGIN
+  DECLARE EXIT HANDLER FOR SQLSTATE LIKE 'U%' SET OutputRoot.XMLNSC.Out.Exit = SQLSTATE;
+  DECLARE CONTINUE HANDLER FOR SQLSTATE LIKE '%' SET OutputRoot.XMLNSC.Out.NotThis = SQLSTATE;
+  THROW USER EXCEPTION VALUES (-1, 'U0002');
+  SET OutputRoot.XMLNSC.Out.NotReached = 1;
+END;
+SET OutputRoot.XMLNSC.Out.AfterExit = 1;
+""")
+    out = ctx.output_root.child("XMLNSC").child("Out")
+    assert [(c.name, c.value) for c in out.children()] == [
+        ("First", "U0001"),
+        ("AfterContinue", 1),
+        ("Exit", "U0002"),
+        ("AfterExit", 1),
+    ]
+
+
+# DECLARE HANDLER statement: a handler guards the statements of its scope that follow it; the
+# variables declared before it are declared and initialised as usual.
+def test_declarations_before_a_handler_are_kept() -> None:
+    ctx = _run("""
+DECLARE n INTEGER 5;
+DECLARE CONTINUE HANDLER FOR SQLSTATE LIKE 'U%' SET n = n + 10;
+THROW USER EXCEPTION VALUES (-1, 'U0001');
+SET OutputRoot.XMLNSC.Out.N = n;
+""")
+    assert ctx.output_root.child("XMLNSC").child("Out").child("N").value == 15
+
+
+def test_statement_before_a_handler_is_warned_about_and_run_unguarded() -> None:
+    source = """
+SET OutputRoot.XMLNSC.Out.Before = 1;
+DECLARE CONTINUE HANDLER FOR SQLSTATE LIKE 'U%' SET OutputRoot.XMLNSC.Out.H = SQLSTATE;
+THROW USER EXCEPTION VALUES (-1, 'U0001');
+SET OutputRoot.XMLNSC.Out.After = 1;
+"""
+    warnings = [d for d in check_sources({"forms.esql": source})[0] if d.severity == "warning"]
+    assert [(d.line, d.message) for d in warnings] == [
+        (
+            3,
+            "a handler should be declared at the top of its scope, before other statements: "
+            "the statements before it are not guarded by it",
+        )
+    ]
+    out = _run(source).output_root.child("XMLNSC").child("Out")
+    assert [(c.name, c.value) for c in out.children()] == [("Before", 1), ("H", "U0001"), ("After", 1)]
+
+
+# SQLSTATE function, "SQL states": for a user exception (one thrown by THROW) "the SQL code,
+# state, native error, and error text are taken from the first four inserts of the exception, in
+# order", the state "as is" (no 'U' origin is prefixed); IBM advises SQL states beginning with 'U'
+# for thrown exceptions so that LIKE 'U%' handles them all. The DECLARE HANDLER topic's example
+# throws VALUES(-1, 'U11222', 42, 'error text') for a handler FOR SQLSTATE VALUE 'U11222'. A THROW
+# without a second insert has an empty SQL state, which only LIKE '%' matches.
+def test_user_exception_sqlstate_is_its_second_insert() -> None:
+    ctx = _run("""
+DECLARE CONTINUE HANDLER FOR SQLSTATE VALUE 'U11222' BEGIN
+  SET OutputRoot.XMLNSC.Out.Code = SQLCODE;
+  SET OutputRoot.XMLNSC.Out.State = SQLSTATE;
+  SET OutputRoot.XMLNSC.Out.Native = SQLNATIVEERROR;
+  SET OutputRoot.XMLNSC.Out.Text = SQLERRORTEXT;
+END;
+THROW USER EXCEPTION VALUES (-1, 'U11222', 42, 'error text');
+BEGIN
+  DECLARE CONTINUE HANDLER FOR SQLSTATE LIKE 'U%' SET OutputRoot.XMLNSC.Out.NotU = SQLSTATE;
+  DECLARE CONTINUE HANDLER FOR SQLSTATE LIKE '%' SET OutputRoot.XMLNSC.Out.Any = '[' || SQLSTATE || ']';
+  THROW USER EXCEPTION;
+  SET OutputRoot.XMLNSC.Out.After = 1;
+END;
+""")
+    out = ctx.output_root.child("XMLNSC").child("Out")
+    assert [(c.name, c.value) for c in out.children()] == [
+        ("Code", -1),
+        ("State", "U11222"),
+        ("Native", 42),
+        ("Text", "error text"),
+        ("Any", "[]"),
+        ("After", 1),
+    ]
+
+
 # THROW statement: "SEVERITY ... If you omit the clause, it defaults to 1"; CATALOG defaults to
 # BIPmsgs and MESSAGE to 2951.
 def test_throw_defaults() -> None:
