@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from flowbroker import formats
 
 from esql.compiler import check_sources, compile_program
 from esql.runtime import ExecutionContext
 from esql.tree import build
-
-formats = pytest.importorskip("flowbroker.formats")
 
 
 def setup_module() -> None:

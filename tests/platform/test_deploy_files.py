@@ -488,11 +488,21 @@ def wait_until(check: Any, what: str, timeout: float = 60.0) -> None:
         time.sleep(0.5)
 
 
+def _init(data: Path, env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [str(FLOWBROKER), "init", "--data", str(data)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_api_health_check_follows_the_configuration_manager(tmp_path: Path) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}/api/health"
     assert healthcheck("api", url, "--timeout", "2").returncode == 1
     env = {k: v for k, v in os.environ.items() if not k.startswith("FLOWBROKER_")}
+    # as the compose file's api service: the repository prepared first (health is ready once a
+    # user can log in)
+    _init(tmp_path / "data", env)
     api = subprocess.Popen(
         [str(FLOWBROKER), "api", "--data", str(tmp_path / "data"), "--port", str(port)],
         env=env,
@@ -524,6 +534,7 @@ def test_api_health_check_fails_when_the_repository_is_lost(tmp_path: Path, post
         .set(database=name)
         .render_as_string(hide_password=False),
     }
+    _init(tmp_path / "data", env)
     api = subprocess.Popen(
         [str(FLOWBROKER), "api", "--data", str(tmp_path / "data"), "--port", str(port)],
         env=env,

@@ -9,10 +9,11 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from flowbroker.api.deps import DbSession, FlowEditor, SettingsDep
+from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import Out
 from flowbroker.services import imports, users
 
-router = APIRouter(prefix="/api/imports", tags=["imports"])
+router = APIRouter(prefix="/api/imports", tags=["imports"], responses=responses(*AUTHENTICATED))
 
 
 class AceImportOut(Out):
