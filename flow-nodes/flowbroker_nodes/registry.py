@@ -35,6 +35,7 @@ NODE_MODULES: tuple[str, ...] = (
     "file_output",
     "file_input",
     "timeout_notification",
+    "unsupported",
 )
 
 

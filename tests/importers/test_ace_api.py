@@ -72,6 +72,7 @@ def test_a_developer_imports_flows_and_subflows_once(api: Any) -> None:
         "Compute",
         "Subflow",
         "MQOutput",
+        "Unsupported",
         "Trace",
     ]
     again = _post(api, "dev", data).json()

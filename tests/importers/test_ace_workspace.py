@@ -40,6 +40,7 @@ def test_nodes_terminals_names_and_positions_come_across(converted: Any) -> None
         ("Compute", "Enrich"),
         ("Subflow", "Stamp"),
         ("MQOutput", "Orders out"),
+        ("Unsupported", "Check stock"),
         ("Trace", "Log failure"),
     ]
     # spread out: the designer's boxes are wider than the Toolkit's icons
@@ -52,6 +53,7 @@ def test_nodes_terminals_names_and_positions_come_across(converted: Any) -> None
         ("FCMComposite_1_1", "out", "FCMComposite_1_2", "in"),
         ("FCMComposite_1_2", "out", "FCMComposite_1_3", "Input"),
         ("FCMComposite_1_3", "Output", "FCMComposite_1_4", "in"),
+        ("FCMComposite_1_2", "out1", "FCMComposite_1_5", "in"),
         ("FCMComposite_1_1", "catch", "FCMComposite_1_6", "in"),
     }
 
@@ -119,7 +121,21 @@ def test_a_subflow_instance_names_the_subflow_flow_whose_input_and_output_are_te
     assert _flow_report(converted, "common.Stamp").kind == "subflow"
 
 
-def test_an_unsupported_node_is_left_out_and_reported_with_its_connections(converted: Any) -> None:
+def test_an_unsupported_node_is_kept_in_place_with_its_attributes_and_connections(converted: Any) -> None:
+    router = _doc(converted, "orders.OrderRouter")
+    check = _node(router, "Check stock")
+    assert check == {
+        "type": "Unsupported",
+        "name": "Check stock",
+        "id": "FCMComposite_1_5",
+        "position": {"x": 576, "y": 384},
+        "properties": {
+            "originalType": "ComIbmWSRequest",
+            "originalAttributes": {"URLSpecifier": "http://stock.example/check"},
+            "inputTerminals": [{"name": "in"}],
+            "outputTerminals": [],
+        },
+    }
     report = _flow_report(converted, "orders.OrderRouter")
     assert report.outcome == "partial"
     assert (report.nodes_total, report.nodes_mapped) == (6, 5)
@@ -132,10 +148,12 @@ def test_an_unsupported_node_is_left_out_and_reported_with_its_connections(conve
             "line": 41,
         }
     ]
-    assert [(c["from"], c["reason"]) for c in report.dropped_connections] == [
-        ("FCMComposite_1_2.OutTerminal.out1", "node FCMComposite_1_5 was not imported")
+    assert report.dropped_connections == []
+    assert "Unsupported nodes to replace before deploying: Check stock (WSRequest)." in router["description"]
+    # the flow saves (the import stores it) but would not deploy until the node is replaced
+    assert [p["message"] for p in report.problems] == [
+        "node 'Check stock' is an unsupported ACE node (ComIbmWSRequest): replace it before deploying"
     ]
-    assert "Omitted nodes: Check stock (WSRequest)." in _doc(converted, "orders.OrderRouter")["description"]
     assert converted.report.summary()["unsupportedNodeTypes"] == {"WSRequest": 1}
 
 
@@ -156,8 +174,8 @@ def test_esql_comes_from_the_modules_schema_other_files_and_path_libraries(conve
             "uses": ["orders.SHOP_NAME", "common.Priority"],
         }
     ]
-    # the assembled module compiles: the flow would deploy
-    assert report.problems == []
+    # the assembled module compiles: only the unsupported node stops the flow deploying
+    assert [p["node"] for p in report.problems] == ["FCMComposite_1_5"]
 
 
 def test_a_missing_module_and_unmappable_values_are_reported() -> None:
