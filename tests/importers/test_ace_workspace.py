@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ace_flows import flow_using
 from flowbroker.importers.ace import Workspace, import_workspace, mqsc, xmi
 from flowbroker.importers.ace.esql import EsqlIndex, split
 
@@ -375,3 +376,50 @@ def test_a_zip_of_one_projects_folders_keeps_the_broker_schema_in_the_names() ->
     assert result.report.projects == ["workspace"]
     assert [f.name for f in result.report.flows] == ["common.Stamp"]
     assert result.report.flows[0].esql_resolved[0]["source"] == "workspace/common/Stamp.esql:3"
+
+
+def test_a_cycle_of_subflows_is_a_positioned_error_and_none_of_it_is_converted(tmp_path: Path) -> None:
+    app = tmp_path / "Loop" / "loop"
+    app.mkdir(parents=True)
+    (app / "A.subflow").write_text(flow_using(["loop/B.subflow"], "loop/A.subflow"))
+    (app / "B.subflow").write_text(flow_using(["loop/A.subflow"], "loop/B.subflow"))
+    (app / "Main.msgflow").write_text(flow_using(["loop/A.subflow"], "loop/Main.msgflow"))
+    (app / "Alone.subflow").write_text(flow_using([], "loop/Alone.subflow"))
+    result = import_workspace(Workspace.from_dirs([tmp_path / "Loop"]))
+    assert result.report.errors == [
+        {
+            "file": "Loop/loop/A.subflow",
+            "line": 5,
+            "column": 7,
+            "message": "Loop/loop/A.subflow:5:7: subflow cycle: loop.A uses loop.B uses loop.A; "
+            "a flow cannot contain itself",
+        }
+    ]
+    # nothing of the cycle, nor the flow using it, is converted; the unrelated subflow is
+    assert [d["name"] for d in result.documents] == ["loop.Alone"]
+    outcomes = {f.name: (f.outcome, [p["message"] for p in f.problems]) for f in result.report.flows}
+    assert outcomes["loop.B"] == ("refused", ["takes part in a cycle of subflow references (see errors)"])
+    assert outcomes["loop.Main"] == (
+        "refused",
+        ["node 'use loop/A.subflow' uses subflow loop.A, which is not imported"],
+    )
+
+
+def test_a_flow_whose_subflow_cannot_be_read_is_not_converted(tmp_path: Path) -> None:
+    app = tmp_path / "App" / "app"
+    app.mkdir(parents=True)
+    (app / "Main.msgflow").write_text(flow_using(["app/Sub.subflow"], "app/Main.msgflow"))
+    (app / "Sub.subflow").write_text("<ecore:EPackage")  # a later file that fails
+    result = import_workspace(Workspace.from_dirs([tmp_path / "App"]))
+    assert [e["file"] for e in result.report.errors] == ["App/app/Sub.subflow"]
+    assert result.documents == []
+    (main,) = result.report.flows
+    assert (main.outcome, main.problems) == (
+        "refused",
+        [
+            {
+                "pointer": "",
+                "message": "node 'use app/Sub.subflow' uses subflow app.Sub, which is not imported",
+            }
+        ],
+    )

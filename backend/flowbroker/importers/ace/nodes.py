@@ -103,6 +103,8 @@ class Mapping:
     unsupported_when: dict[str, dict[str, str]] = field(default_factory=dict)
     #: per-type reasons for dropping an attribute, before the general ones of DROP_REASONS
     reasons: dict[str, str] = field(default_factory=dict)
+    #: ACE terminal (``OutTerminal.EOD``) → the flowbroker terminal, where the names differ
+    terminals: dict[str, str] = field(default_factory=dict)
 
 
 _CLIENT = "this node reaches only its broker's queue manager (no client connection or remote queue manager)"
@@ -366,8 +368,10 @@ MAPPINGS: dict[str, Mapping] = {
             "fileExclusionPattern": "files are selected by the name pattern alone",
             "includeSubdirectories": "only the directory itself is polled",
             "remoteTransferType": "no remote (FTP/SFTP) transfer: the directory is read locally",
-            "fileFtp": "no remote (FTP/SFTP) transfer: the directory is read locally",
+            "fileFtpServer": "no remote (FTP/SFTP) transfer: the directory is read locally",
+            "fileFtpUser": "no remote (FTP/SFTP) transfer: the directory is read locally",
         },
+        terminals={"OutTerminal.EOD": "endOfData"},
     ),
     "ComIbmFileOutput.msgnode": Mapping(
         "FileOutput",
@@ -410,6 +414,7 @@ MAPPINGS: dict[str, Mapping] = {
             "fileFtpUser": "no remote (FTP/SFTP) transfer: the file is written locally",
             "fileFtpDirectory": "no remote (FTP/SFTP) transfer: the file is written locally",
         },
+        terminals={"InTerminal.EOD": "finish", "OutTerminal.EOD": "endOfData"},
     ),
     "ComIbmTimeoutNotification.msgnode": Mapping(
         "TimeoutNotification",

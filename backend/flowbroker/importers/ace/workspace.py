@@ -392,6 +392,9 @@ class _Converter:
             out_nodes.append(made)
         flow.nodes_mapped = sum(1 for n in out_nodes if n["type"] != UNSUPPORTED)
         connections = []
+        renamed = {
+            n.id: m.terminals for n in parsed.nodes if (m := nodes.MAPPINGS.get(n.namespace)) is not None
+        }
         seen: set[tuple[str, str, str, str]] = set()
         for conn in parsed.connections:
             ends = (f"{conn.source}.{conn.source_terminal}", f"{conn.target}.{conn.target_terminal}")
@@ -403,9 +406,11 @@ class _Converter:
                 continue
             key = (
                 ids[conn.source],
-                nodes.terminal(conn.source_terminal),
+                renamed.get(conn.source, {}).get(conn.source_terminal)
+                or nodes.terminal(conn.source_terminal),
                 ids[conn.target],
-                nodes.terminal(conn.target_terminal),
+                renamed.get(conn.target, {}).get(conn.target_terminal)
+                or nodes.terminal(conn.target_terminal),
             )
             if key in seen:
                 continue
