@@ -30,4 +30,5 @@ export const ICON_GLYPHS: Record<string, string> = {
   'file-in': '⎗',
   'file-out': '⎘',
   timer: '◷',
+  unsupported: '⊘',
 };
