@@ -79,7 +79,13 @@ describe('flow documents', () => {
       ['out', 'out'],
       ['alternate', 'out'],
     ]);
-    expect(validateCanvas(SPECS, nodes, edges).filter((p) => p.connection)).toEqual([]);
+    expect(validateCanvas(SPECS, nodes, edges)).toEqual([
+      {
+        node: 'j1',
+        property: null,
+        message: "node 'Enrich' is an unsupported ACE node (ComIbmJavaCompute): replace it before deploying",
+      },
+    ]);
     const check = (sourceHandle: string, targetHandle: string) =>
       connectionProblem(SPECS, nodes, [], { source: 't1', sourceHandle, target: 'j1', targetHandle });
     expect(check('out', 'in')).toBeNull();

@@ -234,6 +234,15 @@ export function validateCanvas(specs: SpecIndex, nodes: FlowCanvasNode[], edges:
       const message = propertyProblem(p, node.data.properties[p.name]);
       if (message) found.push({ node: node.id, property: p.name, message });
     }
+    if (spec.extra?.placeholder === true) {
+      // saved as it is, refused on deploy (the server says the same): the gap must show
+      const original = String(node.data.properties.originalType ?? '') || 'unknown type';
+      found.push({
+        node: node.id,
+        property: null,
+        message: `node '${node.data.name}' is an unsupported ACE node (${original}): replace it before deploying`,
+      });
+    }
     if (names.has(node.data.name)) found.push({ node: node.id, property: null, message: `name ${node.data.name} is also used by another node` });
     names.set(node.data.name, node.id);
   }
