@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     esql_cpu_limit_ms: int = Field(default=5000, ge=0)
     #: Largest character string or BLOB one node invocation's ESQL may build, unless the flow says.
     esql_memory_limit_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    #: Most files, and most bytes once uncompressed, read from a workspace zip POSTed to /api/imports/ace.
+    ace_import_max_files: int = Field(default=20_000, ge=1)
+    ace_import_max_bytes: int = Field(default=128 * 1024 * 1024, ge=1024)
     #: Most attributes on one element of an XML, XMLNS or XMLNSC message (0: no limit).
     xml_max_attributes: int = Field(default=10_000, ge=0)
     #: Most elements in one XML, XMLNS or XMLNSC message (0: no limit).

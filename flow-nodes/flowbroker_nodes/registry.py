@@ -38,6 +38,7 @@ NODE_MODULES: tuple[str, ...] = (
     "http_input",
     "http_reply",
     "http_request",
+    "unsupported",
 )
 
 

@@ -76,7 +76,14 @@ class NodeSpec:
 
         ``extra["outputTerminalsFrom"]`` = ``{"property": table, "key": column}`` says where.
         """
-        where = self.extra.get("outputTerminalsFrom")
+        return self._derived("outputTerminalsFrom", properties)
+
+    def derived_inputs(self, properties: dict[str, Any]) -> tuple[str, ...]:
+        """Input terminals a node names in its own properties, where ``extra["inputTerminalsFrom"]`` says."""
+        return self._derived("inputTerminalsFrom", properties)
+
+    def _derived(self, extra: str, properties: dict[str, Any]) -> tuple[str, ...]:
+        where = self.extra.get(extra)
         if not isinstance(where, dict):
             return ()
         rows = properties.get(str(where.get("property")))

@@ -13,6 +13,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
+from ace_flows import flow_using
 from flowbroker.api.app import create_app
 from flowbroker.importers.ace.workspace import zip_dirs
 from flowbroker.repository import db
@@ -72,6 +73,7 @@ def test_a_developer_imports_flows_and_subflows_once(api: Any) -> None:
         "Compute",
         "Subflow",
         "MQOutput",
+        "Unsupported",
         "Trace",
     ]
     again = _post(api, "dev", data).json()
@@ -109,6 +111,111 @@ def test_a_viewer_may_not_import_and_garbage_is_a_bad_request(api: Any) -> None:
     assert bad.status_code == 400
     assert bad.json()["code"] == "bad_workspace"
     assert bad.json()["message"] == "not a zip archive: File is not a zip file"
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def small_api(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[TestClient, dict[str, dict[str, str]]]]:
+    """The API with bounds on what an uploaded workspace may expand to: 64 KiB and 8 files."""
+    data: Path = tmp_path_factory.mktemp("ace-import-bounds")
+    app = create_app(
+        Settings(  # type: ignore[call-arg]
+            data=data,
+            database_url=f"sqlite:///{data / 'config.db'}",
+            ace_import_max_bytes=64 * 1024,
+            ace_import_max_files=8,
+        )
+    )
+    with db.session_scope(app.state.session_factory) as session:
+        users.ensure_admin(session, PASSWORD)
+    client = TestClient(app)
+    token = client.post("/api/auth/login", json={"username": "admin", "password": PASSWORD}).json()
+    yield client, {"admin": {"Authorization": f"Bearer {token['accessToken']}"}}
+    client.close()
+    app.state.engine.dispose()
+
+
+def _flow_names(api: Any) -> list[str]:
+    client, headers = api
+    return sorted(f["name"] for f in client.get("/api/flows", headers=headers["admin"]).json())
+
+
+def test_a_zip_bomb_is_refused_before_anything_is_written(small_api: Any) -> None:
+    real = (FIXTURES / "nodes" / "Shipping" / "shipping" / "Heartbeat.msgflow").read_bytes()
+    # a few KiB on the wire, 16 MiB once expanded: refused as the member is expanded
+    bomb = _zip(
+        {"App/shipping/Heartbeat.msgflow": real, "App/shipping/Zeros.esql": b"\0" * (16 * 1024 * 1024)}
+    )
+    assert len(bomb) < 64 * 1024
+    refused = _post(small_api, "admin", bomb, "?queues=false")
+    assert refused.status_code == 413, refused.text
+    assert refused.json()["code"] == "workspace_too_large"
+    assert refused.json()["message"] == (
+        "App/shipping/Zeros.esql: the archive expands to more than 65536 bytes of sources; at most that many "
+        "are read (FLOWBROKER_ACE_IMPORT_MAX_BYTES)"
+    )
+    many = _zip({f"App/f{i}.esql": b"" for i in range(9)})
+    refused = _post(small_api, "admin", many, "?queues=false")
+    assert refused.status_code == 413
+    assert refused.json()["message"] == (
+        "the archive holds 9 files; at most 8 are read (FLOWBROKER_ACE_IMPORT_MAX_FILES)"
+    )
+    assert _flow_names(small_api) == []
+    # within the bounds the same flow is imported
+    fine = _post(small_api, "admin", _zip({"App/shipping/Heartbeat.msgflow": real}), "?queues=false")
+    assert fine.status_code == 200, fine.text
+    assert _flow_names(small_api) == ["App.shipping.Heartbeat"]
+
+
+def test_flows_are_stored_all_or_nothing_each_with_the_subflows_they_use(api: Any) -> None:
+    """A flow is stored only with every subflow it uses; the rest of the workspace still is."""
+    files = {
+        "Loop/.project": b"<projectDescription><name>Loop</name></projectDescription>",
+        "Loop/loop/A.subflow": flow_using(["loop/B.subflow"], "loop/A.subflow").encode(),
+        "Loop/loop/B.subflow": flow_using(["loop/A.subflow"], "loop/B.subflow").encode(),
+        "Loop/loop/UsesLoop.msgflow": flow_using(["loop/A.subflow"], "loop/UsesLoop.msgflow").encode(),
+        "Loop/loop/Main.msgflow": flow_using(["loop/Sub.subflow"], "loop/Main.msgflow").encode(),
+        "Loop/loop/Sub.subflow": flow_using(["loop/Leaf.subflow"], "loop/Sub.subflow").encode(),
+        # a subflow two levels down that cannot be saved (a Filter node without its module)
+        "Loop/loop/Leaf.subflow": flow_using([], "loop/Leaf.subflow")
+        .replace(
+            "<composition>",
+            '<composition><nodes xmlns:f="ComIbmFilter.msgnode" xmi:type="f:FCMComposite_1" xmi:id="F1"/>',
+        )
+        .encode(),
+        "Loop/loop/Alone.subflow": flow_using([], "loop/Alone.subflow").encode(),
+    }
+    before = _flow_names(api)
+    body = _post(api, "admin", _zip(files), "?queues=false").json()
+    assert [(e["file"], e["line"]) for e in body["errors"]] == [("Loop/loop/A.subflow", 5)]
+    outcomes = {f["name"]: f["outcome"] for f in body["flows"]}
+    assert outcomes == {
+        "loop.A": "refused",
+        "loop.B": "refused",
+        "loop.UsesLoop": "refused",
+        "loop.Leaf": "refused",
+        "loop.Sub": "refused",
+        "loop.Main": "refused",
+        "loop.Alone": "created",
+    }
+    main = next(f for f in body["flows"] if f["name"] == "loop.Main")
+    assert main["problems"][-1] == {
+        "pointer": "",
+        "message": "node 'use loop/Sub.subflow' uses subflow loop.Sub, which is not imported",
+    }
+    assert _flow_names(api) == sorted([*before, "loop.Alone"])
 
 
 @pytest.fixture(scope="module")

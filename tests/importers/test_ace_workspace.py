@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ace_flows import flow_using
 from flowbroker.importers.ace import Workspace, import_workspace, mqsc, xmi
 from flowbroker.importers.ace.esql import EsqlIndex, split
 
@@ -40,6 +41,7 @@ def test_nodes_terminals_names_and_positions_come_across(converted: Any) -> None
         ("Compute", "Enrich"),
         ("Subflow", "Stamp"),
         ("MQOutput", "Orders out"),
+        ("Unsupported", "Check stock"),
         ("Trace", "Log failure"),
     ]
     # spread out: the designer's boxes are wider than the Toolkit's icons
@@ -52,6 +54,7 @@ def test_nodes_terminals_names_and_positions_come_across(converted: Any) -> None
         ("FCMComposite_1_1", "out", "FCMComposite_1_2", "in"),
         ("FCMComposite_1_2", "out", "FCMComposite_1_3", "Input"),
         ("FCMComposite_1_3", "Output", "FCMComposite_1_4", "in"),
+        ("FCMComposite_1_2", "out1", "FCMComposite_1_5", "in"),
         ("FCMComposite_1_1", "catch", "FCMComposite_1_6", "in"),
     }
 
@@ -119,7 +122,21 @@ def test_a_subflow_instance_names_the_subflow_flow_whose_input_and_output_are_te
     assert _flow_report(converted, "common.Stamp").kind == "subflow"
 
 
-def test_an_unsupported_node_is_left_out_and_reported_with_its_connections(converted: Any) -> None:
+def test_an_unsupported_node_is_kept_in_place_with_its_attributes_and_connections(converted: Any) -> None:
+    router = _doc(converted, "orders.OrderRouter")
+    check = _node(router, "Check stock")
+    assert check == {
+        "type": "Unsupported",
+        "name": "Check stock",
+        "id": "FCMComposite_1_5",
+        "position": {"x": 576, "y": 384},
+        "properties": {
+            "originalType": "ComIbmWSRequest",
+            "originalAttributes": {"URLSpecifier": "http://stock.example/check"},
+            "inputTerminals": [{"name": "in"}],
+            "outputTerminals": [],
+        },
+    }
     report = _flow_report(converted, "orders.OrderRouter")
     assert report.outcome == "partial"
     assert (report.nodes_total, report.nodes_mapped) == (6, 5)
@@ -132,10 +149,12 @@ def test_an_unsupported_node_is_left_out_and_reported_with_its_connections(conve
             "line": 41,
         }
     ]
-    assert [(c["from"], c["reason"]) for c in report.dropped_connections] == [
-        ("FCMComposite_1_2.OutTerminal.out1", "node FCMComposite_1_5 was not imported")
+    assert report.dropped_connections == []
+    assert "Unsupported nodes to replace before deploying: Check stock (WSRequest)." in router["description"]
+    # the flow saves (the import stores it) but would not deploy until the node is replaced
+    assert [p["message"] for p in report.problems] == [
+        "node 'Check stock' is an unsupported ACE node (ComIbmWSRequest): replace it before deploying"
     ]
-    assert "Omitted nodes: Check stock (WSRequest)." in _doc(converted, "orders.OrderRouter")["description"]
     assert converted.report.summary()["unsupportedNodeTypes"] == {"WSRequest": 1}
 
 
@@ -156,8 +175,8 @@ def test_esql_comes_from_the_modules_schema_other_files_and_path_libraries(conve
             "uses": ["orders.SHOP_NAME", "common.Priority"],
         }
     ]
-    # the assembled module compiles: the flow would deploy
-    assert report.problems == []
+    # the assembled module compiles: only the unsupported node stops the flow deploying
+    assert [p["node"] for p in report.problems] == ["FCMComposite_1_5"]
 
 
 def test_a_missing_module_and_unmappable_values_are_reported() -> None:
@@ -357,3 +376,50 @@ def test_a_zip_of_one_projects_folders_keeps_the_broker_schema_in_the_names() ->
     assert result.report.projects == ["workspace"]
     assert [f.name for f in result.report.flows] == ["common.Stamp"]
     assert result.report.flows[0].esql_resolved[0]["source"] == "workspace/common/Stamp.esql:3"
+
+
+def test_a_cycle_of_subflows_is_a_positioned_error_and_none_of_it_is_converted(tmp_path: Path) -> None:
+    app = tmp_path / "Loop" / "loop"
+    app.mkdir(parents=True)
+    (app / "A.subflow").write_text(flow_using(["loop/B.subflow"], "loop/A.subflow"))
+    (app / "B.subflow").write_text(flow_using(["loop/A.subflow"], "loop/B.subflow"))
+    (app / "Main.msgflow").write_text(flow_using(["loop/A.subflow"], "loop/Main.msgflow"))
+    (app / "Alone.subflow").write_text(flow_using([], "loop/Alone.subflow"))
+    result = import_workspace(Workspace.from_dirs([tmp_path / "Loop"]))
+    assert result.report.errors == [
+        {
+            "file": "Loop/loop/A.subflow",
+            "line": 5,
+            "column": 7,
+            "message": "Loop/loop/A.subflow:5:7: subflow cycle: loop.A uses loop.B uses loop.A; "
+            "a flow cannot contain itself",
+        }
+    ]
+    # nothing of the cycle, nor the flow using it, is converted; the unrelated subflow is
+    assert [d["name"] for d in result.documents] == ["loop.Alone"]
+    outcomes = {f.name: (f.outcome, [p["message"] for p in f.problems]) for f in result.report.flows}
+    assert outcomes["loop.B"] == ("refused", ["takes part in a cycle of subflow references (see errors)"])
+    assert outcomes["loop.Main"] == (
+        "refused",
+        ["node 'use loop/A.subflow' uses subflow loop.A, which is not imported"],
+    )
+
+
+def test_a_flow_whose_subflow_cannot_be_read_is_not_converted(tmp_path: Path) -> None:
+    app = tmp_path / "App" / "app"
+    app.mkdir(parents=True)
+    (app / "Main.msgflow").write_text(flow_using(["app/Sub.subflow"], "app/Main.msgflow"))
+    (app / "Sub.subflow").write_text("<ecore:EPackage")  # a later file that fails
+    result = import_workspace(Workspace.from_dirs([tmp_path / "App"]))
+    assert [e["file"] for e in result.report.errors] == ["App/app/Sub.subflow"]
+    assert result.documents == []
+    (main,) = result.report.flows
+    assert (main.outcome, main.problems) == (
+        "refused",
+        [
+            {
+                "pointer": "",
+                "message": "node 'use app/Sub.subflow' uses subflow app.Sub, which is not imported",
+            }
+        ],
+    )

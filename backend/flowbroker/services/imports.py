@@ -3,7 +3,10 @@
 The conversion is :mod:`flowbroker.importers.ace`; this service stores what it made: each flow
 as a new flow or a new version of the flow of that name (unchanged when identical), in one unit
 of work, and each local queue of the MQSC scripts on the queue manager when the caller may
-define queues. A flow whose document does not validate is refused and reported, not stored.
+define queues. Storing is all-or-nothing per flow: a flow whose document does not validate is
+refused and reported, not stored, and so is every flow that uses it as a subflow (at any depth);
+a failure while storing stores nothing of the request. A workspace that holds more files or
+expands to more bytes than the settings allow is refused whole (413) before anything is read.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from flowbroker.importers.ace import Workspace, WorkspaceError, import_workspace
+from flowbroker.importers.ace.workspace import MAX_BYTES, MAX_FILES, WorkspaceTooLarge, refuse_dependents
 from flowbroker.repository.models import Flow, FlowVersion
 from flowbroker.services import audit, flows, queues, validation
 from flowbroker.services.errors import Invalid, ServiceError, problem
@@ -25,9 +29,16 @@ class BadWorkspace(Invalid):
     code = "bad_workspace"
 
 
-def read_zip(data: bytes) -> Workspace:
+class WorkspaceTooBig(Invalid):
+    status_code = 413
+    code = "workspace_too_large"
+
+
+def read_zip(data: bytes, *, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> Workspace:
     try:
-        return Workspace.from_zip(data)
+        return Workspace.from_zip(data, max_files=max_files, max_bytes=max_bytes)
+    except WorkspaceTooLarge as exc:
+        raise WorkspaceTooBig(str(exc), [problem("", str(exc))]) from None
     except WorkspaceError as exc:
         raise BadWorkspace(str(exc), [problem("", str(exc))]) from None
 
@@ -39,23 +50,26 @@ def import_ace(
     *,
     queue_manager: Path | None,
     lookup: validation.SpecLookup | None = None,
+    max_files: int = MAX_FILES,
+    max_bytes: int = MAX_BYTES,
 ) -> dict[str, Any]:
     """Convert the zipped workspace ``data`` and store its flows (and queues, given ``queue_manager``).
 
     ``queue_manager`` is the data directory of the queue manager to define queues on; ``None``
     leaves them undefined (the caller may not define queues), which the report says.
     """
-    converted = import_workspace(read_zip(data))
+    converted = import_workspace(read_zip(data, max_files=max_files, max_bytes=max_bytes))
     report = converted.report
     by_name = {f.name: f for f in report.flows}
     stored: list[dict[str, Any]] = []
+    invalid: set[str] = set()
     for document in converted.documents:
-        entry = by_name[document["name"]]
         found = validation.problems(document, lookup)
         if found:
-            entry.outcome = "refused"
-            entry.problems = [dict(p) for p in found]
-            continue
+            invalid.add(document["name"])
+            by_name[document["name"]].problems = [dict(p) for p in found]
+    for document in refuse_dependents(converted.documents, report, dict.fromkeys(invalid, "")):
+        entry = by_name[document["name"]]
         entry.outcome, entry.version = _store(session, actor, document)
         stored.append({"name": entry.name, "version": entry.version, "outcome": entry.outcome})
     audit.record(session, actor, "import.ace", "ace", {"flows": stored, "summary": report.summary()})

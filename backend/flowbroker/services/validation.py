@@ -72,7 +72,13 @@ def problems(document: Any, lookup: SpecLookup | None = None) -> list[dict[str, 
     check_text(document, "", found)
     _check_flow_properties(document.get("properties", {}), found)
     specs = _check_nodes(document.get("nodes"), lookup, found)
-    _check_connections(document.get("connections", []), specs, found, _derived_outputs(document, specs))
+    _check_connections(
+        document.get("connections", []),
+        specs,
+        found,
+        _derived(document, specs, NodeSpec.derived_outputs),
+        _derived(document, specs, NodeSpec.derived_inputs),
+    )
     found.extend(configuration_problems(document, lookup, {p["pointer"] for p in found}))
     return found
 
@@ -81,7 +87,9 @@ def configuration_problems(document: Any, lookup: SpecLookup, known: set[str]) -
     """What each well-formed node's ``prepare`` refuses, named by pointer, node, property, line, column.
 
     ``known`` holds the pointers already reported, whose nodes' configuration is not judged again.
-    Subflow nodes are checked when the flow is compiled, with the subflows it names.
+    Subflow nodes are checked when the flow is compiled, with the subflows it names; a placeholder
+    (``extra["placeholder"]``: a node of another product's type, kept by an import) is saved as
+    it is and refused only when the flow is compiled for a deployment.
     """
     from flowbroker_nodes import registry
     from flowbroker_nodes.base import DeployProblem
@@ -94,7 +102,8 @@ def configuration_problems(document: Any, lookup: SpecLookup, known: set[str]) -
             continue
         type_name = str(node.get("type"))
         module = registry.modules().get(type_name)
-        if module is None or type_name == "Subflow" or lookup(type_name) is None:
+        spec = lookup(type_name)
+        if module is None or type_name == "Subflow" or spec is None or spec.extra.get("placeholder"):
             continue
         node_id = str(node.get("id", ""))
         try:
@@ -266,10 +275,12 @@ def _property_problem(prop: Property, value: Any) -> str | None:
     return None
 
 
-def _derived_outputs(
-    document: dict[str, Any], specs: dict[str, NodeSpec | None]
+def _derived(
+    document: dict[str, Any],
+    specs: dict[str, NodeSpec | None],
+    terminals: Callable[[NodeSpec, dict[str, Any]], tuple[str, ...]],
 ) -> dict[str, tuple[str, ...]]:
-    """Node id → the output terminals its properties name (see ``NodeSpec.derived_outputs``)."""
+    """Node id → the terminals its properties name (``NodeSpec.derived_outputs`` or ``derived_inputs``)."""
     derived: dict[str, tuple[str, ...]] = {}
     nodes = document.get("nodes")
     for node in nodes if isinstance(nodes, list) else []:
@@ -277,7 +288,7 @@ def _derived_outputs(
             continue
         spec = specs.get(str(node.get("id")))
         if spec is not None:
-            names = spec.derived_outputs(node["properties"])
+            names = terminals(spec, node["properties"])
             if names:
                 derived[str(node["id"])] = names
     return derived
@@ -288,6 +299,7 @@ def _check_connections(
     specs: dict[str, NodeSpec | None],
     found: list[dict[str, str]],
     derived: dict[str, tuple[str, ...]] | None = None,
+    derived_inputs: dict[str, tuple[str, ...]] | None = None,
 ) -> None:
     if not isinstance(connections, list):
         found.append(problem("/connections", "must be a list"))
@@ -322,8 +334,8 @@ def _check_connections(
             if spec is not None and not spec.dynamic_terminals:
                 terminals = spec.outputs if direction == "outputs" else spec.inputs
                 names = [t.name for t in terminals]
-                if direction == "outputs":
-                    names += [n for n in (derived or {}).get(node_id, ()) if n not in names]
+                extra = (derived if direction == "outputs" else derived_inputs) or {}
+                names += [n for n in extra.get(node_id, ()) if n not in names]
                 if terminal not in names:
                     kind = "output" if direction == "outputs" else "input"
                     choices = ", ".join(names) or "none"

@@ -1,4 +1,4 @@
-/** The report of an ACE / IIB workspace import: what each flow became, what was left out, what failed. */
+/** The report of an ACE / IIB workspace import: what each flow became, what is to replace, what failed. */
 import type { Schemas } from '../api/client';
 
 export interface AceFlowLine {
@@ -7,7 +7,7 @@ export interface AceFlowLine {
   outcome: string;
   mapped: number;
   total: number;
-  /** one line per node left out, per ESQL module not found and per problem that stops a deploy */
+  /** one line per unsupported node (kept as a placeholder), per ESQL module not found and per problem that stops a deploy */
   notes: string[];
 }
 
@@ -40,7 +40,7 @@ export function aceReportView(report: Schemas['AceImportOut']): AceReportView {
     mapped: Number(f.nodesMapped ?? 0),
     total: Number(f.nodesTotal ?? 0),
     notes: [
-      ...rows(f.unsupportedNodes).map((n) => `left out ${text(n.node)} (${text(n.type)}): ${text(n.reason)}`),
+      ...rows(f.unsupportedNodes).map((n) => `to replace ${text(n.node)} (${text(n.type)}): ${text(n.reason)}`),
       ...rows(f.esqlMissing).map((m) => `ESQL: ${text(m.reason)}`),
       ...rows(f.problems).map((p) => `problem: ${text(p.message)}`),
     ],

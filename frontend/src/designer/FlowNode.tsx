@@ -30,7 +30,12 @@ function FlowNodeView({ id, data, selected }: NodeProps<FlowCanvasNode>) {
           </span>
         )}
       </div>
-      <div className="fb-node-type">{spec?.label ?? `${data.type} (unknown type)`}</div>
+      <div className="fb-node-type">
+        {spec?.label ?? `${data.type} (unknown type)`}
+        {spec?.extra?.placeholder === true && typeof data.properties.originalType === 'string'
+          ? `: ${data.properties.originalType}`
+          : ''}
+      </div>
       {inputs.map((t, i) => (
         <Handle
           key={`in-${t.name}`}

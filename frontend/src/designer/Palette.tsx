@@ -14,6 +14,8 @@ export function Palette({ onAdd, disabled }: { onAdd: (spec: NodeSpec) => void; 
     const needle = search.trim().toLowerCase();
     const byCategory = new Map<string, NodeSpec[]>();
     for (const spec of Object.values(specs)) {
+      // a placeholder (an imported node of a type flowbroker lacks) is drawn, never added
+      if (spec.extra?.placeholder === true) continue;
       const hay = `${spec.type} ${spec.label} ${spec.category} ${spec.description}`.toLowerCase();
       if (needle && !hay.includes(needle)) continue;
       byCategory.set(spec.category, [...(byCategory.get(spec.category) ?? []), spec]);

@@ -44,13 +44,13 @@ const report = {
 };
 
 describe('the ACE import report', () => {
-  it('says per flow what was left out, missing or refused', () => {
+  it('says per flow what is to replace, missing or refused', () => {
     const view = aceReportView(report);
     expect(view.headline).toBe(
       '2 flows, 8/9 nodes mapped (88.9%), 2 ESQL modules resolved, 1 missing; not supported: WSRequest ×1',
     );
     expect(view.flows.map((f) => [f.name, f.outcome, f.notes])).toEqual([
-      ['orders.OrderRouter', 'created', ['left out Check stock (WSRequest): no flowbroker node type yet']],
+      ['orders.OrderRouter', 'created', ['to replace Check stock (WSRequest): no flowbroker node type yet']],
       [
         'billing.Invoices',
         'refused',

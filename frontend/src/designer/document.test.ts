@@ -53,6 +53,45 @@ describe('flow documents', () => {
     expect(check('small')).toBe('Route has no output terminal small');
   });
 
+  it('draws an Unsupported node with the terminals of the imported node it stands for', () => {
+    const imported = parseDocument({
+      name: 'U',
+      nodes: [
+        {
+          id: 'j1',
+          type: 'Unsupported',
+          name: 'Enrich',
+          properties: {
+            originalType: 'ComIbmJavaCompute',
+            originalAttributes: { javaClass: 'com.example.Enrich' },
+            inputTerminals: [{ name: 'in' }],
+            outputTerminals: [{ name: 'out' }, { name: 'alternate' }],
+          },
+        },
+        { id: 't1', type: 'Trace', name: 'T', properties: {} },
+      ],
+      connections: [{ from: { node: 'j1', terminal: 'alternate' }, to: { node: 't1', terminal: 'in' } }],
+    });
+    const { nodes, edges } = toCanvas(imported);
+    const terminals = terminalsOf(SPECS, nodes[0].data);
+    expect(terminals.inputs.map((t) => [t.name, t.kind])).toEqual([['in', 'in']]);
+    expect(terminals.outputs.map((t) => [t.name, t.kind])).toEqual([
+      ['out', 'out'],
+      ['alternate', 'out'],
+    ]);
+    expect(validateCanvas(SPECS, nodes, edges)).toEqual([
+      {
+        node: 'j1',
+        property: null,
+        message: "node 'Enrich' is an unsupported ACE node (ComIbmJavaCompute): replace it before deploying",
+      },
+    ]);
+    const check = (sourceHandle: string, targetHandle: string) =>
+      connectionProblem(SPECS, nodes, [], { source: 't1', sourceHandle, target: 'j1', targetHandle });
+    expect(check('out', 'in')).toBeNull();
+    expect(check('out', 'other')).toBe('Unsupported has no input terminal other');
+  });
+
   it('lists missing required properties and malformed values per node', () => {
     const { nodes, edges } = toCanvas(doc);
     const found = validateCanvas(SPECS, nodes, edges);

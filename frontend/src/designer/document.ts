@@ -128,9 +128,11 @@ export function terminalsOf(specs: SpecIndex, data: FlowNodeData): { inputs: Ter
   if (!spec) return { inputs: [], outputs: [] };
   if (!spec.dynamicTerminals) {
     const derived = derivedOutputs(spec, data.properties);
-    if (!derived.length) return { inputs: spec.inputs, outputs: spec.outputs };
+    const derivedIn = derivedTerminals(spec, data.properties, 'inputTerminalsFrom', 'in');
+    const inputs = derivedIn.length ? [...spec.inputs, ...derivedIn] : spec.inputs;
+    if (!derived.length) return { inputs, outputs: spec.outputs };
     const failure = spec.outputs.filter((t) => t.kind === 'failure');
-    return { inputs: spec.inputs, outputs: [...spec.outputs.filter((t) => t.kind !== 'failure'), ...derived, ...failure] };
+    return { inputs, outputs: [...spec.outputs.filter((t) => t.kind !== 'failure'), ...derived, ...failure] };
   }
   const roles = subflowTypes(specs);
   const flow = data.properties.flow as { nodes?: FlowNodeDoc[] } | undefined;
@@ -162,17 +164,31 @@ export function terminalsOf(specs: SpecIndex, data: FlowNodeData): { inputs: Ter
  * its spec's `extra.outputTerminalsFrom` ({property, key}) says; the backend accepts the same.
  */
 export function derivedOutputs(spec: NodeSpec, properties: Record<string, unknown>): Terminal[] {
-  const where = spec.extra?.outputTerminalsFrom as { property?: unknown; key?: unknown } | undefined;
+  return derivedTerminals(spec, properties, 'outputTerminalsFrom', 'out');
+}
+
+/**
+ * Terminals a node names in its own properties, where its spec's `extra[from]` ({property, key})
+ * says: `outputTerminalsFrom` (a Route node's rows) or `inputTerminalsFrom` (an Unsupported
+ * node's, which keeps the terminals of the imported node it stands for).
+ */
+export function derivedTerminals(
+  spec: NodeSpec,
+  properties: Record<string, unknown>,
+  from: 'outputTerminalsFrom' | 'inputTerminalsFrom',
+  kind: 'in' | 'out',
+): Terminal[] {
+  const where = spec.extra?.[from] as { property?: unknown; key?: unknown } | undefined;
   if (!where || typeof where.property !== 'string' || typeof where.key !== 'string') return [];
   const rows = properties[where.property];
   if (!Array.isArray(rows)) return [];
-  const seen = new Set(spec.outputs.map((t) => t.name));
+  const seen = new Set((kind === 'out' ? spec.outputs : spec.inputs).map((t) => t.name));
   const found: Terminal[] = [];
   for (const row of rows as unknown[]) {
     const name = row && typeof row === 'object' ? (row as Record<string, unknown>)[where.key] : undefined;
     if (typeof name === 'string' && name && !seen.has(name)) {
       seen.add(name);
-      found.push({ name, kind: 'out', label: name });
+      found.push({ name, kind, label: name });
     }
   }
   return found;
@@ -217,6 +233,15 @@ export function validateCanvas(specs: SpecIndex, nodes: FlowCanvasNode[], edges:
     for (const p of spec.properties) {
       const message = propertyProblem(p, node.data.properties[p.name]);
       if (message) found.push({ node: node.id, property: p.name, message });
+    }
+    if (spec.extra?.placeholder === true) {
+      // saved as it is, refused on deploy (the server says the same): the gap must show
+      const original = String(node.data.properties.originalType ?? '') || 'unknown type';
+      found.push({
+        node: node.id,
+        property: null,
+        message: `node '${node.data.name}' is an unsupported ACE node (${original}): replace it before deploying`,
+      });
     }
     if (names.has(node.data.name)) found.push({ node: node.id, property: null, message: `name ${node.data.name} is also used by another node` });
     names.set(node.data.name, node.id);

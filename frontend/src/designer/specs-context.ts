@@ -33,4 +33,5 @@ export const ICON_GLYPHS: Record<string, string> = {
   'http-in': '⇲',
   'http-out': '⇱',
   'http-request': '⇄',
+  unsupported: '⊘',
 };

@@ -64,4 +64,6 @@ async def import_ace(
         data,
         queue_manager=settings.data if may_define else None,
         lookup=request.app.state.node_lookup,
+        max_files=settings.ace_import_max_files,
+        max_bytes=settings.ace_import_max_bytes,
     )

@@ -8,11 +8,14 @@ behaves as the ACE one did even where flowbroker's own default differs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 Converter = Callable[[str], Any]
+#: Converts one row of a table property (a child element's attributes) to the flowbroker row.
+RowConverter = Callable[[dict[str, str]], dict[str, Any]]
 
 
 class Unconvertible(ValueError):
@@ -48,6 +51,38 @@ def choice(table: dict[str, str]) -> Converter:
     return convert
 
 
+def seconds_to_ms(value: str) -> int:
+    return integer(value) * 1000
+
+
+def tree_location(value: str) -> str:
+    """ACE's ``$OutputRoot/XMLNSC/reply`` location → ``OutputRoot.XMLNSC.reply``."""
+    path = value.strip().removeprefix("$")
+    steps = path.replace(".", "/").split("/")
+    if not path or not all(re.match(r"^[A-Za-z_][A-Za-z0-9_-]*$", s) for s in steps):
+        raise Unconvertible(f"location {value!r} is not a plain path of element names")
+    return ".".join(steps)
+
+
+def route_row(row: dict[str, str]) -> dict[str, Any]:
+    """A Route filter table row: its XPath expression rewritten in ESQL, checked by compiling it."""
+    from flowbroker_nodes import route
+
+    from flowbroker.importers.ace import xpath
+
+    pattern = row.get("filterPattern", "")
+    terminal = row.get("routingOutputTerminal", "")
+    expression = xpath.to_esql(pattern)
+    node = route.Node(
+        "row", "row", {"filterTable": [{"filterPattern": expression, "routingOutputTerminal": terminal}]}
+    )
+    try:
+        node.prepare()
+    except Exception as exc:
+        raise Unconvertible(f"rewritten as {expression!r}, which does not compile: {exc}") from None
+    return {"filterPattern": expression, "routingOutputTerminal": terminal}
+
+
 DOMAINS = choice({d: d for d in ("BLOB", "XMLNSC", "XMLNS", "XML", "JSON", "MRM")} | {"": "BLOB"})
 TRANSACTION = choice({"automatic": "automatic", "yes": "yes", "no": "no"})
 PERSISTENCE = choice({"automatic": "asMessage", "yes": "persistent", "no": "nonPersistent"})
@@ -61,6 +96,15 @@ class Mapping:
     esql: str = ""  # the attribute holding the esql://routine/… reference
     #: ACE attributes with no flowbroker counterpart but no effect worth a warning at their value
     harmless: dict[str, str] = field(default_factory=dict)
+    #: table properties held as child elements: element name → (flowbroker property, row converter)
+    tables: dict[str, tuple[str, RowConverter]] = field(default_factory=dict)
+    #: attribute → value → why a node so configured has no flowbroker counterpart at all (it is
+    #: imported as an Unsupported node rather than as a node that would behave otherwise)
+    unsupported_when: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: per-type reasons for dropping an attribute, before the general ones of DROP_REASONS
+    reasons: dict[str, str] = field(default_factory=dict)
+    #: ACE terminal (``OutTerminal.EOD``) → the flowbroker terminal, where the names differ
+    terminals: dict[str, str] = field(default_factory=dict)
 
 
 _CLIENT = "this node reaches only its broker's queue manager (no client connection or remote queue manager)"
@@ -225,6 +269,169 @@ MAPPINGS: dict[str, Mapping] = {
             "resetMessageFormat": False,
         },
         harmless={"validateMaster": "none", "validateTiming": "deferred"},
+    ),
+    "ComIbmRoute.msgnode": Mapping(
+        "Route",
+        {"distributionMode": ("distributionMode", choice({"all": "all", "first": "first"}))},
+        defaults={"distributionMode": "all", "filterTable": []},
+        tables={"filterTable": ("filterTable", route_row)},
+    ),
+    "ComIbmMQGet.msgnode": Mapping(
+        "MQGet",
+        {
+            "queueName": ("queueName", text),
+            "waitInterval": ("waitInterval", integer),
+            "getWithCorrelID": ("getByCorrelId", boolean),
+            "getWithMessageID": ("getByMessageId", boolean),
+            "transactionMode": ("transactionMode", TRANSACTION),
+            "outputDataLocation": ("outputDataLocation", tree_location),
+            "messageDomainProperty": ("messageDomain", DOMAINS),
+            "messageSetProperty": ("messageSet", text),
+            "messageTypeProperty": ("messageType", text),
+            "messageFormatProperty": ("messageFormat", text),
+        },
+        defaults={
+            "waitInterval": 1000,
+            "getByCorrelId": False,
+            "getByMessageId": False,
+            "transactionMode": "automatic",
+            "outputDataLocation": "OutputRoot",
+            "messageDomain": "BLOB",
+        },
+        harmless={
+            "browse": "false",
+            "inputMQMDLocation": "$InputRoot/MQMD",
+            "inputMQParmsLocation": "$InputLocalEnvironment/MQ/GET",
+            "resultDataLocation": "$ResultRoot",
+            "copyMessage": "none",
+            "copyLocalEnvironment": "copyEntireLocalEnvironment",
+            "generateMode": "message",
+            "validateMaster": "none",
+            "validateTiming": "deferred",
+            "queueManagerName": "",
+        },
+        reasons={
+            "browse": "MQGet cannot browse: it always gets the message destructively",
+            "inputMQMDLocation": "the MQMD whose ids are matched is LocalEnvironment.MQ.GET.MQMD, else the "
+            "input message's",
+            "inputMQParmsLocation": "the get's parameters are read from LocalEnvironment.MQ.GET only",
+            "resultDataLocation": "the whole message got is placed at the output data location",
+            "copyMessage": "the output message is the message got, or a copy of the input message",
+            "copyLocalEnvironment": "the local environment is always copied whole",
+            "generateMode": "the output message is built as the output data location says",
+        },
+    ),
+    "ComIbmFileInput.msgnode": Mapping(
+        "FileInput",
+        {
+            "inputDirectory": ("directory", text),
+            "filenamePattern": ("filePattern", text),
+            "processedFileAction": (
+                "actionOnSuccess",
+                choice(
+                    {
+                        "delete": "delete",
+                        "moveToArchive": "archive",
+                        "addTimeStampAndMoveToArchive": "archiveWithTimestamp",
+                    }
+                ),
+            ),
+            "recordDetection": (
+                "recordDetection",
+                choice({"wholeFile": "wholeFile", "delimited": "delimited"}),
+            ),
+            "pollingInterval": ("pollingInterval", seconds_to_ms),
+            "messageDomainProperty": ("messageDomain", DOMAINS),
+            "messageSetProperty": ("messageSet", text),
+            "messageTypeProperty": ("messageType", text),
+            "messageFormatProperty": ("messageFormat", text),
+        },
+        defaults={
+            "filePattern": "*",
+            "actionOnSuccess": "delete",
+            "recordDetection": "wholeFile",
+            "pollingInterval": 5000,
+            "messageDomain": "BLOB",
+        },
+        harmless={
+            "replaceDuplicateArchives": "true",
+            "fileExclusionPattern": "",
+            "includeSubdirectories": "false",
+            "componentLevel": "flow",
+            "additionalInstances": "0",
+            "validateMaster": "none",
+            "validateTiming": "deferred",
+            "delimiterType": "lineEnd",
+        },
+        reasons={
+            "replaceDuplicateArchives": "a file archived again always replaces the one of its name",
+            "fileExclusionPattern": "files are selected by the name pattern alone",
+            "includeSubdirectories": "only the directory itself is polled",
+            "remoteTransferType": "no remote (FTP/SFTP) transfer: the directory is read locally",
+            "fileFtpServer": "no remote (FTP/SFTP) transfer: the directory is read locally",
+            "fileFtpUser": "no remote (FTP/SFTP) transfer: the directory is read locally",
+        },
+        terminals={"OutTerminal.EOD": "endOfData"},
+    ),
+    "ComIbmFileOutput.msgnode": Mapping(
+        "FileOutput",
+        {
+            "outputDirectory": ("directory", text),
+            "outputFilename": ("fileName", text),
+            "outputMode": (
+                "outputFileAction",
+                choice(
+                    {
+                        "replace": "replace",
+                        "archiveAndReplace": "archive",
+                        "archiveAndReplaceWithTimestamp": "archive",
+                        "failIfExists": "fail",
+                    }
+                ),
+            ),
+            "recordDefinition": (
+                "recordDefinition",
+                choice({"wholeFile": "wholeFile", "asIs": "unmodifiedData"}),
+            ),
+        },
+        defaults={"outputFileAction": "replace", "recordDefinition": "wholeFile"},
+        harmless={
+            "requestDirectoryLocation": "$LocalEnvironment/Destination/File/Directory",
+            "requestNameLocation": "$LocalEnvironment/Destination/File/Name",
+            "replaceDuplicateArchives": "true",
+            "writeMode": "stageInTransit",
+            "validateMaster": "none",
+            "validateTiming": "deferred",
+        },
+        reasons={
+            "requestDirectoryLocation": "the directory is overridden from LocalEnvironment.Destination.File."
+            "Directory only",
+            "requestNameLocation": "the file name is overridden from LocalEnvironment.Destination.File.Name only",
+            "replaceDuplicateArchives": "an archived file is given a time stamp, never replaced",
+            "writeMode": "a whole file is always staged in mqsitransit, then moved into place",
+            "remoteTransferType": "no remote (FTP/SFTP) transfer: the file is written locally",
+            "fileFtpServer": "no remote (FTP/SFTP) transfer: the file is written locally",
+            "fileFtpUser": "no remote (FTP/SFTP) transfer: the file is written locally",
+            "fileFtpDirectory": "no remote (FTP/SFTP) transfer: the file is written locally",
+        },
+        terminals={"InTerminal.EOD": "finish", "OutTerminal.EOD": "endOfData"},
+    ),
+    "ComIbmTimeoutNotification.msgnode": Mapping(
+        "TimeoutNotification",
+        {
+            "uniqueIdentifier": ("uniqueIdentifier", text),
+            "operationMode": ("operationMode", choice({"automatic": "automatic"})),
+            "timeoutInterval": ("timeoutInterval", integer),
+        },
+        defaults={"operationMode": "automatic", "timeoutInterval": 1},
+        harmless={"transactionMode": "yes", "additionalInstances": "0"},
+        reasons={"transactionMode": "each timeout's message always runs in its own unit of work"},
+        unsupported_when={
+            "operationMode": {
+                "controlled": "controlled operation mode (timeouts set by a TimeoutControl node) is not "
+                "supported; only automatic"
+            }
+        },
     ),
 }
 

@@ -12,9 +12,7 @@ class FlowReport:
     name: str
     source: str  # project/path of the .msgflow or .subflow
     kind: str  # flow or subflow
-    outcome: str = (
-        "converted"  # converted | partial (nodes omitted) | refused; then created/updated/… when stored
-    )
+    outcome: str = "converted"  # converted | partial (Unsupported nodes to replace) | refused; then created/updated/… when stored
     nodes_total: int = 0
     nodes_mapped: int = 0
     unsupported_nodes: list[dict[str, Any]] = field(default_factory=list)

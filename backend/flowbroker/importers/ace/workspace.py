@@ -2,8 +2,15 @@
 
 Flow names follow the broker schema: ``mqsi/Route.subflow`` of any project becomes the flow
 ``mqsi.Route``; a subflow instance in another flow names it with ``{"name": "mqsi.Route"}``.
-A node type flowbroker lacks is left out of the flow, with its connections, and the flow is
-still created ("partial"); the report lists every such node so nothing disappears silently.
+A node type flowbroker lacks becomes an ``Unsupported`` node holding the original type and XMI
+attributes, in its place and with its connections, on terminals of the original's names; the
+flow is still created ("partial") and saves, but cannot be deployed until the node is replaced.
+The report lists every such node so nothing disappears silently.
+
+Import is all-or-nothing per flow: a flow is stored only when it and every subflow it uses
+(however deep) converted and validated. A flow whose file cannot be read, that takes part in a
+cycle of subflow references, or that uses such a flow is refused, with the report naming why and
+where; the other flows of the workspace are stored.
 """
 
 from __future__ import annotations
@@ -24,9 +31,13 @@ MQSC_SUFFIXES = (".mqsc", ".mq")
 READ_SUFFIXES = (*FLOW_SUFFIXES, ".esql", *MQSC_SUFFIXES)
 #: Folders of build output and tooling state, never sources.
 SKIP_DIRS = {".git", ".metadata", ".svn", "bin", "build", "target", "node_modules"}
+#: Defaults of the bounds on a workspace read: files, and bytes of sources once uncompressed
+#: (FLOWBROKER_ACE_IMPORT_MAX_FILES / _MAX_BYTES for uploads).
 MAX_FILES = 20_000
-MAX_BYTES = 256 * 1024 * 1024
+MAX_BYTES = 128 * 1024 * 1024
 MESSAGE_MODEL_SUFFIXES = (".mxsd", ".xsd", ".dfdl", ".mset")
+#: The node type a node of a type flowbroker lacks is imported as.
+UNSUPPORTED = "Unsupported"
 #: The Toolkit draws nodes as small icons, the designer as boxes about 160 px wide: positions are
 #: spread by this factor so that nodes that stood apart in ACE do not overlap here.
 SCALE = 1.6
@@ -34,6 +45,10 @@ SCALE = 1.6
 
 class WorkspaceError(Exception):
     """The workspace itself cannot be read (not a directory, not a zip, too large)."""
+
+
+class WorkspaceTooLarge(WorkspaceError):
+    """The workspace holds more files, or expands to more bytes, than are read."""
 
 
 @dataclass
@@ -53,14 +68,22 @@ class Workspace:
         return cls(_projects(files, per_folder=True))
 
     @classmethod
-    def from_zip(cls, data: bytes) -> Workspace:
+    def from_zip(cls, data: bytes, *, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> Workspace:
+        """The workspace zipped in ``data``; :class:`WorkspaceTooLarge` past ``max_files`` / ``max_bytes``.
+
+        Sizes are counted as the members are decompressed, not as the archive declares them, so a
+        zip bomb is refused after at most ``max_bytes`` have been expanded.
+        """
         try:
             archive = zipfile.ZipFile(io.BytesIO(data))
-        except zipfile.BadZipFile as exc:
+        except (zipfile.BadZipFile, ValueError) as exc:
             raise WorkspaceError(f"not a zip archive: {exc}") from None
         infos = [i for i in archive.infolist() if not i.is_dir()]
-        if len(infos) > MAX_FILES:
-            raise WorkspaceError(f"the archive has {len(infos)} files; at most {MAX_FILES} are read")
+        if len(infos) > max_files:
+            raise WorkspaceTooLarge(
+                f"the archive holds {len(infos)} files; at most {max_files} are read "
+                "(FLOWBROKER_ACE_IMPORT_MAX_FILES)"
+            )
         files: dict[str, bytes] = {}
         total = 0
         with archive:
@@ -75,14 +98,33 @@ class Workspace:
                 if _model(path.name):
                     files[path.as_posix()] = b""
                     continue
-                total += info.file_size
-                if total > MAX_BYTES:
-                    raise WorkspaceError(f"the archive expands to more than {MAX_BYTES} bytes")
                 try:
-                    files[path.as_posix()] = archive.read(info)
-                except (zipfile.BadZipFile, OSError, RuntimeError) as exc:
+                    content = _read_member(archive, info, max_bytes - total)
+                except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, EOFError) as exc:
                     raise WorkspaceError(f"{info.filename}: {exc}") from None
+                if content is None:
+                    raise WorkspaceTooLarge(
+                        f"{info.filename}: the archive expands to more than {max_bytes} bytes of sources; "
+                        "at most that many are read (FLOWBROKER_ACE_IMPORT_MAX_BYTES)"
+                    )
+                total += len(content)
+                files[path.as_posix()] = content
         return cls(_projects(files, per_folder=False))
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: int) -> bytes | None:
+    """The member's content, or ``None`` when it expands to more than ``budget`` bytes."""
+    if info.file_size > budget:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    with archive.open(info) as member:
+        while chunk := member.read(min(1024 * 1024, budget - size + 1)):
+            size += len(chunk)
+            if size > budget:
+                return None
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def walk(dirs: list[str | Path]) -> list[tuple[str, Path]]:
@@ -188,6 +230,8 @@ class _Converter:
         self.by_rel: dict[str, list[tuple[str, str]]] = {}
         self._parsed: dict[tuple[str, str], xmi.XmiFlow | xmi.XmiError] = {}
         self._files = {(p.name, rel): content for p in workspace.projects for rel, content in p.files.items()}
+        #: flow name → the subflows its nodes use: (subflow flow name, source file, line, column)
+        self.uses: dict[str, list[tuple[str, str, int, int]]] = {}
 
     def run(self) -> Converted:
         taken: set[str] = set()
@@ -220,6 +264,12 @@ class _Converter:
             document = self._flow(project, rel)
             if document is not None:
                 documents.append(document)
+        refused = {
+            name: "takes part in a cycle of subflow references (see errors)" for name in self._cycles()
+        }
+        for name in set(self.names.values()) - {d["name"] for d in documents}:
+            refused[name] = "its file cannot be read (see errors)"
+        documents = refuse_dependents(documents, self.report, refused)
         seen: dict[str, mqsc.QueueDefinition] = {}
         for queue in queues:
             seen[queue.name] = queue  # a later DEFINE … REPLACE wins
@@ -268,6 +318,43 @@ class _Converter:
             "outputs": [nodes.terminal(n.id) for n in ends if n.kind == "FCMSink"],
         }
 
+    def _cycles(self) -> set[str]:
+        """The flows that use themselves through subflows, each cycle an error positioned at its first use."""
+        refused: set[str] = set()
+        state: dict[str, int] = {}  # 1: on the current path, 2: done
+        path: list[tuple[str, tuple[str, str, int, int] | None]] = []
+
+        def visit(name: str, via: tuple[str, str, int, int] | None) -> None:
+            state[name] = 1
+            path.append((name, via))
+            for use in self.uses.get(name, []):
+                target = use[0]
+                if state.get(target) == 1:
+                    start = next(i for i, (n, _) in enumerate(path) if n == target)
+                    ring = [n for n, _ in path[start:]]
+                    refused.update(ring)
+                    first = path[start + 1][1] if start + 1 < len(path) else None
+                    _, source, line, column = first or use
+                    chain = " uses ".join([*ring, target])
+                    self.report.errors.append(
+                        {
+                            "file": source,
+                            "line": line,
+                            "column": column,
+                            "message": f"{source}:{line}:{column}: subflow cycle: {chain}; "
+                            "a flow cannot contain itself",
+                        }
+                    )
+                elif target not in state:
+                    visit(target, use)
+            path.pop()
+            state[name] = 2
+
+        for name in sorted(self.uses):
+            if name not in state:
+                visit(name, None)
+        return refused
+
     def _flow(self, project: Project, rel: str) -> dict[str, Any] | None:
         source = f"{project.name}/{rel}"
         try:
@@ -303,8 +390,11 @@ class _Converter:
                 }
             instances = max(instances, made.pop("_instances", 0))
             out_nodes.append(made)
-        flow.nodes_mapped = len(out_nodes)
+        flow.nodes_mapped = sum(1 for n in out_nodes if n["type"] != UNSUPPORTED)
         connections = []
+        renamed = {
+            n.id: m.terminals for n in parsed.nodes if (m := nodes.MAPPINGS.get(n.namespace)) is not None
+        }
         seen: set[tuple[str, str, str, str]] = set()
         for conn in parsed.connections:
             ends = (f"{conn.source}.{conn.source_terminal}", f"{conn.target}.{conn.target_terminal}")
@@ -316,9 +406,11 @@ class _Converter:
                 continue
             key = (
                 ids[conn.source],
-                nodes.terminal(conn.source_terminal),
+                renamed.get(conn.source, {}).get(conn.source_terminal)
+                or nodes.terminal(conn.source_terminal),
                 ids[conn.target],
-                nodes.terminal(conn.target_terminal),
+                renamed.get(conn.target, {}).get(conn.target_terminal)
+                or nodes.terminal(conn.target_terminal),
             )
             if key in seen:
                 continue
@@ -326,6 +418,7 @@ class _Converter:
             connections.append(
                 {"from": {"node": key[0], "terminal": key[1]}, "to": {"node": key[2], "terminal": key[3]}}
             )
+        _placeholder_terminals(out_nodes, connections)
         self._check_terminals(out_nodes, connections, flow)
         self._user_defined(parsed, out_nodes, flow)
         if flow.unsupported_nodes:
@@ -333,7 +426,7 @@ class _Converter:
         description = f"Imported from ACE {source}."
         if flow.unsupported_nodes:
             description += (
-                " Omitted nodes: "
+                " Unsupported nodes to replace before deploying: "
                 + ", ".join(f"{n['node']} ({n['type']})" for n in flow.unsupported_nodes)
                 + "."
             )
@@ -409,6 +502,8 @@ class _Converter:
                 if spec is None or spec.dynamic_terminals:
                     continue
                 names = [t.name for t in getattr(spec, direction)]
+                derived = spec.derived_outputs if direction == "outputs" else spec.derived_inputs
+                names += [n for n in derived(node["properties"]) if n not in names]
                 if conn[end]["terminal"] not in names:
                     reason = f"{node['type']} has no terminal {conn[end]['terminal']!r} (has: {', '.join(names) or 'none'})"
             if reason:
@@ -429,8 +524,7 @@ class _Converter:
             prefix = "InTerminal." if node.kind == "FCMSource" else "OutTerminal."
             our = "Input" if node.kind == "FCMSource" else "Output"
             if node.kind not in ("FCMSource", "FCMSink"):
-                self._unsupported(flow, node, f"eflow:{node.kind}", "not a node kind a flow can hold")
-                return None
+                return self._unsupported(flow, node, f"eflow:{node.kind}", "not a node kind a flow can hold")
             return {
                 "type": our,
                 "name": label,
@@ -439,11 +533,12 @@ class _Converter:
         if node.namespace.endswith(FLOW_SUFFIXES):
             found = self._subflow(project, node.namespace)
             if found is None:
-                self._unsupported(
+                return self._unsupported(
                     flow, node, node.namespace, f"subflow {node.namespace} is not in the workspace"
                 )
-                return None
             target = self.names[found]
+            at = _column(self._files[(project.name, flow.source.split("/", 1)[1])], node.id)
+            self.uses.setdefault(flow.name, []).append((target, flow.source, node.line, at))
             for attribute, value in node.attributes.items():
                 flow.dropped_properties.append(
                     {
@@ -464,8 +559,13 @@ class _Converter:
             return instance
         mapping = nodes.MAPPINGS.get(node.namespace)
         if mapping is None:
-            self._unsupported(flow, node, nodes.short_type(node.namespace), "no flowbroker node type yet")
-            return None
+            return self._unsupported(
+                flow, node, nodes.short_type(node.namespace), "no flowbroker node type yet"
+            )
+        for attribute, refused in mapping.unsupported_when.items():
+            if node.attributes.get(attribute) in refused:
+                why = refused[node.attributes[attribute]]
+                return self._unsupported(flow, node, nodes.short_type(node.namespace), why)
         props: dict[str, Any] = dict(mapping.defaults)
         instances = 0
         for attribute, value in node.attributes.items():
@@ -491,7 +591,9 @@ class _Converter:
             if mapped is None:
                 if mapping.harmless.get(attribute) == value:
                     continue
-                reason = nodes.DROP_REASONS.get(attribute, f"{mapping.type} has no such property")
+                reason = mapping.reasons.get(attribute) or nodes.DROP_REASONS.get(
+                    attribute, f"{mapping.type} has no such property"
+                )
                 flow.dropped_properties.append(
                     {"node": label, "property": attribute, "value": value, "reason": reason}
                 )
@@ -503,6 +605,21 @@ class _Converter:
                 flow.dropped_properties.append(
                     {"node": label, "property": attribute, "value": value, "reason": str(exc)}
                 )
+        for element, (ours, convert_row) in mapping.tables.items():
+            rows = []
+            for index, row in enumerate(node.rows.get(element, []), 1):
+                try:
+                    rows.append(convert_row(row))
+                except nodes.Unconvertible as exc:
+                    flow.dropped_properties.append(
+                        {
+                            "node": label,
+                            "property": f"{element}[{index}]",
+                            "value": " ".join(f"{k}={v!r}" for k, v in row.items()),
+                            "reason": str(exc),
+                        }
+                    )
+            props[ours] = rows
         if mapping.esql and mapping.esql not in node.attributes:
             flow.esql_missing.append(
                 {"node": label, "module": "", "reason": f"the node names no module ({mapping.esql})"}
@@ -528,7 +645,10 @@ class _Converter:
             }
         )
 
-    def _unsupported(self, flow: FlowReport, node: xmi.XmiNode, type_name: str, reason: str) -> None:
+    def _unsupported(
+        self, flow: FlowReport, node: xmi.XmiNode, type_name: str, reason: str
+    ) -> dict[str, Any]:
+        """Report ``node`` and give the Unsupported node that keeps its place, attributes and connections."""
         flow.unsupported_nodes.append(
             {
                 "node": node.name or node.id,
@@ -538,6 +658,78 @@ class _Converter:
                 "line": node.line,
             }
         )
+        original = node.namespace.removesuffix(".msgnode") if node.namespace != "eflow" else type_name
+        return {
+            "type": UNSUPPORTED,
+            "name": node.name or node.id,
+            "properties": {
+                "originalType": original,
+                "originalAttributes": dict(node.attributes),
+                "inputTerminals": [],
+                "outputTerminals": [],
+            },
+        }
+
+
+def _column(data: bytes, node_id: str) -> int:
+    """The column of the ``<nodes`` element whose xmi:id is ``node_id`` (1 when not found)."""
+    at = data.find(f'xmi:id="{node_id}"'.encode())
+    if at < 0:
+        return 1
+    start = data.rfind(b"<nodes", 0, at)
+    line_start = data.rfind(b"\n", 0, at) + 1
+    return (start if start >= line_start else line_start) - line_start + 1
+
+
+def _placeholder_terminals(out_nodes: list[dict[str, Any]], connections: list[dict[str, Any]]) -> None:
+    """Give each Unsupported node the terminals its connections name, in the order they appear."""
+    by_id = {n["id"]: n for n in out_nodes if n["type"] == UNSUPPORTED}
+    for conn in connections:
+        for end, key in (("from", "outputTerminals"), ("to", "inputTerminals")):
+            node = by_id.get(conn[end]["node"])
+            if node is not None:
+                rows = node["properties"][key]
+                if conn[end]["terminal"] not in [r["name"] for r in rows]:
+                    rows.append({"name": conn[end]["terminal"]})
+
+
+def refuse_dependents(
+    documents: list[dict[str, Any]], report: ImportReport, refused: dict[str, str]
+) -> list[dict[str, Any]]:
+    """``documents`` without those named in ``refused`` and those using them as subflows, at any depth.
+
+    ``refused`` gives each refused flow's reason ("" when its report already holds its problems).
+    Each flow so left out is marked refused in ``report`` with the reason, so that no flow is
+    stored that names a subflow which is not.
+    """
+    reports = {f.name: f for f in report.flows}
+    out = set(refused)
+    why = dict(refused)
+    changed = True
+    while changed:
+        changed = False
+        for document in documents:
+            if document["name"] in out:
+                continue
+            for node in document.get("nodes", []):
+                used = (node.get("properties") or {}).get("flow")
+                name = used.get("name") if node.get("type") == "Subflow" and isinstance(used, dict) else None
+                if name in out:
+                    out.add(document["name"])
+                    why[document["name"]] = (
+                        f"node {node.get('name') or node.get('id')!r} uses subflow {name}, which is not imported"
+                    )
+                    changed = True
+                    break
+    for name in out:
+        entry = reports.get(name)
+        if entry is None:
+            continue
+        entry.outcome = "refused"
+        message = why.get(name, "")
+        if message and not any(p.get("message") == message for p in entry.problems):
+            entry.problems.append({"pointer": "", "message": message})
+    return [d for d in documents if d["name"] not in out]
 
 
 def import_workspace(workspace: Workspace, *, check: bool = True) -> Converted:

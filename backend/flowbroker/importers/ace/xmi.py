@@ -40,6 +40,8 @@ class XmiNode:
     attributes: dict[str, str]
     location: tuple[int, int] | None
     line: int
+    #: child elements that are rows of a table property (a Route's ``filterTable``), by element name
+    rows: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -199,6 +201,10 @@ def _node(element: etree._Element, path: str) -> XmiNode:
         for key, value in element.attrib.items()
         if not str(key).startswith("{") and key not in ("location", "rotation")
     }
+    rows: dict[str, list[dict[str, str]]] = {}
+    for child in element:
+        if isinstance(child.tag, str) and child.tag not in _NOT_ROWS and not len(child):
+            rows.setdefault(child.tag, []).append({str(k): str(v) for k, v in child.attrib.items()})
     return XmiNode(
         id=str(node_id),
         namespace=str(namespace),
@@ -207,7 +213,12 @@ def _node(element: etree._Element, path: str) -> XmiNode:
         attributes=attributes,
         location=_location(element.get("location")),
         line=line,
+        rows=rows,
     )
+
+
+#: Child elements of a node that describe its drawing or the Toolkit, not a table property.
+_NOT_ROWS = {"translation", "outTerminals", "monitorEvents", "shortDescription", "longDescription"}
 
 
 def _connection(element: etree._Element, path: str) -> XmiConnection:
