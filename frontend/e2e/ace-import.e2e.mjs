@@ -5,9 +5,8 @@
 // marked Unsupported node with its connections and is not offered in the palette); a
 // file that is not a zip is refused in the problems list. Prints one JSON line of step results;
 // exits 1 when any step fails.
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { launch, login } from './browser.mjs';
+import { launch, login, stepRunner } from './browser.mjs';
 
 const base = process.env.FLOWBROKER_URL ?? 'http://127.0.0.1:8080';
 const username = process.env.FLOWBROKER_USER ?? 'admin';
@@ -15,21 +14,9 @@ const password = process.env.FLOWBROKER_PASSWORD ?? '';
 const out = process.env.OUTPUT_DIR ?? '/tmp/ace-import';
 const zip = process.env.ACE_ZIP ?? '';
 const notZip = process.env.NOT_ZIP ?? '';
-mkdirSync(out, { recursive: true });
 
-const steps = [];
 let page = null;
-
-async function step(name, run) {
-  try {
-    await run();
-    steps.push({ name, status: 'passed', detail: '' });
-  } catch (err) {
-    const detail = String(err && err.stack ? err.stack.split('\n').slice(0, 3).join(' | ') : err);
-    steps.push({ name, status: 'failed', detail });
-    await page.screenshot({ path: join(out, `failed-step-${steps.length}.png`) }).catch(() => undefined);
-  }
-}
+const { step, finish } = stepRunner(out, () => page);
 
 async function designer() {
   await page.goto(base + '/#/designer');
@@ -97,5 +84,4 @@ try {
   await close();
 }
 
-console.log(JSON.stringify({ steps }));
-process.exit(steps.some((s) => s.status !== 'passed') ? 1 : 0);
+finish();

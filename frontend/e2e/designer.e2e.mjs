@@ -5,41 +5,16 @@
 // send a failing one to the dead-letter queue and back, watch monitoring count it, chart it and
 // trace it, and check what a developer and a viewer are offered.
 // Prints one JSON line of step results; exits 1 when any step fails.
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { launch, login } from './browser.mjs';
+import { launch, login, rest, stepRunner } from './browser.mjs';
 
 const base = process.env.FLOWBROKER_URL ?? 'http://127.0.0.1:8080';
 const username = process.env.FLOWBROKER_USER ?? 'admin';
 const password = process.env.FLOWBROKER_PASSWORD ?? '';
 const out = process.env.OUTPUT_DIR ?? 'test-output/e2e';
-mkdirSync(out, { recursive: true });
-
-const steps = [];
-let failed = false;
-const record = (name, status, detail = '') => steps.push({ name, status, detail });
 
 let page = null;
-
-async function step(name, run) {
-  if (failed) {
-    // a later step builds on the earlier ones: after a failure it cannot tell anything
-    record(name, 'failed', 'not run: an earlier step failed');
-    return;
-  }
-  try {
-    await run();
-    record(name, 'passed');
-  } catch (err) {
-    failed = true;
-    record(name, 'failed', String(err && err.stack ? err.stack.split('\n').slice(0, 3).join(' | ') : err));
-    await shot(page, `failed-step-${steps.length}`).catch(() => undefined);
-  }
-}
-
-async function shot(page, name) {
-  await page.screenshot({ path: join(out, `${name}.png`) });
-}
+const { step, shot: photograph, finish } = stepRunner(out, () => page, { chained: true });
+const shot = (_page, name) => photograph(name);
 
 /** Drag a palette entry onto the canvas at (x, y) relative to the canvas. */
 async function dropNode(page, type, x, y) {
@@ -64,20 +39,6 @@ async function edgeCount(page) {
   return page.evaluate(() => window.__designer.getState().edges.length);
 }
 
-/** A REST call with the page's own session, as a user's tools would make it. */
-async function rest(page, method, path, body) {
-  return page.evaluate(
-    async ([m, p, b]) => {
-      const token = JSON.parse(sessionStorage.getItem('flowbroker.session')).token;
-      const headers = { Authorization: `Bearer ${token}` };
-      if (b !== null) headers['Content-Type'] = 'application/json';
-      const r = await fetch(p, { method: m, headers, body: b === null ? undefined : JSON.stringify(b) });
-      const text = await r.text();
-      return { status: r.status, body: text ? JSON.parse(text) : null };
-    },
-    [method, path, body ?? null],
-  );
-}
 
 async function page_(page, name) {
   await page.getByRole('link', { name }).click();
@@ -487,5 +448,4 @@ try {
   await close();
 }
 
-console.log(JSON.stringify({ failed, steps }));
-process.exit(failed ? 1 : 0);
+finish();

@@ -6,49 +6,18 @@
 // shown in the property panel, and the open flow is in the address so a reload reopens it.
 // Every step is independent of the others. Prints one JSON line of step results; exits 1 when any
 // step fails.
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { launch, login } from './browser.mjs';
+import { launch, login, rest as restCall, stepRunner } from './browser.mjs';
 
 const base = process.env.FLOWBROKER_URL ?? 'http://127.0.0.1:8080';
 const username = process.env.FLOWBROKER_USER ?? 'admin';
 const password = process.env.FLOWBROKER_PASSWORD ?? '';
 const out = process.env.OUTPUT_DIR ?? '/tmp/rough-edges';
 const heldQueue = process.env.HELD_QUEUE ?? 'RE.HELD';
-mkdirSync(out, { recursive: true });
 
-const steps = [];
 let page = null;
+const { step, shot, finish } = stepRunner(out, () => page);
 
-async function step(name, run) {
-  try {
-    await run();
-    steps.push({ name, status: 'passed', detail: '' });
-  } catch (err) {
-    const detail = String(err && err.stack ? err.stack.split('\n').slice(0, 3).join(' | ') : err);
-    steps.push({ name, status: 'failed', detail });
-    await shot(`failed-step-${steps.length}`).catch(() => undefined);
-  }
-}
-
-async function shot(name) {
-  await page.screenshot({ path: join(out, `${name}.png`) });
-}
-
-/** A REST call with the page's own session, as a user's tools would make it. */
-async function rest(method, path, body) {
-  return page.evaluate(
-    async ([m, p, b]) => {
-      const token = JSON.parse(sessionStorage.getItem('flowbroker.session')).token;
-      const headers = { Authorization: `Bearer ${token}` };
-      if (b !== null) headers['Content-Type'] = 'application/json';
-      const r = await fetch(p, { method: m, headers, body: b === null ? undefined : JSON.stringify(b) });
-      const text = await r.text();
-      return { status: r.status, body: text ? JSON.parse(text) : null };
-    },
-    [method, path, body ?? null],
-  );
-}
+const rest = (method, path, body) => restCall(page, method, path, body);
 
 async function openPage(name) {
   await page.getByRole('link', { name }).click();
@@ -204,5 +173,4 @@ try {
   await close();
 }
 
-console.log(JSON.stringify({ steps }));
-process.exit(steps.some((s) => s.status !== 'passed') ? 1 : 0);
+finish();

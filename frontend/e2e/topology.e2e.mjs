@@ -2,53 +2,18 @@
 // the ESQL editor's module skeleton and wide panel, export with the subflows a flow uses, and an
 // import whose name is taken (rename or overwrite, never the other flow's live counts).
 // Prints one JSON line of step results; exits 1 when any step fails.
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { launch, login } from './browser.mjs';
+import { readFileSync } from 'node:fs';
+import { launch, login, rest as restCall, stepRunner } from './browser.mjs';
 
 const base = process.env.FLOWBROKER_URL ?? 'http://127.0.0.1:8080';
 const username = process.env.FLOWBROKER_USER ?? 'admin';
 const password = process.env.FLOWBROKER_PASSWORD ?? '';
 const out = process.env.OUTPUT_DIR ?? 'test-output/e2e-topology';
-mkdirSync(out, { recursive: true });
 
-const steps = [];
-let failed = false;
 let page = null;
+const { step, shot, finish } = stepRunner(out, () => page, { chained: true });
 
-async function shot(name) {
-  await page.screenshot({ path: join(out, `${name}.png`) });
-}
-
-async function step(name, run) {
-  if (failed) {
-    steps.push({ name, status: 'failed', detail: 'not run: an earlier step failed' });
-    return;
-  }
-  try {
-    await run();
-    steps.push({ name, status: 'passed', detail: '' });
-  } catch (err) {
-    failed = true;
-    steps.push({ name, status: 'failed', detail: String(err && err.stack ? err.stack.split('\n').slice(0, 3).join(' | ') : err) });
-    await shot(`failed-step-${steps.length}`).catch(() => undefined);
-  }
-}
-
-/** A REST call with the page's own session, as a user's tools would make it. */
-async function rest(method, path, body) {
-  return page.evaluate(
-    async ([m, p, b]) => {
-      const token = JSON.parse(sessionStorage.getItem('flowbroker.session')).token;
-      const headers = { Authorization: `Bearer ${token}` };
-      if (b !== null) headers['Content-Type'] = 'application/json';
-      const r = await fetch(p, { method: m, headers, body: b === null ? undefined : JSON.stringify(b) });
-      const text = await r.text();
-      return { status: r.status, body: text ? JSON.parse(text) : null };
-    },
-    [method, path, body ?? null],
-  );
-}
+const rest = (method, path, body) => restCall(page, method, path, body);
 
 async function expectStatus(what, response, status) {
   if (response.status !== status) throw new Error(`${what} answered ${response.status}: ${JSON.stringify(response.body)}`);
@@ -232,5 +197,4 @@ try {
   await close();
 }
 
-console.log(JSON.stringify({ failed, steps }));
-process.exit(failed ? 1 : 0);
+finish();

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -11,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -102,3 +104,18 @@ def broker(tmp_path: Path) -> Iterator[str]:
             pass
         proc.wait(timeout=10)
         log.close()
+
+
+def run_script(script: str, env: dict[str, str], *, timeout: float, steps: int) -> dict[str, Any]:
+    """Run the browser script ``frontend/e2e/<script>`` with ``env``; every one of its ``steps``
+    steps must pass. Returns its report (the last JSON line it printed)."""
+    result = subprocess.run(
+        ["node", f"e2e/{script}"], cwd=FRONTEND, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"the browser script printed no result:\n{result.stdout}\n{result.stderr}"
+    report: dict[str, Any] = json.loads(lines[-1])
+    not_passed = [s for s in report["steps"] if s["status"] != "passed"]
+    assert not not_passed and result.returncode == 0, json.dumps(not_passed, indent=1) + result.stderr
+    assert len(report["steps"]) == steps, [s["name"] for s in report["steps"]]
+    return report

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from flowbroker.importers.ace.workspace import zip_dirs
+
+from e2e.conftest import run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKSPACE = ROOT / "tests" / "importers" / "ace" / "workspace"
@@ -35,18 +35,5 @@ def test_import_ace_button(broker: str, tmp_path: Path, admin_password: str) -> 
         "ACE_ZIP": str(archive),
         "NOT_ZIP": str(not_zip),
     }
-    result = subprocess.run(
-        ["node", "e2e/ace-import.e2e.mjs"],
-        cwd=ROOT / "frontend",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=270,
-    )
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    assert lines, f"the browser script printed no result:\n{result.stdout}\n{result.stderr}"
-    report = json.loads(lines[-1])
-    not_passed = [s for s in report["steps"] if s["status"] != "passed"]
-    assert not not_passed and result.returncode == 0, json.dumps(not_passed, indent=1) + result.stderr
-    assert len(report["steps"]) == 2, [s["name"] for s in report["steps"]]
+    run_script("ace-import.e2e.mjs", env, timeout=270, steps=2)
     assert (out / "ace-01-report.png").is_file() and (out / "ace-02-opened.png").is_file()

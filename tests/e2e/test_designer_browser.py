@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from e2e.conftest import run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,21 +52,6 @@ def test_designer_end_to_end(broker: str, admin_password: str) -> None:
         "FLOWBROKER_PASSWORD": admin_password,
         "OUTPUT_DIR": str(out),
     }
-    result = subprocess.run(
-        ["node", "e2e/designer.e2e.mjs"],
-        cwd=ROOT / "frontend",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=450,
-    )
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    assert lines, f"the browser script printed no result:\n{result.stdout}\n{result.stderr}"
-    report = json.loads(lines[-1])
-    # Every step is required: the whole chain, from drawing to deploying, putting, getting,
-    # counting and tracing, must really have happened in the browser.
-    not_passed = [s for s in report["steps"] if s["status"] != "passed"]
-    assert not not_passed and result.returncode == 0, json.dumps(not_passed, indent=1) + result.stderr
-    assert len(report["steps"]) == 21, [s["name"] for s in report["steps"]]
+    run_script("designer.e2e.mjs", env, timeout=450, steps=21)
     missing = [shot for shot in SCREENSHOTS if not (out / f"{shot}.png").is_file()]
     assert missing == []

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from flowbroker.qm.client import Client, MessageDescriptor
+
+from e2e.conftest import run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,22 +49,11 @@ def test_designer_rough_edges(broker: str, tmp_path: Path, admin_password: str) 
         consumer.put(HELD, b"waiting")
         held = consumer.get(HELD, syncpoint=True)
         assert held is not None and held.body == b"held"
-        result = subprocess.run(
-            ["node", "e2e/rough-edges.e2e.mjs"],
-            cwd=ROOT / "frontend",
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=270,
-        )
-        consumer.backout()
+        try:
+            run_script("rough-edges.e2e.mjs", env, timeout=270, steps=6)
+        finally:
+            consumer.backout()
         # the purged message does not come back with the backout
         assert consumer.inquire_queue(HELD)["current_depth"] == 0
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    assert lines, f"the browser script printed no result:\n{result.stdout}\n{result.stderr}"
-    report = json.loads(lines[-1])
-    not_passed = [s for s in report["steps"] if s["status"] != "passed"]
-    assert not not_passed and result.returncode == 0, json.dumps(not_passed, indent=1) + result.stderr
-    assert len(report["steps"]) == 6, [s["name"] for s in report["steps"]]
     missing = [shot for shot in SCREENSHOTS if not (out / f"{shot}.png").is_file()]
     assert missing == []
