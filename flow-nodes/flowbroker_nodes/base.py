@@ -9,6 +9,7 @@ up unchanged until a TryCatch or the input node catches it.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import traceback
@@ -125,6 +126,27 @@ class QueueMessage(Protocol):
     md: Any
     properties: dict[str, Any]
     body: bytes
+
+
+@dataclasses.dataclass
+class ArrivedDescriptor:
+    """The descriptor of a message that came from no queue (MQTT, a file, a timer): only what an
+    MQMD can say about it."""
+
+    put_time: float = dataclasses.field(default_factory=time.time)
+    persistence: int = 0
+    format: str = "MQSTR   "
+    encoding: int = 546
+    coded_char_set_id: int = 1208
+
+
+@dataclasses.dataclass
+class ArrivedMessage:
+    """A message that came from no queue, as the runtime builds its assembly from one."""
+
+    md: ArrivedDescriptor = dataclasses.field(default_factory=ArrivedDescriptor)
+    properties: dict[str, Any] = dataclasses.field(default_factory=dict)
+    body: bytes = b""
 
 
 class FlowServices(Protocol):

@@ -23,14 +23,14 @@ import os
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from esql.tree import Element
 
 from flowbroker_nodes import files
 from flowbroker_nodes.base import (
+    ArrivedDescriptor,
+    ArrivedMessage,
     Assembly,
     DeployProblem,
     NodeError,
@@ -120,24 +120,6 @@ SPEC = NodeSpec(
         Property("messageFormat", "string", "Message format", default="", description="Format (MRM)."),
     ),
 )
-
-
-@dataclass
-class FileDescriptor:
-    """The descriptor of a message read from a file: only what MQMD can say about it."""
-
-    put_time: float
-    persistence: int = 1
-    format: str = "MQSTR   "
-    encoding: int = 546
-    coded_char_set_id: int = 1208
-
-
-@dataclass
-class FileMessage:
-    md: FileDescriptor
-    properties: dict[str, Any] = field(default_factory=dict)
-    body: bytes = b""
 
 
 class Node(BaseNode):
@@ -291,7 +273,7 @@ class Node(BaseNode):
         started = time.perf_counter_ns()
         cpu = time.thread_time_ns()
         try:
-            message = FileMessage(FileDescriptor(put_time=time.time()), {}, body)
+            message = ArrivedMessage(ArrivedDescriptor(persistence=1), {}, body)
             try:
                 assembly = flow.build_assembly(message, self.template)  # type: ignore[arg-type]
                 _describe(assembly.local_environment, directory, name, modified, number, offset, self.pattern)

@@ -14,12 +14,14 @@ import queue
 import select
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from esql.tree import Element
 
 from flowbroker_nodes.base import (
+    ArrivedDescriptor,
+    ArrivedMessage,
     Assembly,
     DeployProblem,
     Unwinding,
@@ -124,21 +126,7 @@ SPEC = NodeSpec(
 
 
 @dataclass
-class MqttDescriptor:
-    """The descriptor of a message that came over MQTT: only what MQMD can say about it."""
-
-    put_time: float
-    persistence: int = 0
-    format: str = "MQSTR   "
-    encoding: int = 546
-    coded_char_set_id: int = 1208
-
-
-@dataclass
-class MqttMessage:
-    md: MqttDescriptor
-    properties: dict[str, Any] = field(default_factory=dict)
-    body: bytes = b""
+class MqttMessage(ArrivedMessage):
     topic: str = ""
     qos: int = 0
     retain: bool = False
@@ -225,7 +213,7 @@ class Node(BaseNode):
         def on_message(c: Any, userdata: Any, message: Any) -> None:
             inbox.put(
                 MqttMessage(
-                    MqttDescriptor(put_time=time.time(), persistence=1 if message.qos else 0),
+                    ArrivedDescriptor(persistence=1 if message.qos else 0),
                     {},
                     message.payload,
                     message.topic,

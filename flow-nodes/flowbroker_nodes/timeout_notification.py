@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 from esql.tree import Element
 
 from flowbroker_nodes.base import (
+    ArrivedDescriptor,
+    ArrivedMessage,
     Assembly,
     DeployProblem,
     Unwinding,
@@ -70,22 +70,6 @@ SPEC = NodeSpec(
         ),
     ),
 )
-
-
-@dataclass
-class _Descriptor:
-    put_time: float = field(default_factory=time.time)
-    persistence: int = 0
-    format: str = "        "
-    encoding: int = 546
-    coded_char_set_id: int = 1208
-
-
-@dataclass
-class _Empty:
-    md: _Descriptor = field(default_factory=_Descriptor)
-    properties: dict[str, Any] = field(default_factory=dict)
-    body: bytes = b""
 
 
 class Node(BaseNode):
@@ -166,7 +150,9 @@ class Node(BaseNode):
 
     def _message(self) -> Assembly:
         """An assembly whose Root holds only a Properties folder."""
-        assembly = self.flow.build_assembly(_Empty(), {"domain": "BLOB"})  # type: ignore[arg-type]
+        assembly = self.flow.build_assembly(
+            ArrivedMessage(ArrivedDescriptor(format="        ")), {"domain": "BLOB"}
+        )
         for kid in list(assembly.root.children()):
             if kid.name != "Properties":
                 kid.detach()
