@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from api_process import running_api
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -114,39 +115,8 @@ def test_import_errors_are_422_with_line_and_column(client: tuple[TestClient, di
 @pytest.fixture(scope="module")
 def api_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """The configuration manager as a real process (`flowbroker api`): its URL and an admin token."""
-    import os
-    import subprocess
-    import sys
-    import time
-
-    import httpx
-    from flowbroker.commands.platform import prepare_repository
-    from flowbroker.qm.harness import free_port
-
-    data = tmp_path_factory.mktemp("msgset-cli")
-    prepare_repository(Settings(data=data, admin_password=PASSWORD))
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flowbroker.cli", "api", "--data", str(data), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "FLOWBROKER_DATA": str(data)},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        token = ""
-        while time.monotonic() < deadline and not token:
-            try:
-                login = httpx.post(url + "/api/auth/login", json={"username": "admin", "password": PASSWORD})
-                token = login.json().get("accessToken", "")
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        assert token, "the API process did not start"
-        yield url, token
-    finally:
-        process.terminate()
-        process.wait(30)
+    with running_api(tmp_path_factory.mktemp("msgset-cli"), PASSWORD) as api:
+        yield api
 
 
 @pytest.mark.timeout(180)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from api_process import running_api
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -221,39 +222,8 @@ def test_flows_are_stored_all_or_nothing_each_with_the_subflows_they_use(api: An
 @pytest.fixture(scope="module")
 def api_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """The configuration manager as a real process (`flowbroker api`): its URL and an admin token."""
-    import os
-    import subprocess
-    import sys
-    import time
-
-    import httpx
-    from flowbroker.commands.platform import prepare_repository
-    from flowbroker.qm.harness import free_port
-
-    data = tmp_path_factory.mktemp("ace-import-cli")
-    prepare_repository(Settings(data=data, admin_password=PASSWORD))
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flowbroker.cli", "api", "--data", str(data), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "FLOWBROKER_DATA": str(data)},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        token = ""
-        while time.monotonic() < deadline and not token:
-            try:
-                login = httpx.post(url + "/api/auth/login", json={"username": "admin", "password": PASSWORD})
-                token = login.json().get("accessToken", "")
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        assert token, "the API process did not start"
-        yield url, token
-    finally:
-        process.terminate()
-        process.wait(30)
+    with running_api(tmp_path_factory.mktemp("ace-import-cli"), PASSWORD) as api:
+        yield api
 
 
 @pytest.mark.timeout(180)
