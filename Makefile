@@ -9,12 +9,12 @@ STAMP := $(VENV)/.installed
 PIP_VERSION := 26.3
 FRONTEND_SRC := $(shell find frontend/src frontend/scripts frontend/index.html frontend/package.json frontend/tsconfig.json frontend/vite.config.ts -type f 2>/dev/null)
 
-.PHONY: up test setup frontend lint typecheck pytest frontend-check clean
+.PHONY: up test setup frontend lint typecheck pytest frontend-check docs docs-check clean
 
 up: setup frontend
 	$(BIN)/flowbroker up
 
-test: setup frontend lint typecheck frontend-check pytest
+test: setup frontend lint typecheck docs-check frontend-check pytest
 
 setup: $(STAMP)
 
@@ -51,6 +51,13 @@ lint: setup
 
 typecheck: setup
 	$(BIN)/mypy
+
+# docs/nodes.md is generated from the node specs: `make docs` rewrites it, `make test` checks it.
+docs: setup
+	$(BIN)/flowbroker docs nodes --output docs/nodes.md
+
+docs-check: setup
+	$(BIN)/flowbroker docs nodes --check --output docs/nodes.md
 
 pytest: setup
 	$(BIN)/pytest -q -rs -p no:cacheprovider

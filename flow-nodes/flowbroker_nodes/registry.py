@@ -1,4 +1,8 @@
-"""The node registry: every node type's module, imported once, looked up by type name."""
+"""The node registry: every node type's module, imported once, looked up by type name.
+
+The built-in node types come first, in :data:`NODE_MODULES` order, then those of installed
+plug-in distributions (the ``flowbroker.nodes`` entry-point group, see :mod:`flowbroker_nodes.plugins`).
+"""
 
 from __future__ import annotations
 
@@ -43,14 +47,23 @@ NODE_MODULES: tuple[str, ...] = (
 
 
 @cache
-def modules() -> dict[str, ModuleType]:
-    """Node type name → its module."""
+def builtin_modules() -> dict[str, ModuleType]:
+    """Node type name → its module, for the node types this package defines."""
     found: dict[str, ModuleType] = {}
     for dotted in NODE_MODULES:
         module = importlib.import_module(f"flowbroker_nodes.{dotted}")
         spec: NodeSpec = module.SPEC
         found[spec.type] = module
     return found
+
+
+@cache
+def modules() -> dict[str, ModuleType]:
+    """Node type name → its module: the built-in node types, then the accepted plug-ins'."""
+    from flowbroker_nodes import plugins
+
+    builtin = builtin_modules()
+    return {**builtin, **plugins.load(builtin)}
 
 
 def specs() -> list[NodeSpec]:
