@@ -392,6 +392,19 @@ def test_a_queue_name_outside_the_rule_is_refused_by_the_api(operator: TestClien
     assert refused.json()["detail"][0]["pointer"] == "/name"
 
 
+@pytest.mark.parametrize(
+    ("path", "payload"), [("/api/queues", {"name": "A..B"}), ("/api/queues/Q%20ONE/get", None)]
+)
+def test_a_queue_name_refusal_states_the_rule_not_a_regular_expression(
+    operator: TestClient, path: str, payload: dict[str, str] | None
+) -> None:
+    refused = operator.post(path, json=payload) if payload else operator.post(path)
+    assert refused.status_code == 422, refused.text
+    message = refused.json()["message"]
+    assert "an MQ queue name: 1-48 characters of A-Z a-z 0-9" in message, message
+    assert "^" not in message and "should match pattern" not in message
+
+
 @pytest.mark.parametrize("name", ["A..B", "..", ".", "QUEUE.É", "QUEUE ONE", "x" * 49])
 def test_the_queue_manager_refuses_the_names_the_api_refuses(data_dir: Path, name: str) -> None:
     from flowbroker.qm.client import Client

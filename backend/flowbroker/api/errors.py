@@ -121,6 +121,26 @@ def error_response(
     return JSONResponse(body(code, message, detail), status_code=status, headers=headers)
 
 
+# The human wording of each pattern a REST field must match, so a refusal names the rule
+# ("1-48 characters of A-Z …") instead of printing the regular expression.
+_PATTERN_RULES: dict[str, str] = {}
+
+
+def described(pattern: str, rule: str) -> str:
+    """Register ``rule`` as the wording of ``pattern`` in validation errors; returns ``pattern``."""
+    _PATTERN_RULES[pattern] = rule
+    return pattern
+
+
+def _validation_message(error: Any) -> str:
+    if error.get("type") == "string_pattern_mismatch":
+        pattern = (error.get("ctx") or {}).get("pattern", "")
+        rule = _PATTERN_RULES.get(pattern)
+        if rule:
+            return f"must be {rule}"
+    return str(error.get("msg", "invalid"))
+
+
 def json_pointer(loc: tuple[Any, ...] | list[Any]) -> str:
     """``("body", "nodes", 2, "type")`` → ``/nodes/2/type``; the location kind is reported apart."""
     parts = list(loc[1:]) if loc and loc[0] in {"body", "query", "path", "header", "cookie"} else list(loc)
@@ -153,7 +173,7 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         {
             "pointer": json_pointer(tuple(error.get("loc", ()))),
             "location": error["loc"][0] if error.get("loc") else "body",
-            "message": error.get("msg", "invalid"),
+            "message": _validation_message(error),
             "type": error.get("type", "invalid"),
         }
         for error in errors

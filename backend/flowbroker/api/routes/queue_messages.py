@@ -10,7 +10,7 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from flowbroker.api.deps import DbSession, QueueWriter, Reader, SettingsDep
-from flowbroker.api.errors import AUTHENTICATED, ApiError, responses
+from flowbroker.api.errors import AUTHENTICATED, ApiError, described, responses
 from flowbroker.api.long_polls import LongPolls
 from flowbroker.api.schemas import Body, Out, StrictInt
 from flowbroker.qm.names import (
@@ -28,7 +28,7 @@ router = APIRouter(prefix="/api/queues", tags=["queues"], responses=responses(*A
 QueueName = Annotated[
     str,
     Path(
-        pattern=QUEUE_NAME_PATTERN,
+        pattern=described(QUEUE_NAME_PATTERN, f"an MQ queue name: {QUEUE_NAME_RULE}"),
         min_length=1,
         max_length=MAX_QUEUE_NAME,
         description=f"an MQ queue name: {QUEUE_NAME_RULE}; a '/' sent percent-encoded (%2F)",
@@ -41,13 +41,25 @@ QueueNameField = Annotated[
 OptionalQueueName = Annotated[
     str,
     Field(
-        pattern=QUEUE_NAME_OR_BLANK_PATTERN,
+        pattern=described(QUEUE_NAME_OR_BLANK_PATTERN, f"empty, or an MQ queue name: {QUEUE_NAME_RULE}"),
         max_length=MAX_QUEUE_NAME,
         description=f"empty, or {QUEUE_NAME_RULE}",
     ),
 ]
-MsgId = Annotated[str, Path(pattern=r"^[0-9a-fA-F]{48}$", description="the message id, 48 hex digits")]
-FieldName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")]
+MsgId = Annotated[
+    str,
+    Path(
+        pattern=described(r"^[0-9a-fA-F]{48}$", "48 hex digits"), description="the message id, 48 hex digits"
+    ),
+]
+FieldName = Annotated[
+    str,
+    Field(
+        pattern=described(
+            r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$", "a letter or _, then up to 63 of A-Z a-z 0-9 _ . -"
+        )
+    ),
+]
 FieldValue = Annotated[str, Field(max_length=1024)]
 
 
@@ -56,15 +68,29 @@ class JmsIn(Body):
 
     dst: str = Field(default="", max_length=256, description="JMSDestination, e.g. queue:///Q1")
     rto: str = Field(default="", max_length=256, description="JMSReplyTo")
-    tms: str = Field(default="", pattern=r"^\d{0,19}$", description="JMSTimestamp, ms since 1970")
-    exp: str = Field(default="", pattern=r"^\d{0,19}$", description="JMSExpiration, ms since 1970")
-    pri: str = Field(default="", pattern=r"^[0-9]?$", description="JMSPriority 0-9")
+    tms: str = Field(
+        default="",
+        pattern=described(r"^\d{0,19}$", "empty or up to 19 digits"),
+        description="JMSTimestamp, ms since 1970",
+    )
+    exp: str = Field(
+        default="",
+        pattern=described(r"^\d{0,19}$", "empty or up to 19 digits"),
+        description="JMSExpiration, ms since 1970",
+    )
+    pri: str = Field(
+        default="", pattern=described(r"^[0-9]?$", "empty or one digit 0-9"), description="JMSPriority 0-9"
+    )
     dlv: str = Field(
-        default="", pattern=r"^[12]?$", description="JMSDeliveryMode: 1 non-persistent, 2 persistent"
+        default="",
+        pattern=described(r"^[12]?$", "empty, 1 or 2"),
+        description="JMSDeliveryMode: 1 non-persistent, 2 persistent",
     )
     cid: str = Field(default="", max_length=256, description="JMSCorrelationID")
     gid: str = Field(default="", max_length=256, description="JMSXGroupID")
-    seq: str = Field(default="", pattern=r"^\d{0,10}$", description="JMSXGroupSeq")
+    seq: str = Field(
+        default="", pattern=described(r"^\d{0,10}$", "empty or up to 10 digits"), description="JMSXGroupSeq"
+    )
 
 
 class PscIn(Body):
