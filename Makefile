@@ -59,8 +59,12 @@ docs: setup
 docs-check: setup
 	$(BIN)/flowbroker docs nodes --check --output docs/nodes.md
 
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist); every test already picks its own
+# ports, queue names and data directories, so two run side by side on a 2-core machine.
+PYTEST_WORKERS ?= 2
+
 pytest: setup
-	$(BIN)/pytest -q -rs -p no:cacheprovider
+	$(BIN)/pytest -q -rs -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=15
 
 clean:
 	rm -rf $(VENV) frontend/node_modules frontend/dist
