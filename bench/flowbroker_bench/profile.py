@@ -261,8 +261,12 @@ def run(args: argparse.Namespace) -> list[Row]:
         if secs > 0
     ]
     rows.append({"stage": "flow thread total", "share (%)": 100.0, "CPU-us/msg": round(per_msg_us, 2)})
-    rows.append({"stage": "queue manager process", "share (%)": None, "CPU-us/msg": round(qm_cpu / n * 1e6, 2)})
-    rows.append({"stage": "msgs/s (flow thread, plain run)", "share (%)": None, "CPU-us/msg": round(n / wall)})
+    rows.append(
+        {"stage": "queue manager process", "share (%)": None, "CPU-us/msg": round(qm_cpu / n * 1e6, 2)}
+    )
+    rows.append(
+        {"stage": "msgs/s (flow thread, plain run)", "share (%)": None, "CPU-us/msg": round(n / wall)}
+    )
     if errors:
         rows.append({"stage": "errors", "share (%)": None, "CPU-us/msg": errors})
     if args.top:
@@ -283,7 +287,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--messages", type=int, default=20000, help="messages per pass (at least 100)")
     parser.add_argument("--size", type=int, default=1024, help="bytes of each JSON message")
     parser.add_argument("--transaction-mode", choices=("yes", "no", "automatic"), default="yes")
-    parser.add_argument("--read-ahead", type=int, default=0, help="the MQInput's readAhead (0: its default, 32)")
+    parser.add_argument(
+        "--read-ahead", type=int, default=0, help="the MQInput's readAhead (0: its default, 32)"
+    )
     parser.add_argument("--persistent", action="store_true", help="persistent messages (default: not)")
     parser.add_argument("--no-fsync", action="store_true", help="the queue manager does not fsync its log")
     parser.add_argument("--engine-core", type=int, default=1, help="core of the flow thread")

@@ -33,7 +33,10 @@ def test_library_time_goes_to_the_stages_of_its_callers() -> None:
 
 def test_stage_rules() -> None:
     assert profile.stage_of("~", "<built-in method time.thread_time_ns>") == "statistics"
-    assert profile.stage_of("/s/backend/flowbroker/runtime/engine.py", "commit_and_prefetch") == "commit + next get"
+    assert (
+        profile.stage_of("/s/backend/flowbroker/runtime/engine.py", "commit_and_prefetch")
+        == "commit + next get"
+    )
     assert profile.stage_of("/s/esql-parser/esql/tree.py", "child") == "tree"
     assert profile.stage_of("<esql:compute.esql>", "f_SetStatus__Main") == "ESQL"
     assert profile.stage_of("/s/backend/flowbroker/formats/json.py", "fill") == "parse"
