@@ -18,10 +18,10 @@ test: setup frontend lint typecheck docs-check frontend-check pytest
 
 setup: $(STAMP)
 
-$(STAMP): constraints.txt backend/pyproject.toml flow-nodes/pyproject.toml esql-parser/pyproject.toml
+$(STAMP): constraints.txt backend/pyproject.toml flow-nodes/pyproject.toml esql-parser/pyproject.toml bench/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check pip==$(PIP_VERSION)
-	$(BIN)/python -m pip install -q -c constraints.txt -e ./esql-parser -e ./flow-nodes -e './backend[dev]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e ./esql-parser -e ./flow-nodes -e './backend[dev]' -e ./bench
 	touch $@
 
 ifneq ($(wildcard frontend/package.json),)
@@ -46,8 +46,8 @@ frontend-check:
 endif
 
 lint: setup
-	$(BIN)/ruff check backend esql-parser flow-nodes tests
-	$(BIN)/ruff format --check backend esql-parser flow-nodes tests
+	$(BIN)/ruff check backend esql-parser flow-nodes bench tests
+	$(BIN)/ruff format --check backend esql-parser flow-nodes bench tests
 
 typecheck: setup
 	$(BIN)/mypy

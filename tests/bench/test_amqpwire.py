@@ -8,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from flowbroker.bench import amqpwire
+from flowbroker_bench import amqpwire
 from pamqp import body as pamqp_body
 from pamqp import commands, decode, encode
 from pamqp import frame as pamqp_frame

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from flowbroker.bench.compare import compare
-from flowbroker.bench.core import render
+from flowbroker_bench.compare import compare
+from flowbroker_bench.core import render
 
 
 def test_ratio_and_goal_for_a_rate() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from flowbroker.bench import http_flow
-from flowbroker.bench.core import scenarios
 from flowbroker.cli import main
+from flowbroker_bench import http_flow
+from flowbroker_bench.core import scenarios
 
 
 def test_the_scenario_is_discovered_under_its_name() -> None:

@@ -8,8 +8,8 @@ import time
 import uuid
 
 import pytest
-from flowbroker.bench import mst
-from flowbroker.bench.peers import loadgen, mqttwire
+from flowbroker_bench import mst
+from flowbroker_bench.peers import loadgen, mqttwire
 
 
 def test_remaining_length_encoding() -> None:

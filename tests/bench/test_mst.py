@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from flowbroker.bench import mst
+from flowbroker_bench import mst
 
 
 def series(

@@ -10,9 +10,9 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from flowbroker.bench import qm_vs_rabbitmq
-from flowbroker.bench.core import scenarios
 from flowbroker.cli import main
+from flowbroker_bench import qm_vs_rabbitmq
+from flowbroker_bench.core import scenarios
 
 
 def test_the_scenario_is_discovered_once_under_its_name() -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from flowbroker.bench import qmwire
 from flowbroker.qm.client import AsyncClient, resolve_address
 from flowbroker.qm.harness import QueueManagerProcess
 from flowbroker.qm.protocol import OP_COMMIT, OP_PUT, FrameDecoder, decode_message
+from flowbroker_bench import qmwire
 
 
 class _Writer:

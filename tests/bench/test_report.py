@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from flowbroker.bench import report, results
 from flowbroker.cli import main
+from flowbroker_bench import report, results
 
 
 def _results(tmp_path: Path) -> list[Path]:

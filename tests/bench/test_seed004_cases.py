@@ -10,8 +10,8 @@ import argparse
 import json
 
 import pytest
-from flowbroker.bench import appendix_b, flow, seeds
 from flowbroker.cli import main
+from flowbroker_bench import appendix_b, flow, seeds
 
 FIGURES = ("Msgs/Sec", "Response", "Get", "Put", "EG CPU (%)", "QM CPU (%)", "Mbits/Sec")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from flowbroker.bench import flow, seeds
-from flowbroker.bench.core import scenarios
-from flowbroker.bench.seed004 import seed_key
 from flowbroker.cli import main
+from flowbroker_bench import flow, seeds
+from flowbroker_bench.core import scenarios
+from flowbroker_bench.seed004 import seed_key
 
 MINE = {
     "seed-table",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from flowbroker.bench import seeds
+from flowbroker_bench import seeds
 
 APPENDIX_B_SECTIONS = [f"7.{n}" for n in range(1, 15)]
 

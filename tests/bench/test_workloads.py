@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from flowbroker.bench.peers import nodered, workloads
+from flowbroker_bench.peers import nodered, workloads
 from lxml import etree
 
 

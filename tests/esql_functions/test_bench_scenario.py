@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from flowbroker.bench import esql_functions
-from flowbroker.bench.core import scenarios
+from flowbroker_bench import esql_functions
+from flowbroker_bench.core import scenarios
 
 
 def _args(*argv: str) -> argparse.Namespace:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from flowbroker.bench import convert
+from flowbroker_bench import convert
 
 
 @pytest.mark.timeout(120)

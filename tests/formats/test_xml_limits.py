@@ -84,7 +84,7 @@ def test_the_default_limits() -> None:
 def test_the_bench_scenario_parses_with_the_limit_lifted_and_is_refused_with_it() -> None:
     import argparse
 
-    from flowbroker.bench.core import scenarios
+    from flowbroker_bench.core import scenarios
 
     rows = scenarios()["xml-attributes"].run(argparse.Namespace(attributes=10_001, domain=["XMLNS"]))
     assert [(r["limits"], r["outcome"].split(":")[0]) for r in rows] == [

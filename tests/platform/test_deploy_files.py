@@ -291,8 +291,10 @@ def test_dockerfile_builds_the_frontend_with_node_20() -> None:
 
 
 def test_dockerfile_installs_what_make_setup_installs() -> None:
-    pin, packages = makefile_setup()
-    assert packages == {"esql-parser", "flow-nodes", "backend"}
+    pin, installed = makefile_setup()
+    # The image holds the product; the performance harness (bench/) is only installed by make.
+    assert installed == {"esql-parser", "flow-nodes", "backend", "bench"}
+    packages = installed - {"bench"}
     final = dockerfile_stages(DOCKERFILE.read_text())[-1]
     assert re.match(r"python:3\.11(\D|$)", final["image"]), final["image"]
     args = dict(

@@ -7,12 +7,12 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from flowbroker.bench import appendix_b, bodies, convert
-from flowbroker.bench.flow import EXAMPLES
 from flowbroker.qm.harness import QueueManagerProcess
 from flowbroker.qm.protocol import Message
 from flowbroker.runtime.harness import FlowHarness, get_all
 from flowbroker.services.deploy import apply_overrides
+from flowbroker_bench import appendix_b, bodies, convert
+from flowbroker_bench.flow import EXAMPLES
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from flowbroker.bench.flow import CASES, EXAMPLES
 from flowbroker.qm.harness import QueueManagerProcess
 from flowbroker.qm.protocol import Message, MessageDescriptor
 from flowbroker.runtime import assembly
 from flowbroker.runtime.harness import FlowHarness, get_all
+from flowbroker_bench.flow import CASES, EXAMPLES
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -68,7 +68,7 @@ def test_filter_passes_the_tagged_message(qm_process: QueueManagerProcess) -> No
 
 
 def test_filter_routes_by_the_rfh2_tag(qm_process: QueueManagerProcess) -> None:
-    from flowbroker.bench.flow import _rfh2
+    from flowbroker_bench.flow import _rfh2
 
     document = json.loads((EXAMPLES / "filter_rfh2.json").read_text())
     harness = FlowHarness(document, connect=qm_process.client)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from flowbroker.bench.core import scenarios
+from flowbroker_bench.core import scenarios
 
 pytestmark = [pytest.mark.timeout(180)]
 

@@ -1,0 +1,309 @@
+"""Where a message's CPU goes in an execution group: the flow thread's real path, profiled.
+
+``flowbroker bench profile`` preloads N messages on a queue of a queue manager process, runs one
+flow thread of MQInput → Compute (ESQL) → MQOutput over them twice (once plain, for the CPU per
+message, once under cProfile) and prints the profile's self time sorted into the stages of a
+message's life: receive, parse, tree, ESQL, serialize, send, commit, statistics and the engine
+around them. Time spent in a library or built-in function (a socket call, ``orjson.loads``) goes
+to the stages of its callers in proportion to what each caller spent in it, so every stage holds
+the C code it drives. The per-message figures scale the profile's shares to the plain run's CPU,
+so cProfile's own overhead does not inflate them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import re
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from flowbroker_bench.core import Row, Scenario
+
+#: (stage, path fragment of the function's file or "" for any, function name pattern), first match wins.
+RULES: tuple[tuple[str, str, str], ...] = (
+    ("statistics", "", r"^<built-in method time\.(perf_counter_ns|thread_time_ns|monotonic_ns)>$"),
+    ("statistics", "/runtime/engine.py", r"^(statistics|record_\w+)$"),
+    ("commit + next get", "/runtime/engine.py", r"^(commit_and_prefetch|commit_and_get)$"),
+    ("commit + next get", "/transports/qm.py", r"^commit_and_get$"),
+    ("commit + next get", "/qm/client.py", r"^commit_and_get$"),
+    ("commit", "/runtime/engine.py", r"^(commit|begin|in_transaction)$"),
+    ("commit", "/transports/qm.py", r"^commit$"),
+    ("commit", "/qm/client.py", r"^commit$"),
+    ("receive", "/runtime/engine.py", r"^(next_messages|get_batch|get_message|get)$"),
+    ("receive", "/transports/qm.py", r"^(get_many|get)$"),
+    ("receive", "/qm/client.py", r"get"),
+    ("receive", "/qm/protocol.py", r"decode|^feed$|^__next__$|^frames$"),
+    ("send", "/runtime/engine.py", r"^(put|put_raw|publish|message_parts)$"),
+    ("send", "/transports/qm.py", r"^(put|publish)$"),
+    ("send", "/qm/client.py", r"put|publish|_send|_write"),
+    ("send", "/qm/protocol.py", r"encode"),
+    ("send", "flowbroker_nodes/mq_output.py", r""),
+    ("send", "flowbroker_nodes/output.py", r""),
+    # the message tree back to a descriptor, properties and body bytes
+    ("serialize", "/assembly.py", r"^(to_message|_property|_set|body_element)$"),
+    ("serialize", "/formats/json.py", r"^(_data|_default|serialize)$"),
+    ("serialize", "/formats/mqmd.py", r"^(fields|_id)$"),
+    ("serialize", "/formats/", r"serial|write|dump|encode|to_bytes|render|emit"),
+    ("serialize", "esql/domains.py", r"serial|write|dump|encode|to_bytes|render"),
+    ("serialize", "esql/xmlio.py", r"write|serial|render"),
+    ("parse", "/formats/", r""),
+    ("parse", "esql/domains.py", r""),
+    ("parse", "esql/xmlio.py", r""),
+    ("parse", "/runtime/assembly.py", r""),
+    ("parse", "/runtime/engine.py", r"^(build_assembly|reset_body)$"),
+    ("tree", "esql/tree.py", r""),
+    ("ESQL", "esql/", r""),
+    ("ESQL", "flowbroker_nodes/compute.py", r""),
+    ("ESQL", "flowbroker_nodes/esqlnode.py", r""),
+    ("ESQL", "<esql", r""),
+    ("engine", "flowbroker_nodes/", r""),
+    ("engine", "/runtime/", r""),
+)
+
+STAGES = (
+    "receive",
+    "parse",
+    "tree",
+    "ESQL",
+    "serialize",
+    "send",
+    "commit",
+    "commit + next get",
+    "statistics",
+    "engine",
+    "other",
+)
+
+SET_STATUS = """CREATE COMPUTE MODULE SetStatus
+CREATE FUNCTION Main() RETURNS BOOLEAN
+BEGIN
+  SET OutputRoot = InputRoot;
+  SET OutputRoot.JSON.Data.status = 'processed';
+  RETURN TRUE;
+END;
+END MODULE;"""
+
+Func = tuple[str, int, str]
+
+
+def stage_of(file: str, name: str) -> str | None:
+    """The stage a function's own time belongs to; None for library and built-in code."""
+    for stage, fragment, pattern in RULES:
+        if fragment and fragment not in file:
+            continue
+        if not fragment and file != "~":
+            continue
+        if re.search(pattern, name):
+            return stage
+    return None
+
+
+def breakdown(stats: dict[Func, Any]) -> dict[str, float]:
+    """Seconds of self time per stage; unclaimed functions are split over their callers' stages."""
+    memo: dict[Func, dict[str, float]] = {}
+
+    def shares(func: Func, depth: int) -> dict[str, float]:
+        """The stages ``func``'s time belongs to, as fractions summing to 1."""
+        if func in memo:
+            return memo[func]
+        file, _, name = func
+        own = stage_of(file, name)
+        if own is not None:
+            memo[func] = {own: 1.0}
+            return memo[func]
+        callers = stats[func][4] if func in stats else {}
+        total = sum(c[3] for c in callers.values()) if callers else 0.0
+        if depth > 40 or not callers or total <= 0:
+            return {"other": 1.0}
+        memo[func] = {"other": 1.0}  # a recursion back to func counts as unclaimed
+        out: dict[str, float] = {}
+        for caller, figures in callers.items():
+            weight = figures[3] / total
+            for stage, part in shares(caller, depth + 1).items():
+                out[stage] = out.get(stage, 0.0) + weight * part
+        memo[func] = out
+        return out
+
+    seconds = dict.fromkeys(STAGES, 0.0)
+    for func, (_, _, tottime, _, _) in stats.items():
+        for stage, part in shares(func, 0).items():
+            seconds[stage] = seconds.get(stage, 0.0) + tottime * part
+    return seconds
+
+
+def _document(in_queue: str, out_queue: str, mode: str, read_ahead: int) -> dict[str, Any]:
+    return {
+        "name": "ProfileCompute",
+        "nodes": [
+            {
+                "id": "in",
+                "type": "MQInput",
+                "properties": {
+                    "queueName": in_queue,
+                    "messageDomain": "JSON",
+                    "transactionMode": mode,
+                    "waitInterval": 50,
+                    **({"readAhead": read_ahead} if read_ahead else {}),
+                },
+            },
+            {"id": "compute", "type": "Compute", "properties": {"esql": SET_STATUS, "module": "SetStatus"}},
+            {"id": "out", "type": "MQOutput", "properties": {"queueName": out_queue}},
+        ],
+        "connections": [
+            {"from": {"node": "in", "terminal": "out"}, "to": {"node": "compute", "terminal": "in"}},
+            {"from": {"node": "compute", "terminal": "out"}, "to": {"node": "out", "terminal": "in"}},
+        ],
+    }
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _pass(
+    qm: Any, args: argparse.Namespace, tag: str, profiler: cProfile.Profile | None
+) -> tuple[float, float, float, int]:
+    """One run over ``args.messages`` messages: flow-thread CPU s, queue-manager CPU s, wall s, errors."""
+    from flowbroker.qm.protocol import MessageDescriptor
+    from flowbroker.runtime.compiler import compile_flow
+    from flowbroker.runtime.datasources import DataSources
+    from flowbroker.runtime.engine import DeployedFlow, FlowThread
+    from flowbroker.runtime.transports.qm import QueueConnection
+    from flowbroker.runtime.usertrace import UserTrace
+
+    from flowbroker_bench.peers.workloads import json_message
+
+    in_queue, out_queue = f"PROFILE.{tag}.IN", f"PROFILE.{tag}.OUT"
+    with qm.client() as control:
+        for name in (in_queue, out_queue):
+            control.define_queue(name, replace=True, max_depth=args.messages + 10)
+        md = MessageDescriptor(persistence=1 if args.persistent else 0)
+        for start in range(0, args.messages, 500):
+            bodies = [json_message(n, args.size) for n in range(start, min(args.messages, start + 500))]
+            control.put_many(in_queue, bodies, md)
+
+    compiled = compile_flow(_document(in_queue, out_queue, args.transaction_mode, args.read_ahead))
+
+    def connect() -> Any:
+        return QueueConnection.open(qm.url, data_dir=str(qm.data_dir))
+
+    deployed = DeployedFlow(compiled, connect, DataSources(None), UserTrace(Path("/dev/null"), level="none"))
+    thread = FlowThread(deployed, compiled.nodes["in"], 0)
+    deployed.threads = [thread]
+
+    def watch() -> None:
+        with qm.client() as watcher:
+            while not deployed.stop_event.is_set():
+                if int(watcher.inquire_queue(out_queue).get("current_depth", 0)) >= args.messages:
+                    deployed.stop_event.set()
+                    return
+                time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    qm_before = _cpu_seconds(qm.pid)
+    wall = time.perf_counter()
+    cpu = time.thread_time()
+    watcher.start()
+    # the flow thread's loop runs on this thread, so cProfile (which follows one thread) sees it all
+    if profiler is not None:
+        profiler.enable()
+    try:
+        thread.run()
+    finally:
+        if profiler is not None:
+            profiler.disable()
+    cpu = time.thread_time() - cpu
+    wall = time.perf_counter() - wall
+    qm_cpu = _cpu_seconds(qm.pid) - qm_before
+    watcher.join(5)
+    stats = deployed.statistics()
+    return cpu, qm_cpu, wall, int(stats.get("errors", 0) or 0)
+
+
+def run(args: argparse.Namespace) -> list[Row]:
+    from flowbroker.qm.harness import QueueManagerProcess
+    from flowbroker.runtime import assembly as assemblies
+
+    if args.messages < 100:
+        raise ValueError("--messages must be at least 100")
+    assemblies.ensure_domains()
+    core = args.engine_core if args.engine_core < (os.cpu_count() or 1) else None
+    if core is not None:
+        os.sched_setaffinity(0, {core})
+    with tempfile.TemporaryDirectory(prefix="fb-bench-profile-") as tmp:
+        qm_core = args.load_core if args.load_core < (os.cpu_count() or 1) else None
+        with QueueManagerProcess(Path(tmp), fsync=not args.no_fsync, cpu=qm_core) as qm:
+            _pass(qm, args, "WARM", None)  # imports, compiled ESQL, caches
+            cpu, qm_cpu, wall, errors = _pass(qm, args, "PLAIN", None)
+            # CPU time of this thread, not wall time: a get blocked on the socket costs nothing
+            profiler = cProfile.Profile(time.thread_time)
+            _pass(qm, args, "PROFILED", profiler)
+    raw = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    seconds = breakdown(raw)
+    profiled = sum(seconds.values()) or 1.0
+    n = args.messages
+    per_msg_us = cpu / n * 1e6
+    rows: list[Row] = [
+        {
+            "stage": stage,
+            "share (%)": round(100 * secs / profiled, 1),
+            "CPU-us/msg": round(per_msg_us * secs / profiled, 2),
+        }
+        for stage, secs in seconds.items()
+        if secs > 0
+    ]
+    rows.append({"stage": "flow thread total", "share (%)": 100.0, "CPU-us/msg": round(per_msg_us, 2)})
+    rows.append(
+        {"stage": "queue manager process", "share (%)": None, "CPU-us/msg": round(qm_cpu / n * 1e6, 2)}
+    )
+    rows.append(
+        {"stage": "msgs/s (flow thread, plain run)", "share (%)": None, "CPU-us/msg": round(n / wall)}
+    )
+    if errors:
+        rows.append({"stage": "errors", "share (%)": None, "CPU-us/msg": errors})
+    if args.top:
+        top = sorted(raw.items(), key=lambda item: item[1][2], reverse=True)[: args.top]
+        for (file, line, name), figures in top:
+            where = f"{Path(file).name}:{line} {name}" if file != "~" else name
+            rows.append(
+                {
+                    "stage": f"  {stage_of(file, name) or '(callers)'}: {where}"[:110],
+                    "share (%)": round(100 * figures[2] / profiled, 1),
+                    "CPU-us/msg": round(per_msg_us * figures[2] / profiled, 2),
+                }
+            )
+    return rows
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--messages", type=int, default=20000, help="messages per pass (at least 100)")
+    parser.add_argument("--size", type=int, default=1024, help="bytes of each JSON message")
+    parser.add_argument("--transaction-mode", choices=("yes", "no", "automatic"), default="yes")
+    parser.add_argument(
+        "--read-ahead", type=int, default=0, help="the MQInput's readAhead (0: its default, 32)"
+    )
+    parser.add_argument("--persistent", action="store_true", help="persistent messages (default: not)")
+    parser.add_argument("--no-fsync", action="store_true", help="the queue manager does not fsync its log")
+    parser.add_argument("--engine-core", type=int, default=1, help="core of the flow thread")
+    parser.add_argument("--load-core", type=int, default=0, help="core of the queue manager")
+    parser.add_argument("--top", type=int, default=0, metavar="N", help="also list the N costliest functions")
+
+
+SCENARIOS = {
+    "profile": Scenario(
+        "profile",
+        "per-message CPU of a flow thread (MQInput -> Compute -> MQOutput, 1 KB JSON) by stage: receive, "
+        "parse, tree, ESQL, serialize, send, commit, statistics (cProfile)",
+        run,
+        _arguments,
+        tags=("profile",),
+    ),
+}

@@ -1,0 +1,56 @@
+"""`flowbroker bench profile`: every message goes through the real flow thread, and its CPU is split by stage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from flowbroker.cli import main
+from flowbroker_bench import profile
+
+
+def test_library_time_goes_to_the_stages_of_its_callers() -> None:
+    # pstats' shape: function -> (primitive calls, calls, self s, cumulative s, {caller: figures})
+    fill = ("/x/flowbroker/formats/json.py", 133, "fill")
+    data = ("/x/flowbroker/formats/json.py", 80, "_data")
+    helper = ("/usr/lib/python3.11/copy.py", 1, "deepcopy")  # library code between the two
+    loads = ("~", 0, "<orjson.loads>")
+    lone = ("~", 0, "<built-in method posix.getpid>")  # nobody's: no callers recorded
+    stats = {
+        fill: (1, 1, 0.1, 0.4, {}),
+        data: (1, 1, 0.2, 1.5, {}),
+        helper: (2, 2, 0.4, 0.6, {data: (2, 2, 0.4, 0.6)}),
+        loads: (4, 4, 1.2, 1.2, {fill: (1, 1, 0.3, 0.3), helper: (1, 1, 0.2, 0.2), data: (2, 2, 0.7, 0.7)}),
+        lone: (1, 1, 0.05, 0.05, {}),
+    }
+    seconds = profile.breakdown(stats)
+    assert seconds["parse"] == pytest.approx(0.1 + 0.3)
+    assert seconds["serialize"] == pytest.approx(0.2 + 0.4 + 0.2 + 0.7)
+    assert seconds["other"] == pytest.approx(0.05)
+    assert sum(seconds.values()) == pytest.approx(1.95)
+    assert set(seconds) == set(profile.STAGES)
+
+
+def test_stage_rules() -> None:
+    assert profile.stage_of("~", "<built-in method time.thread_time_ns>") == "statistics"
+    assert (
+        profile.stage_of("/s/backend/flowbroker/runtime/engine.py", "commit_and_prefetch")
+        == "commit + next get"
+    )
+    assert profile.stage_of("/s/esql-parser/esql/tree.py", "child") == "tree"
+    assert profile.stage_of("<esql:compute.esql>", "f_SetStatus__Main") == "ESQL"
+    assert profile.stage_of("/s/backend/flowbroker/formats/json.py", "fill") == "parse"
+    assert profile.stage_of("/s/backend/flowbroker/qm/client.py", "_call") is None
+    assert profile.stage_of("~", "<method 'recv_into' of '_socket.socket' objects>") is None
+
+
+@pytest.mark.timeout(180)
+def test_profile_runs_the_flow_and_prints_every_stage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "profile", "--messages", "200", "--format", "json"]) == 0
+    rows = {row["stage"]: row for row in json.loads(capsys.readouterr().out)}
+    assert "errors" not in rows
+    for stage in ("receive", "parse", "tree", "ESQL", "serialize", "send", "statistics"):
+        assert rows[stage]["CPU-us/msg"] > 0, stage
+    shares = [row["share (%)"] for row in rows.values() if row["stage"] in profile.STAGES]
+    assert sum(shares) == pytest.approx(100, abs=1)
+    assert rows["queue manager process"]["CPU-us/msg"] > 0
