@@ -494,3 +494,44 @@ def test_scaling_position_p_left_of_the_digits() -> None:
     assert_round_trip(result)
     with pytest.raises(ImportFault, match=r"PIC 999PP: scaling positions P right of the digits"):
         import_copybook("       01  R.\n           05  BIG  PIC 999PP.\n")
+
+
+def test_national_items_are_utf16_strings_of_n_characters() -> None:
+    """Message sets, importing from COBOL, supported features: PIC N(n) is a fixed-length string
+    of n characters (length units: characters). A national item (USAGE NATIONAL, implied for PIC N
+    by Enterprise COBOL's default NSYMBOL(NATIONAL)) is UTF-16, two bytes a character, whatever the
+    message's code page; the record round-trips through CWF with the EBCDIC text around it."""
+    text = """\
+       01  REC.
+           05  CODE     PIC X(3).
+           05  NAME-N   PIC N(5).
+           05  CITY-N   PIC NN USAGE NATIONAL.
+           05  FILLER   PIC N(2).
+           05  AMOUNT   PIC 9(3).
+"""
+    result = import_copybook(text)
+    assert [(e.get("name"), e["cwf"]) for e in elements(result)] == [
+        ("CODE", {"repr": "string", "length": 3}),
+        ("NAME-N", {"repr": "string", "length": 10, "ccsid": 1200}),
+        ("CITY-N", {"repr": "string", "length": 4, "ccsid": 1200}),
+        (None, {"repr": "string", "length": 4, "ccsid": 1200}),
+        ("AMOUNT", {"repr": "display", "length": 3, "signed": False}),
+    ]
+    record = assert_round_trip(result)
+    assert len(record) == 3 + 10 + 4 + 4 + 3
+    assert record[3:13] == "ABCDE".encode("utf-16-be")
+    mset = compile_set({"types": result["types"]})
+    element = Element("MRM")
+    cwf.Reader(
+        record[:3] + "Ünïçø".encode("utf-16-be") + record[13:], ccsid=EBCDIC_CCSID, encoding=HOST_ENCODING
+    ).record(mset.message_type(result["message"]), element)
+    assert element.child("NAME-N").value == "Ünïçø"  # type: ignore[union-attr]
+
+
+def test_dbcs_items_are_refused_with_the_reason() -> None:
+    """PIC G and USAGE DISPLAY-1 items are DBCS text in a DBCS code page (930, 939, …) there is no
+    codec for here: refused naming the item, not imported as the wrong bytes."""
+    for clause in ("PIC G(4)", "PIC N(4) USAGE DISPLAY-1"):
+        with pytest.raises(ImportFault, match="'KANJI' .* is a DBCS item") as info:
+            import_copybook(f"       01  REC.\n           05  KANJI  {clause}.\n")
+        assert (info.value.line, info.value.column) == (2, 12)
