@@ -64,8 +64,9 @@ def test_items_without_a_level_01_record_are_wrapped_in_one_named_after_the_file
 
 def test_binary_and_packed_usages_and_pointers() -> None:
     """USAGE clause: BINARY, COMP, COMP-4 and COMP-5 are binary (2, 4 or 8 bytes by digits),
-    PACKED-DECIMAL is COMP-3, POINTER and INDEX take 4 bytes, PROCEDURE-POINTER 8; COMP-0 is read
-    as binary like COMP."""
+    PACKED-DECIMAL is COMP-3, POINTER and INDEX take 4 bytes, PROCEDURE-POINTER 8. COMP-0 is no
+    Enterprise COBOL usage (IBM's importer lists BINARY, COMP, COMP-4 and COMP-5): other compilers'
+    copybooks mean big-endian binary by it, so it is read as COMP with a warning saying so."""
     text = """\
        01  REC.
            05  B1   PIC S9(4)  BINARY.
@@ -89,6 +90,9 @@ def test_binary_and_packed_usages_and_pointers() -> None:
         "PP": ("bytes", 8),
         "IX": ("bytes", 4),
     }
+    assert [(w["line"], w["column"], w["message"]) for w in result["warnings"]] == [
+        (5, 32, "USAGE COMP-0 is not an Enterprise COBOL usage: 'B4' is read as binary, like COMP")
+    ]
     assert len(assert_round_trip(result)) == 2 + 4 + 8 + 2 + 5 + 4 + 8 + 4
 
 
@@ -535,3 +539,21 @@ def test_dbcs_items_are_refused_with_the_reason() -> None:
         with pytest.raises(ImportFault, match="'KANJI' .* is a DBCS item") as info:
             import_copybook(f"       01  REC.\n           05  KANJI  {clause}.\n")
         assert (info.value.line, info.value.column) == (2, 12)
+
+
+def test_synchronized_eight_byte_binary_is_aligned_on_a_fullword() -> None:
+    """USAGE clause, binary items: 10-18 digits take 8 bytes but are aligned on a fullword, not a
+    doubleword (only COMP-2 takes a doubleword), so after 4 bytes no slack byte comes before one."""
+    text = """\
+       01  A SYNCHRONIZED.
+           02  B    PIC X(4).
+           02  G    PIC S9(18) COMP.
+           02  H    PIC X(2).
+           02  K    PIC S9(10) BINARY.
+           02  L    PIC X(2).
+           02  M    COMP-2.
+"""
+    result = import_copybook(text)
+    layout = [(e.get("name", "slack"), e["cwf"]["length"]) for e in elements(result)]
+    assert layout == [("B", 4), ("G", 8), ("H", 2), ("slack", 2), ("K", 8), ("L", 2), ("slack", 6), ("M", 8)]
+    assert len(assert_round_trip(result)) == 40

@@ -341,6 +341,16 @@ def _parse_item(tokens: list[_Token], notes: Notes) -> _Item | None:
             i += 2 if nxt == "IS" else 1
         elif word in _USAGES:
             item.usage = _USAGES[word]
+            if word in ("COMP-0", "COMPUTATIONAL-0"):
+                # Not an Enterprise COBOL usage (IBM's importer knows BINARY, COMP, COMP-4 and COMP-5);
+                # other compilers' copybooks use it for big-endian binary, as COMP.
+                notes.append(
+                    (
+                        tok.line,
+                        tok.column,
+                        f"USAGE {word} is not an Enterprise COBOL usage: '{item.name}' is read as binary, like COMP",
+                    )
+                )
             i += 1
         elif word == "OCCURS":
             i = _occurs(item, rest, i + 1, tok)
