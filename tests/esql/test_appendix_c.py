@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from flowbroker.formats.assembly import to_message
+
 from esql.compiler import compile_program
 from esql.runtime import ATTRIBUTE, ExecutionContext
 from esql.tree import Element, build
-from esql.xmlio import write_xml
 
 HERE = Path(__file__).parent / "appendix_c"
 
@@ -59,7 +60,7 @@ def assert_output(out: Element, entries: int = 20) -> None:
 def test_complex_compute_node() -> None:
     out = run("complex.esql", csim_message())
     assert_output(out)
-    xml = write_xml(out.child("XML")).decode()
+    xml = to_message(out)[1].decode()
     assert '<Transport Type="A"><Queue>CSIM.QUEUE.01</Queue></Transport>' in xml
 
 

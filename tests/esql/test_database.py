@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from flowbroker.formats.assembly import Template, build_root, to_message
 
-from esql import xmlio
 from esql.compiler import compile_program
 from esql.database import DatabaseError
 from esql.runtime import EsqlRuntimeError, ExecutionContext
+from esql.tree import Element
+
+
+def _message(body: bytes, descriptor: object = None) -> Element:
+    """The input message as an input node builds it, the body read by the XMLNSC parser."""
+    return build_root(descriptor, body, Template(domain="XMLNSC"))
+
+
+def _body(root: Element) -> bytes:
+    """The output body as an output node writes it."""
+    return to_message(root)[1]
+
 
 PROGRAM = """
 DECLARE tableName EXTERNAL CHARACTER 'orders';
@@ -91,7 +104,7 @@ def run(engine: sa.Engine, source: str, table: str) -> ExecutionContext:
     program = compile_program(source, "db.esql")
     with engine.begin() as conn:
         ctx = ExecutionContext(
-            input_root=xmlio.read_message(b"<Order><Customer>ACME</Customer></Order>", "XMLNSC"),
+            input_root=_message(b"<Order><Customer>ACME</Customer></Order>"),
             data_source=EngineDataSource(conn),
             externals={"tableName": table},
         )
@@ -102,7 +115,7 @@ def run(engine: sa.Engine, source: str, table: str) -> ExecutionContext:
 @pytest.mark.timeout(120)
 def test_insert_update_select_delete_passthru(engine: sa.Engine, table: str) -> None:
     ctx = run(engine, PROGRAM, table)
-    out = xmlio.write_message(ctx.output_root).decode()
+    out = _body(ctx.output_root).decode()
     assert out == (
         "<Out><Row><id>2</id><customer>O'Brien'); DROP TABLE x; --</customer></Row>"
         "<Big>2</Big>"
@@ -255,9 +268,7 @@ def test_toolkit_style_module_checks_and_runs(engine: sa.Engine) -> None:
     try:
         program = compile_program(source, "OrderAudit.esql")
         body = b'<Order id="A-1"><Item><Sku>S1</Sku></Item><Item><Sku>S2</Sku></Item><Item><Sku>S3</Sku></Item></Order>'
-        root = xmlio.read_message(body, "XMLNSC")
-        root.add("MQMD").add("Format", "MQSTR   ")
-        root.append(root.child("XMLNSC").detach())  # the body stays the last child, after the headers
+        root = _message(body, SimpleNamespace(format="MQSTR   "))
         with engine.begin() as conn:
             ctx = ExecutionContext(
                 input_root=root,
@@ -267,8 +278,8 @@ def test_toolkit_style_module_checks_and_runs(engine: sa.Engine) -> None:
             assert program.main_module().run(ctx) is True
         out = ctx.output_root
         assert [c.name for c in out.children()] == ["Properties", "MQMD", "XMLNSC"]
-        assert out.child("MQMD").to_data() == {"Format": "MQSTR   "}
-        assert xmlio.write_message(out) == b"<Audit><Line>S1</Line><Line>S2</Line><Count>2</Count></Audit>"
+        assert out.child("MQMD").child("Format").value == "MQSTR   "
+        assert _body(out) == b"<Audit><Line>S1</Line><Line>S2</Line><Count>2</Count></Audit>"
         with engine.connect() as conn:
             rows = conn.execute(
                 sa.text(f"SELECT order_id, line_no, sku FROM {table} ORDER BY line_no")
@@ -325,7 +336,7 @@ def test_scalar_functions_predicates_joins_and_insert_without_columns(engine: sa
                 data_source=EngineDataSource(conn), externals={"orders": orders, "customers": customers}
             )
             assert program.main_module().run(ctx) is True
-        assert xmlio.write_message(ctx.output_root).decode() == (
+        assert _body(ctx.output_root).decode() == (
             "<Out><Between><id>1</id></Between><NotBetween><id>2</id></NotBetween><NotBetween><id>3</id></NotBetween>"
             "<Upper><id>1</id></Upper><Upper><id>3</id></Upper><Length><id>2</id></Length><Length><id>3</id></Length>"
             "<Fn><c>acme</c><dbl>20</dbl><n>none</n></Fn><Max>150</Max>"
@@ -491,7 +502,7 @@ def test_database_procedures_on_postgresql(postgres_url: str) -> None:
         with engine.begin() as conn:
             ctx = ExecutionContext(data_source=EngineDataSource(conn), externals={"schemaName": schema})
             assert program.main_module().run(ctx) is True
-        assert xmlio.write_message(ctx.output_root).decode() == (
+        assert _body(ctx.output_root).decode() == (
             "<Out><B>7</B><C>added 2</C><B2>17</B2>"
             "<Sq><n>1</n><sq>1</sq></Sq><Sq><n>2</n><sq>4</sq></Sq><Sq><n>3</n><sq>9</sq></Sq></Out>"
         )
@@ -582,7 +593,7 @@ def test_string_functions_and_casts_over_columns_translate(engine: sa.Engine) ->
         program = compile_program(STRING_FUNCTIONS, "strings.esql")
         with engine.begin() as conn:
             ctx = ExecutionContext(
-                input_root=xmlio.read_message(b"<Order><Customer>ABC</Customer></Order>", "XMLNSC"),
+                input_root=_message(b"<Order><Customer>ABC</Customer></Order>"),
                 data_source=EngineDataSource(conn),
                 externals={"tableName": name},
             )

@@ -349,12 +349,14 @@ SET OutputRoot.XMLNSC.Out.After = 1;
     assert [(c.name, c.value) for c in out.children()] == [("Before", 1), ("H", "U0001"), ("After", 1)]
 
 
-# SQLSTATE function, "SQL states": for a user exception (one thrown by THROW) "the SQL code,
-# state, native error, and error text are taken from the first four inserts of the exception, in
-# order", the state "as is" (no 'U' origin is prefixed); IBM advises SQL states beginning with 'U'
-# for thrown exceptions so that LIKE 'U%' handles them all. The DECLARE HANDLER topic's example
-# throws VALUES(-1, 'U11222', 42, 'error text') for a handler FOR SQLSTATE VALUE 'U11222'. A THROW
-# without a second insert has an empty SQL state, which only LIKE '%' matches.
+# SQLSTATE function, "SQL states": the SQL state of an exception is found in two stages — wrapping
+# exceptions are stepped over to the one describing the original error, then its state is read; for
+# a user exception (one thrown by THROW) the SQL code, state, native error and error text are its
+# first four inserts, in that order, the state taken as is (no 'U' origin is prefixed), which is why
+# IBM advises states beginning with 'U' for thrown exceptions so that LIKE 'U%' handles them all.
+# IBM's plug-in API says the same from the other side: NBUserException.AddEsqlHandlerInserts
+# "constructs ESQL Handler ready inserts with the SQL code, state, native error and error text".
+# A THROW with no second insert therefore has an empty SQL state, which only LIKE '%' matches.
 def test_user_exception_sqlstate_is_its_second_insert() -> None:
     ctx = _run("""
 DECLARE CONTINUE HANDLER FOR SQLSTATE VALUE 'U11222' BEGIN
@@ -402,3 +404,28 @@ def test_path_clause_without_semicolon() -> None:
         "BROKER SCHEMA a.b\nPATH x.y\n",
     ):
         assert _errors(text) == [], text
+
+
+# SQLSTATE function, as above: one insert is the SQL code only (the state stays empty), and a second
+# insert that does not start with 'U' is not matched by LIKE 'U%'.
+def test_user_exception_with_one_insert_or_another_state_is_not_a_u_state() -> None:
+    ctx = _run("""
+BEGIN
+  DECLARE CONTINUE HANDLER FOR SQLSTATE LIKE 'U%' SET OutputRoot.XMLNSC.Out.U[CARDINALITY(OutputRoot.XMLNSC.Out.U[]) + 1] = SQLSTATE;
+  DECLARE CONTINUE HANDLER FOR SQLSTATE LIKE '%' BEGIN
+    SET OutputRoot.XMLNSC.Out.Other[CARDINALITY(OutputRoot.XMLNSC.Out.Other[]) + 1] = '[' || SQLSTATE || ']';
+    SET OutputRoot.XMLNSC.Out.Code[CARDINALITY(OutputRoot.XMLNSC.Out.Code[]) + 1] = SQLCODE;
+  END;
+  THROW USER EXCEPTION VALUES (7);
+  THROW USER EXCEPTION VALUES (8, 'S22003');
+  THROW USER EXCEPTION VALUES (9, 'U00009');
+END;
+""")
+    out = ctx.output_root.child("XMLNSC").child("Out")
+    assert [(c.name, c.value) for c in out.children()] == [
+        ("Other", "[]"),
+        ("Code", 7),
+        ("Other", "[S22003]"),
+        ("Code", 8),
+        ("U", "U00009"),
+    ]

@@ -64,8 +64,9 @@ def test_items_without_a_level_01_record_are_wrapped_in_one_named_after_the_file
 
 def test_binary_and_packed_usages_and_pointers() -> None:
     """USAGE clause: BINARY, COMP, COMP-4 and COMP-5 are binary (2, 4 or 8 bytes by digits),
-    PACKED-DECIMAL is COMP-3, POINTER and INDEX take 4 bytes, PROCEDURE-POINTER 8; COMP-0 is read
-    as binary like COMP."""
+    PACKED-DECIMAL is COMP-3, POINTER and INDEX take 4 bytes, PROCEDURE-POINTER 8. COMP-0 is no
+    Enterprise COBOL usage (IBM's importer lists BINARY, COMP, COMP-4 and COMP-5): other compilers'
+    copybooks mean big-endian binary by it, so it is read as COMP with a warning saying so."""
     text = """\
        01  REC.
            05  B1   PIC S9(4)  BINARY.
@@ -89,6 +90,9 @@ def test_binary_and_packed_usages_and_pointers() -> None:
         "PP": ("bytes", 8),
         "IX": ("bytes", 4),
     }
+    assert [(w["line"], w["column"], w["message"]) for w in result["warnings"]] == [
+        (5, 32, "USAGE COMP-0 is not an Enterprise COBOL usage: 'B4' is read as binary, like COMP")
+    ]
     assert len(assert_round_trip(result)) == 2 + 4 + 8 + 2 + 5 + 4 + 8 + 4
 
 
@@ -494,3 +498,62 @@ def test_scaling_position_p_left_of_the_digits() -> None:
     assert_round_trip(result)
     with pytest.raises(ImportFault, match=r"PIC 999PP: scaling positions P right of the digits"):
         import_copybook("       01  R.\n           05  BIG  PIC 999PP.\n")
+
+
+def test_national_items_are_utf16_strings_of_n_characters() -> None:
+    """Message sets, importing from COBOL, supported features: PIC N(n) is a fixed-length string
+    of n characters (length units: characters). A national item (USAGE NATIONAL, implied for PIC N
+    by Enterprise COBOL's default NSYMBOL(NATIONAL)) is UTF-16, two bytes a character, whatever the
+    message's code page; the record round-trips through CWF with the EBCDIC text around it."""
+    text = """\
+       01  REC.
+           05  CODE     PIC X(3).
+           05  NAME-N   PIC N(5).
+           05  CITY-N   PIC NN USAGE NATIONAL.
+           05  FILLER   PIC N(2).
+           05  AMOUNT   PIC 9(3).
+"""
+    result = import_copybook(text)
+    assert [(e.get("name"), e["cwf"]) for e in elements(result)] == [
+        ("CODE", {"repr": "string", "length": 3}),
+        ("NAME-N", {"repr": "string", "length": 10, "ccsid": 1200}),
+        ("CITY-N", {"repr": "string", "length": 4, "ccsid": 1200}),
+        (None, {"repr": "string", "length": 4, "ccsid": 1200}),
+        ("AMOUNT", {"repr": "display", "length": 3, "signed": False}),
+    ]
+    record = assert_round_trip(result)
+    assert len(record) == 3 + 10 + 4 + 4 + 3
+    assert record[3:13] == "ABCDE".encode("utf-16-be")
+    mset = compile_set({"types": result["types"]})
+    element = Element("MRM")
+    cwf.Reader(
+        record[:3] + "Ünïçø".encode("utf-16-be") + record[13:], ccsid=EBCDIC_CCSID, encoding=HOST_ENCODING
+    ).record(mset.message_type(result["message"]), element)
+    assert element.child("NAME-N").value == "Ünïçø"  # type: ignore[union-attr]
+
+
+def test_dbcs_items_are_refused_with_the_reason() -> None:
+    """PIC G and USAGE DISPLAY-1 items are DBCS text in a DBCS code page (930, 939, …) there is no
+    codec for here: refused naming the item, not imported as the wrong bytes."""
+    for clause in ("PIC G(4)", "PIC N(4) USAGE DISPLAY-1"):
+        with pytest.raises(ImportFault, match="'KANJI' .* is a DBCS item") as info:
+            import_copybook(f"       01  REC.\n           05  KANJI  {clause}.\n")
+        assert (info.value.line, info.value.column) == (2, 12)
+
+
+def test_synchronized_eight_byte_binary_is_aligned_on_a_fullword() -> None:
+    """USAGE clause, binary items: 10-18 digits take 8 bytes but are aligned on a fullword, not a
+    doubleword (only COMP-2 takes a doubleword), so after 4 bytes no slack byte comes before one."""
+    text = """\
+       01  A SYNCHRONIZED.
+           02  B    PIC X(4).
+           02  G    PIC S9(18) COMP.
+           02  H    PIC X(2).
+           02  K    PIC S9(10) BINARY.
+           02  L    PIC X(2).
+           02  M    COMP-2.
+"""
+    result = import_copybook(text)
+    layout = [(e.get("name", "slack"), e["cwf"]["length"]) for e in elements(result)]
+    assert layout == [("B", 4), ("G", 8), ("H", 2), ("slack", 2), ("K", 8), ("L", 2), ("slack", 6), ("M", 8)]
+    assert len(assert_round_trip(result)) == 40

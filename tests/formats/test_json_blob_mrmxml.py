@@ -192,3 +192,18 @@ def test_json_numbers_of_hundreds_of_digits_are_exact_or_refused_with_their_offs
     with pytest.raises(DomainError) as info:
         _ = beyond_float.first_child
     assert info.value.offset == 14 and "line 1, column 15" in str(info.value)
+
+
+# One CCSID table serves CAST … CCSID and the parsers: the JSON domain reads and writes every CCSID
+# that CAST accepts (1251 is Windows Cyrillic), and refuses an unknown one with a domain error.
+def test_json_domain_accepts_every_ccsid_cast_accepts() -> None:
+    from esql.values import cast
+
+    text = '{"name":"Привет"}'
+    data = text.encode("cp1251")
+    assert cast(data, "CHARACTER", ccsid=1251) == text
+    element = attach("JSON", data, ccsid=1251)
+    assert element.child("Data").child("name").value == "Привет"  # type: ignore[union-attr]
+    assert serialize(element, ccsid=1251) == data
+    with pytest.raises(DomainError, match="unsupported coded character set id 4711"):
+        attach("JSON", data, ccsid=4711).child("Data")

@@ -3,44 +3,22 @@
 from __future__ import annotations
 
 from esql.domains import DomainError
-
-#: CCSID → Python codec. 1208 is UTF-8; 037 and 500 are the EBCDIC code pages most hosts send.
-CODECS: dict[int, str] = {
-    1208: "utf-8",
-    819: "iso-8859-1",
-    1200: "utf-16-be",
-    1202: "utf-16-le",
-    13488: "utf-16-be",
-    17584: "utf-16-be",
-    37: "cp037",
-    500: "cp500",
-    1140: "cp1140",
-    273: "cp273",
-    1047: "cp1047",
-    437: "cp437",
-    850: "cp850",
-    1252: "cp1252",
-    367: "ascii",
-    912: "iso-8859-2",
-    923: "iso-8859-15",
-}
-
-EBCDIC = frozenset({37, 500, 1140, 273, 1047})
+from esql.functions.encodings import CCSID_CODECS, EBCDIC_CCSIDS
 
 #: MQENC_NATIVE on the platforms flowbroker runs on (little-endian integers, IEEE floats).
 NATIVE_ENCODING = 546
 
 
 def codec(ccsid: int) -> str:
-    """The Python codec for ``ccsid``; an unknown CCSID is a DomainError."""
+    """The Python codec for ``ccsid`` (the table CAST … CCSID uses); an unknown CCSID is a DomainError."""
     try:
-        return CODECS[int(ccsid)]
+        return CCSID_CODECS[int(ccsid)]
     except (KeyError, ValueError, TypeError):
         raise DomainError(f"unsupported coded character set id {ccsid!r}") from None
 
 
 def is_ebcdic(ccsid: int) -> bool:
-    return int(ccsid) in EBCDIC
+    return int(ccsid) in EBCDIC_CCSIDS
 
 
 def integer_order(encoding: int) -> str:

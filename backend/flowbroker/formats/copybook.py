@@ -85,6 +85,8 @@ _USAGES = {
     "PROCEDURE-POINTER": "PROCEDURE-POINTER",
     "FUNCTION-POINTER": "POINTER",
     "INDEX": "INDEX",
+    "NATIONAL": "NATIONAL",
+    "DISPLAY-1": "DISPLAY-1",
 }
 #: Bytes of the usages that take no PIC clause (Enterprise COBOL, 31-bit addressing).
 _NO_PIC_SIZES = {"COMP-1": 4, "COMP-2": 8, "POINTER": 4, "PROCEDURE-POINTER": 8, "INDEX": 4}
@@ -339,6 +341,16 @@ def _parse_item(tokens: list[_Token], notes: Notes) -> _Item | None:
             i += 2 if nxt == "IS" else 1
         elif word in _USAGES:
             item.usage = _USAGES[word]
+            if word in ("COMP-0", "COMPUTATIONAL-0"):
+                # Not an Enterprise COBOL usage (IBM's importer knows BINARY, COMP, COMP-4 and COMP-5);
+                # other compilers' copybooks use it for big-endian binary, as COMP.
+                notes.append(
+                    (
+                        tok.line,
+                        tok.column,
+                        f"USAGE {word} is not an Enterprise COBOL usage: '{item.name}' is read as binary, like COMP",
+                    )
+                )
             i += 1
         elif word == "OCCURS":
             i = _occurs(item, rest, i + 1, tok)
@@ -444,6 +456,8 @@ def _expand(pic: str) -> str:
     return _PIC_REPEAT.sub(lambda m: m.group(1) * int(m.group(2)), pic)
 
 
+#: The coded character set of COBOL national data (UTF-16 big-endian).
+NATIONAL_CCSID = 1200
 #: Enterprise COBOL's limits on digit positions (PICTURE clause; USAGE clause, BINARY).
 MAX_DIGITS = 31
 MAX_BINARY_DIGITS = 18
@@ -466,6 +480,31 @@ def _elementary(item: _Item) -> dict[str, Any]:
     pic = _expand(item.pic)
     if "(" in pic or ")" in pic:
         raise ImportFault(f"PIC {item.pic} has an unbalanced repetition", item.line, item.column)
+    if set(pic) == {"G"} or (set(pic) == {"N"} and item.usage == "DISPLAY-1"):
+        raise ImportFault(
+            f"'{item.name}' PIC {item.pic} is a DBCS item (USAGE DISPLAY-1): its bytes are in a DBCS code page such as "
+            "930 or 939, which has no codec here",
+            item.line,
+            item.column,
+        )
+    if set(pic) == {"N"}:
+        # COBOL importer: PIC N(n) is a fixed-length string of n characters. Enterprise COBOL holds a
+        # national item (USAGE NATIONAL, implied by PIC N under the default NSYMBOL(NATIONAL)) in
+        # UTF-16, two bytes a character, whatever the message's code page.
+        out = {
+            **name,
+            "type": "string",
+            "cwf": {"repr": "string", "length": 2 * len(pic), "ccsid": NATIONAL_CCSID},
+        }
+        if item.justify == "right":
+            out["cwf"]["justify"] = "right"
+        return _filler(out) if not name else out
+    if item.usage in ("NATIONAL", "DISPLAY-1"):
+        raise ImportFault(
+            f"'{item.name}' USAGE {item.usage} with PIC {item.pic}: only PIC N items are imported as national text",
+            item.line,
+            item.column,
+        )
     if set(pic) <= set("XA9") and ("X" in pic or "A" in pic):
         out = {**name, "type": "string", "cwf": {"repr": "string", "length": len(pic)}}
         if item.justify == "right":
@@ -552,13 +591,13 @@ def _alignment(item: _Item) -> int:
 
 
 def _filler(element: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "filler",
-        "cwf": {
-            "repr": element["cwf"]["repr"] if element["cwf"]["repr"] == "string" else "bytes",
-            "length": _size(element),
-        },
+    cwf = {
+        "repr": element["cwf"]["repr"] if element["cwf"]["repr"] == "string" else "bytes",
+        "length": _size(element),
     }
+    if "ccsid" in element["cwf"]:
+        cwf["ccsid"] = element["cwf"]["ccsid"]
+    return {"type": "filler", "cwf": cwf}
 
 
 def _size(element: dict[str, Any]) -> int:

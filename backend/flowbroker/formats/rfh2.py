@@ -22,7 +22,6 @@ from flowbroker.formats import xmlcore
 STRUC_ID = "RFH "
 FIXED_LENGTH = 36
 FOLDER = 0x01000000
-_NVCCSIDS = {1208: "utf-8", 1200: "utf-16-be", 13488: "utf-16-be", 17584: "utf-16-be", 819: "iso-8859-1"}
 
 
 def _ints(encoding: int) -> str:
@@ -87,7 +86,7 @@ def _layout(data: bytes, *, encoding: int, ccsid: int) -> _Layout:
         ("NameValueCCSID", nv_ccsid),
     )
     try:
-        nv_codec = _NVCCSIDS.get(nv_ccsid) or ccsids.codec(nv_ccsid)
+        nv_codec = ccsids.codec(nv_ccsid)
     except DomainError:
         raise DomainError(
             f"MQRFH2: unsupported NameValueCCSID {nv_ccsid}", domain="MQRFH2", offset=32
@@ -393,7 +392,7 @@ def serialize(header: Element, *, encoding: int, ccsid: int) -> bytes:
         return default if value is None else value
 
     nv_ccsid = int(field("NameValueCCSID", 1208))
-    nv_codec = _NVCCSIDS.get(nv_ccsid) or ccsids.codec(nv_ccsid)
+    nv_codec = ccsids.codec(nv_ccsid)
     length_of = struct.Struct(order + "i").pack
     parts: list[bytes] = []
     for folder in folders_in:

@@ -13,7 +13,7 @@ from typing import Any
 from xml.parsers import expat
 
 from esql.domains import DomainError
-from esql.tree import Element
+from esql.tree import Element, LazyContent
 from lxml import etree
 
 from flowbroker.formats import ccsid as ccsids
@@ -151,17 +151,18 @@ def parse(data: bytes, ccsid: int, domain: str, path: str, *, keep_blank: bool =
     encoding: str | None
     if data[:2] in (b"\xfe\xff", b"\xff\xfe") or data[:3] == b"\xef\xbb\xbf":
         encoding = None
-    elif ccsids.is_ebcdic(ccsid):
-        # libxml2 has no EBCDIC code page of its own here: transcode to UTF-8 and say so.
-        try:
-            data = data.decode(ccsids.codec(ccsid)).encode("utf-8")
-        except UnicodeError as exc:
-            raise DomainError(f"{domain}: {exc}", domain=domain, path=path) from None
-        encoding = "utf-8"
     else:
         encoding = ccsids.codec(ccsid)
         if encoding.startswith("utf-16"):
             encoding = "utf-16le" if encoding.endswith("le") else "utf-16be"
+        elif encoding != "utf-8":
+            # libxml2 does not know every code page by Python's name (EBCDIC, DOS, EUC…):
+            # transcode to UTF-8 here and tell the parser so.
+            try:
+                data = data.decode(encoding).encode("utf-8")
+            except UnicodeError as exc:
+                raise DomainError(f"{domain}: {exc}", domain=domain, path=path) from None
+            encoding = "utf-8"
     if b"<!ENTITY" in data:
         # Entity declarations are how XXE and entity expansion attacks start; refuse them outright.
         raise DomainError(
@@ -526,3 +527,70 @@ def mark_cdata_content(element: Element, data: bytes, ccsid: int) -> None:
             for kid in node.children():
                 if kid.type == VALUE and not kid.name and kid.value in texts:
                     kid.type = CDATA_VALUE
+
+
+class ContentParser:
+    """The XML and XMLNS domains: text, comments and white space kept as Content children.
+
+    Parses on first read; an untouched subtree serialises as the bytes it came from. The two
+    domains differ only in how an element, its namespace declarations and its attributes are
+    named (``element``); everything else lives here.
+    """
+
+    domains: tuple[str, ...] = ()
+    namespaces = False
+
+    def __init__(self) -> None:
+        self.domain = self.domains[0]
+        self._writer = Writer(self.domain, namespaces=self.namespaces)
+
+    def element(self, parent: Element, node: Any, parent_nsmap: dict[Any, str]) -> Element:
+        """Append the element of ``node`` with its namespace declarations and attributes."""
+        raise NotImplementedError
+
+    def _build(self, parent: Element, node: Any, parent_nsmap: dict[Any, str]) -> None:
+        el = self.element(parent, node, parent_nsmap)
+        nsmap = node.nsmap
+        if node.text:
+            el.append_new(Element("", node.text, type=VALUE))
+        for kid in node:
+            self._child(el, kid, nsmap)
+            if kid.tail:
+                el.append_new(Element("", kid.tail, type=VALUE))
+
+    def _child(self, el: Element, kid: Any, nsmap: dict[Any, str]) -> None:
+        if isinstance(kid.tag, str):
+            self._build(el, kid, nsmap)
+        elif kid.tag is etree.Comment:
+            el.append_new(Element("", kid.text or "", type=COMMENT))
+        elif kid.tag is etree.PI:
+            el.append_new(Element(kid.target, kid.text or "", type=PI_FIELD))
+        else:
+            el.append_new(Element("", kid.text or "", type=VALUE))
+
+    def attach(
+        self, element: Element, data: bytes, *, ccsid: int, encoding: int, options: dict[str, Any]
+    ) -> None:
+        element.set_lazy(LazyContent(self, bytes(data), ccsid=ccsid, encoding=encoding, options=options))
+
+    def fill(self, element: Element, content: LazyContent) -> None:
+        root, head = parse(content.data, content.ccsid, self.domain, element.path(), keep_blank=True)
+        decl = declaration(head, root)
+        if decl is not None:
+            holder = element.add("XmlDecl", type=XML_DECL)
+            for key, val in decl.items():
+                holder.add("Standalone" if key == "StandAlone" else key, val, type=ATTRIBUTE)
+        for node in prolog(root):
+            self._child(element, node, {})
+        self._build(element, root, {})
+        for node in epilog(root):
+            self._child(element, node, {})
+        mark_cdata_content(element, content.data, content.ccsid)
+
+    def serialize(self, element: Element, *, ccsid: int, encoding: int, options: dict[str, Any]) -> bytes:
+        lazy = element.lazy
+        if lazy is not None and lazy.ccsid == ccsid:
+            return lazy.data
+        if is_folder(element, self.domains, options):
+            return encode(self._writer.fragment(element), ccsid, self.domain)
+        return encode(self._writer.document(element), ccsid, self.domain)

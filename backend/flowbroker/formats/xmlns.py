@@ -4,87 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from esql.tree import Element, LazyContent
-from lxml import etree
+from esql.tree import Element
 
 from flowbroker.formats import xmlcore
-from flowbroker.formats.xmlcore import (
-    ATTRIBUTE,
-    COMMENT,
-    FOLDER,
-    NS_DECL,
-    PI_FIELD,
-    VALUE,
-    XML_DECL,
-    XMLNS_URI,
-)
-
-_WRITER = xmlcore.Writer("XMLNS", namespaces=True)
+from flowbroker.formats.xmlcore import ATTRIBUTE, FOLDER, NS_DECL, XMLNS_URI
 
 
-def _build(parent: Element, node: Any, parent_nsmap: dict[Any, str]) -> None:
-    ns, name = xmlcore.split(node.tag)
-    el = parent.append_new(Element(name, namespace=ns, type=FOLDER))
-    nsmap = node.nsmap
-    if nsmap != parent_nsmap:
-        for prefix, uri in nsmap.items():
-            if parent_nsmap.get(prefix) != uri:
-                el.append_new(
-                    Element(prefix or "xmlns", uri, namespace=XMLNS_URI if prefix else "", type=NS_DECL)
-                )
-    for key, val in xmlcore.attributes(node, el, "XMLNS"):
-        ans, aname = xmlcore.split(key)
-        el.append_new(Element(aname, val, namespace=ans, type=ATTRIBUTE))
-    if node.text:
-        el.append_new(Element("", node.text, type=VALUE))
-    for kid in node:
-        _child(el, kid, nsmap)
-        if kid.tail:
-            el.append_new(Element("", kid.tail, type=VALUE))
-
-
-def _child(el: Element, kid: Any, nsmap: dict[Any, str]) -> None:
-    if isinstance(kid.tag, str):
-        _build(el, kid, nsmap)
-    elif kid.tag is etree.Comment:
-        el.append_new(Element("", kid.text or "", type=COMMENT))
-    elif kid.tag is etree.PI:
-        el.append_new(Element(kid.target, kid.text or "", type=PI_FIELD))
-    else:
-        el.append_new(Element("", kid.text or "", type=VALUE))
-
-
-class XmlnsParser:
-    """Parses on first read; an untouched subtree serialises as the bytes it came from."""
+class XmlnsParser(xmlcore.ContentParser):
+    """Names are local names with their namespace URIs; declarations are NamespaceDecl fields."""
 
     domains: tuple[str, ...] = ("XMLNS",)
+    namespaces = True
 
-    def attach(
-        self, element: Element, data: bytes, *, ccsid: int, encoding: int, options: dict[str, Any]
-    ) -> None:
-        element.set_lazy(LazyContent(self, bytes(data), ccsid=ccsid, encoding=encoding, options=options))
-
-    def fill(self, element: Element, content: LazyContent) -> None:
-        root, head = xmlcore.parse(content.data, content.ccsid, "XMLNS", element.path(), keep_blank=True)
-        decl = xmlcore.declaration(head, root)
-        if decl is not None:
-            holder = element.add("XmlDecl", type=XML_DECL)
-            for key, val in decl.items():
-                holder.add("Standalone" if key == "StandAlone" else key, val, type=ATTRIBUTE)
-        for node in xmlcore.prolog(root):
-            _child(element, node, {})
-        _build(element, root, {})
-        for node in xmlcore.epilog(root):
-            _child(element, node, {})
-        xmlcore.mark_cdata_content(element, content.data, content.ccsid)
-
-    def serialize(self, element: Element, *, ccsid: int, encoding: int, options: dict[str, Any]) -> bytes:
-        lazy = element.lazy
-        if lazy is not None and lazy.ccsid == ccsid:
-            return lazy.data
-        if xmlcore.is_folder(element, self.domains, options):
-            return xmlcore.encode(_WRITER.fragment(element), ccsid, "XMLNS")
-        return xmlcore.encode(_WRITER.document(element), ccsid, "XMLNS")
+    def element(self, parent: Element, node: Any, parent_nsmap: dict[Any, str]) -> Element:
+        ns, name = xmlcore.split(node.tag)
+        el = parent.append_new(Element(name, namespace=ns, type=FOLDER))
+        nsmap = node.nsmap
+        if nsmap != parent_nsmap:
+            for prefix, uri in nsmap.items():
+                if parent_nsmap.get(prefix) != uri:
+                    el.append_new(
+                        Element(prefix or "xmlns", uri, namespace=XMLNS_URI if prefix else "", type=NS_DECL)
+                    )
+        for key, val in xmlcore.attributes(node, el, "XMLNS"):
+            ans, aname = xmlcore.split(key)
+            el.append_new(Element(aname, val, namespace=ans, type=ATTRIBUTE))
+        return el
 
 
 PARSER = XmlnsParser()

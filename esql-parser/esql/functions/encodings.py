@@ -1,6 +1,8 @@
-"""The CCSIDs ESQL accepts for BLOB↔CHARACTER conversion, mapped to Python codecs."""
+"""The one table of coded character set ids (CCSIDs): ESQL's CAST and every message domain use it."""
 
 from __future__ import annotations
+
+_EBCDIC_CODECS = frozenset({"cp037", "cp273", "cp424", "cp500", "cp875", "cp1026", "cp1140"})
 
 #: IBM coded character set ids → Python codec names.
 CCSID_CODECS: dict[int, str] = {
@@ -76,8 +78,8 @@ CCSID_CODECS: dict[int, str] = {
 }
 
 
-class UnknownCcsid(LookupError):
-    """A CCSID with no codec here."""
+#: The EBCDIC code pages among them (their XML declarations are read through the codec first).
+EBCDIC_CCSIDS = frozenset(ccsid for ccsid, codec in CCSID_CODECS.items() if codec in _EBCDIC_CODECS)
 
 
 def codec_for_ccsid(ccsid: int) -> str:

@@ -127,7 +127,7 @@ class Reader:
         rep = f.repr
         if rep == "string":
             try:
-                text = raw.decode(self.codec)
+                text = raw.decode(ccsids.codec(f.ccsid) if f.ccsid else self.codec)
             except UnicodeDecodeError as exc:
                 raise _error(
                     f"bytes not valid in the message's code page: {exc.reason}", path, pos + exc.start
@@ -357,7 +357,8 @@ class Writer:
 
     def filler(self, f: Field) -> bytes:
         if f.repr == "string":
-            return f.pad.encode(self.codec) * f.length
+            pad = f.pad.encode(ccsids.codec(f.ccsid) if f.ccsid else self.codec)
+            return (pad * f.length)[: f.length]
         return b"\x00" * f.length
 
     def field(self, f: Field, element: Element, path: str) -> None:
@@ -375,13 +376,17 @@ class Writer:
             raise _error("field has no value", path, offset)
         if rep == "string":
             text = value if isinstance(value, str) else _text(value)
+            codec = ccsids.codec(f.ccsid) if f.ccsid else self.codec
             try:
-                raw = text.encode(self.codec)
+                raw = text.encode(codec)
             except UnicodeEncodeError:
                 raise _error(f"{text!r} cannot be written in the message's code page", path, offset) from None
             if len(raw) > f.length:
                 raise _error(f"value {text!r} is {len(raw)} bytes; the field holds {f.length}", path, offset)
-            padding = f.pad.encode(self.codec) * (f.length - len(raw))
+            pad = f.pad.encode(codec)
+            if (f.length - len(raw)) % len(pad):
+                raise _error(f"value {text!r} leaves a part of a character unfilled", path, offset)
+            padding = pad * ((f.length - len(raw)) // len(pad))
             return raw + padding if f.justify == "left" else padding + raw
         if rep == "float":
             number = _float(value, path, offset)

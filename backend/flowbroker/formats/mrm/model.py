@@ -15,7 +15,9 @@ A message set document (the form stored in the config repository and sent over R
 another type in the set. ``cwf`` gives the Custom Wire Format: ``repr`` (string, binary, packed,
 zoned, display, float, bytes), ``length`` in bytes (digits for zoned/display), ``signed``,
 ``byteOrder`` (big, little, message), ``justify`` (left, right), ``pad`` (one character, SPACE, NUL, ZERO or 0xHH) and
-``sign`` (leading, trailing, leading_separate, trailing_separate, none) for display numerics.
+``sign`` (leading, trailing, leading_separate, trailing_separate, none) for display numerics, and
+``ccsid`` for a string held in its own coded character set whatever the message's (a COBOL
+national item is UTF-16, CCSID 1200).
 A ``choice`` holds alternatives for the same bytes (COBOL REDEFINES); ``selector`` ({"field": F,
 "cases": {value: alternative}}) picks one on input, else the first that parses is used.
 """
@@ -26,6 +28,8 @@ import re
 from typing import Any
 
 from esql.domains import DomainError
+
+from flowbroker.formats import ccsid as ccsids
 
 SIMPLE_TYPES = ("string", "integer", "decimal", "float", "binary", "boolean", "filler")
 REPRS = ("string", "binary", "packed", "zoned", "display", "float", "bytes")
@@ -54,6 +58,7 @@ class Field:
     __slots__ = (
         "alternatives",
         "base",
+        "ccsid",
         "complex",
         "depends_on",
         "justify",
@@ -93,6 +98,7 @@ class Field:
         self.pad = " "
         self.sign = "trailing"
         self.xml_attribute = False
+        self.ccsid: int | None = None
 
     @property
     def is_repeat(self) -> bool:
@@ -123,6 +129,8 @@ class Field:
                 cwf["byteOrder"] = self.order
             if self.repr == "string" and self.justify != "left":
                 cwf["justify"] = self.justify
+            if self.repr == "string" and self.ccsid is not None:
+                cwf["ccsid"] = self.ccsid
             if self.repr == "display" and self.signed:
                 cwf["sign"] = self.sign
             out["cwf"] = cwf
@@ -304,6 +312,17 @@ def _field(doc: Any, types: dict[str, ComplexType], pointer: str) -> Field:
     f.sign = str(cwf.get("sign", "trailing"))
     if f.sign not in ("leading", "trailing", "leading_separate", "trailing_separate", "none"):
         raise MessageSetError("unknown 'sign' option", pointer + "/cwf/sign")
+    ccsid = cwf.get("ccsid")
+    if ccsid is not None:
+        if f.repr != "string" or not isinstance(ccsid, int) or isinstance(ccsid, bool):
+            raise MessageSetError("'ccsid' is an integer CCSID of a string field", pointer + "/cwf/ccsid")
+        try:
+            ccsids.codec(ccsid)
+        except DomainError:
+            raise MessageSetError(
+                f"unsupported coded character set id {ccsid}", pointer + "/cwf/ccsid"
+            ) from None
+        f.ccsid = ccsid
     if f.repr == "zoned":
         f.repr, f.sign = "display", "trailing" if f.signed else "none"
     if f.repr == "display" and f.sign in ("leading_separate", "trailing_separate") and f.length < 2:

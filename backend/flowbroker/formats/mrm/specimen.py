@@ -65,7 +65,10 @@ def _field(f: Field, parent: Element) -> None:
 def value(f: Field) -> object:
     """The specimen value of simple field ``f``: it fills the field's bytes."""
     if f.repr == "string":
-        return (_LETTERS * (f.length // len(_LETTERS) + 1))[: f.length]
+        width = (
+            f.length // 2 if f.ccsid in (1200, 1201, 1202, 13488, 17584) else f.length
+        )  # UTF-16: 2 bytes a character
+        return (_LETTERS * (width // len(_LETTERS) + 1))[:width]
     if f.repr == "bytes":
         return bytes((index * 37 + 1) % 256 for index in range(f.length))
     if f.repr == "float":
