@@ -66,7 +66,7 @@ def test_a_developer_imports_flows_and_subflows_once(api: Any) -> None:
         "ACEIMP.ORDERS.BACKOUT": "not defined: defining queues needs the operator role",
         "ACEIMP.ORDERS.ALIAS": "QALIAS is not supported: the queue manager has local queues only",
     }
-    assert body["summary"]["unsupportedNodeTypes"] == {"WSRequest": 1}
+    assert body["summary"]["unsupportedNodeTypes"] == {"JavaCompute": 1}
     flows = {f["name"]: f for f in client.get("/api/flows", headers=headers["dev"]).json()}
     stored = client.get(f"/api/flows/{flows['orders.OrderRouter']['id']}", headers=headers["dev"]).json()
     assert [n["type"] for n in stored["document"]["nodes"]] == [

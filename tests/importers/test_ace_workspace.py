@@ -131,8 +131,8 @@ def test_an_unsupported_node_is_kept_in_place_with_its_attributes_and_connection
         "id": "FCMComposite_1_5",
         "position": {"x": 576, "y": 384},
         "properties": {
-            "originalType": "ComIbmWSRequest",
-            "originalAttributes": {"URLSpecifier": "http://stock.example/check"},
+            "originalType": "ComIbmJavaCompute",
+            "originalAttributes": {"javaClass": "orders.CheckStock"},
             "inputTerminals": [{"name": "in"}],
             "outputTerminals": [],
         },
@@ -144,18 +144,20 @@ def test_an_unsupported_node_is_kept_in_place_with_its_attributes_and_connection
         {
             "node": "Check stock",
             "id": "FCMComposite_1_5",
-            "type": "WSRequest",
+            "type": "JavaCompute",
             "reason": "no flowbroker node type yet",
             "line": 41,
         }
     ]
     assert report.dropped_connections == []
-    assert "Unsupported nodes to replace before deploying: Check stock (WSRequest)." in router["description"]
+    assert (
+        "Unsupported nodes to replace before deploying: Check stock (JavaCompute)." in router["description"]
+    )
     # the flow saves (the import stores it) but would not deploy until the node is replaced
     assert [p["message"] for p in report.problems] == [
-        "node 'Check stock' is an unsupported ACE node (ComIbmWSRequest): replace it before deploying"
+        "node 'Check stock' is an unsupported ACE node (ComIbmJavaCompute): replace it before deploying"
     ]
-    assert converted.report.summary()["unsupportedNodeTypes"] == {"WSRequest": 1}
+    assert converted.report.summary()["unsupportedNodeTypes"] == {"JavaCompute": 1}
 
 
 def test_esql_comes_from_the_modules_schema_other_files_and_path_libraries(converted: Any) -> None:
@@ -330,7 +332,7 @@ def test_the_command_writes_flows_and_the_report_with_out(tmp_path: Path) -> Non
         "orders.OrderRouter.json",
     ]
     assert (tmp_path / "report.json").is_file() and (tmp_path / "queues.json").is_file()
-    assert "unsupported node 'Check stock' (WSRequest): no flowbroker node type yet" in result.stdout
+    assert "unsupported node 'Check stock' (JavaCompute): no flowbroker node type yet" in result.stdout
     assert "2 flows (1 complete), 8/9 nodes mapped (88.9%)" in result.stdout
 
 

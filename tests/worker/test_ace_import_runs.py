@@ -38,13 +38,13 @@ def test_the_imported_router_with_its_subflow_and_library_esql_moves_a_message(p
     assert attrs["description"] == "Orders arriving"
 
     with WorkerProcess(platform.data):
-        # the web-service call has no flowbroker node yet: imported as an Unsupported node that
+        # the Java step has no flowbroker node: imported as an Unsupported node that
         # keeps the flow from deploying until it is replaced
         created = platform.request("POST", "/api/deployments", json={"flowName": "orders.OrderRouter"})
         assert created.status_code == 202, created.text
         refused = platform.wait_status(created.json()["id"], {"running", "failed"})
         assert refused["status"] == "failed", refused
-        assert "unsupported ACE node (ComIbmWSRequest)" in json.dumps(refused), refused
+        assert "unsupported ACE node (ComIbmJavaCompute)" in json.dumps(refused), refused
         # the user takes it out (it hangs off the Compute's out1 terminal) and deploys again
         flow = platform.request("GET", f"/api/flows/{refused['flowId']}").json()
         document = flow["document"]

@@ -572,7 +572,7 @@ class _Converter:
             if attribute == mapping.esql:
                 self._esql(node, label, value, props, flow)
                 continue
-            if attribute == "additionalInstances" and mapping.type == "MQInput":
+            if attribute == "additionalInstances" and mapping.type in ("MQInput", "HTTPInput"):
                 try:
                     instances = int(value)
                 except ValueError:
