@@ -425,3 +425,14 @@ def test_a_flow_whose_subflow_cannot_be_read_is_not_converted(tmp_path: Path) ->
             }
         ],
     )
+
+
+def test_an_esql_file_that_ends_inside_a_module_is_read_to_its_end() -> None:
+    from flowbroker.importers.ace.esql import split
+
+    schema, _, items = split(
+        "BROKER SCHEMA a.b\nCREATE COMPUTE MODULE Cut\n  CREATE FUNCTION Main() RETURNS BOOLEAN"
+    )
+    assert schema == "a.b"
+    assert [(i.kind, i.name) for i in items] == [("schema", ""), ("module", "Cut")]
+    assert items[-1].text.endswith("RETURNS BOOLEAN")

@@ -173,7 +173,7 @@ def split(text: str) -> tuple[str, list[str], list[Item]]:
             end = _statement_end(toks, i)
         else:
             end = _statement_end(toks, i)
-        end = max(end, start)
+        end = min(max(end, start), n - 1)  # an unterminated module or block ends with the file
         piece = toks[start : end + 1]
         stop = toks[end].start + len(toks[end].text)
         inner: frozenset[str] = frozenset()
