@@ -91,7 +91,21 @@ def test_properties_map_and_ace_defaults_fill_what_the_xmi_omits(converted: Any)
     assert dropped == {
         ("Orders in", "additionalInstances"),
         ("Orders in", "browse"),
+        ("Orders in", "queueName"),
         ("(flow)", "AUDIT_LEVEL"),
+    }
+    # the input queue the Toolkit named is an alias of the MQSC script: the node reads its target
+    (alias,) = [
+        d
+        for d in _flow_report(converted, "orders.OrderRouter").dropped_properties
+        if d["property"] == "queueName"
+    ]
+    assert alias == {
+        "node": "Orders in",
+        "property": "queueName",
+        "value": "ACEIMP.ORDERS.ALIAS",
+        "reason": "names the alias queue defined at OrderApp/queues.mqsc:7; there are no alias queues, so the "
+        "node names its target ACEIMP.ORDERS.IN",
     }
 
 
@@ -269,13 +283,74 @@ def test_mqsc_local_queues_become_definitions_and_the_rest_is_reported() -> None
             },
             "",
         ),
-        ("FAR.AWAY", "QREMOTE", {}, "QREMOTE is not supported: the queue manager has local queues only"),
+        (
+            "FAR.AWAY",
+            "QREMOTE",
+            {},
+            "QREMOTE is not supported: messages do not travel to other queue managers (RNAME X at RQMNAME QM2)",
+        ),
     ]
     assert script.queues[0].source == "q.mqsc:2"
     assert script.queues[1].dropped == [
         {"attribute": "SCOPE", "value": "QMGR", "reason": "no such queue attribute here"}
     ]
     assert script.unsupported == [{"source": "q.mqsc:7", "command": "SET AUTHREC PROFILE(X) OBJTYPE(QUEUE)"}]
+
+
+def test_mqsc_topics_and_subscriptions_become_durable_subscriptions_and_aliases_name_targets() -> None:
+    script = mqsc.parse(
+        "DEFINE TOPIC(SALES) TOPICSTR('shop/sales') CLUSTER(C1) DEFPSIST(YES)\n"
+        "DEFINE SUB(ALL.SALES) TOPICOBJ(SALES) TOPICSTR('#') DEST(SALES.LOG) DESTCORL(0A1B) EXPIRY(100)\n"
+        "DEFINE SUB('plain') TOPICSTR('shop/+/eu') DEST(EU.Q) DESTCLAS(PROVIDED) WSCHEMA(TOPIC)\n"
+        "DEFINE SUB(NO.OBJ) TOPICOBJ(MISSING) DEST(Q)\n"
+        "DEFINE SUB(FAR) TOPICSTR('a') DEST(Q) DESTQMGR(QM2)\n"
+        "DEFINE SUB(CHARS) TOPICSTR('a*') DEST(Q) WSCHEMA(CHAR)\n"
+        "DEFINE SUB(BAD.WILD) TOPICSTR('a/#/b') DEST(Q)\n"
+        "DEFINE SUB(NO.DEST) TOPICSTR('a')\n"
+        "DEFINE QALIAS(TO.TOPIC) TARGET(SALES) TARGTYPE(TOPIC)\n"
+        "DEFINE QALIAS(TO.QUEUE) TARGQ(REAL.Q)\n"
+        "DEFINE QMODEL(DYN)\n",
+        "ps.mqsc",
+    )
+    (topic,) = script.topics
+    assert (topic.name, topic.topic_string, topic.problem) == ("SALES", "shop/sales", "")
+    assert [d["attribute"] for d in topic.dropped] == ["CLUSTER", "DEFPSIST"]
+    subs = {s.name: s for s in script.subscriptions}
+    # MQ joins the topic object's string and the subscription's own
+    assert (subs["ALL.SALES"].topic, subs["ALL.SALES"].queue, subs["ALL.SALES"].correl_id) == (
+        "shop/sales/#",
+        "SALES.LOG",
+        "0A1B",
+    )
+    assert subs["ALL.SALES"].dropped == [
+        {"attribute": "EXPIRY", "value": "100", "reason": "no such subscription attribute here"}
+    ]
+    assert (subs["plain"].topic, subs["plain"].problem, subs["plain"].dropped) == ("shop/+/eu", "", [])
+    assert {name: s.problem for name, s in subs.items() if s.problem} == {
+        "NO.OBJ": "TOPICOBJ(MISSING) is not defined with a TOPICSTR in the scripts",
+        "FAR": "DESTQMGR(QM2): publications are delivered only to queues of this queue manager",
+        "CHARS": "WSCHEMA(CHAR): character wildcards (WSCHEMA(CHAR)) are not supported: topic-level wildcards "
+        "# and + only",
+        "BAD.WILD": "topic 'a/#/b': '#' must be the last level (level 2)",
+        "NO.DEST": "a subscription needs DEST, the queue publications are put to",
+    }
+    assert [(q.name, q.problem) for q in script.queues] == [
+        (
+            "TO.TOPIC",
+            "QALIAS of the topic SALES is not supported: an MQOutput node naming it would publish; use a "
+            "Publication node",
+        ),
+        (
+            "TO.QUEUE",
+            "QALIAS is not supported: the queue manager has no alias queues; flow nodes naming TO.QUEUE are "
+            "given its target REAL.Q",
+        ),
+        (
+            "DYN",
+            "QMODEL is not supported: there are no dynamic queues; define the queues the flows use as QLOCAL",
+        ),
+    ]
+    assert script.unsupported == []
 
 
 def test_esql_files_split_into_items_whatever_the_nesting() -> None:

@@ -27,6 +27,10 @@ def test_the_imported_router_with_its_subflow_and_library_esql_moves_a_message(p
         "ACEIMP.ORDERS.IN": "defined",
         "ACEIMP.ORDERS.OUT": "defined",
         "ACEIMP.ORDERS.BACKOUT": "defined",
+        "ACEIMP.ORDERS.AUDIT": "defined",
+    }
+    assert {s["name"]: s.get("outcome") for s in report["subscriptions"] if not s["problem"]} == {
+        "ACEIMP.ORDERS.AUDIT": "defined"
     }
     with platform.qm.client() as qm:
         attrs = qm.inquire_queue("ACEIMP.ORDERS.IN")
@@ -36,6 +40,11 @@ def test_the_imported_router_with_its_subflow_and_library_esql_moves_a_message(p
         "ACEIMP.ORDERS.BACKOUT",
     )
     assert attrs["description"] == "Orders arriving"
+    # the script's subscription delivers what is published below its topic object's string
+    with platform.qm.client() as qm:
+        assert qm.publish("aceimp/orders/new", b"<Event/>") == 1
+        (event,) = get_all(qm, "ACEIMP.ORDERS.AUDIT", 1, wait=10)
+    assert bytes(event.body) == b"<Event/>"
 
     with WorkerProcess(platform.data):
         # the Java step has no flowbroker node: imported as an Unsupported node that
@@ -62,6 +71,7 @@ def test_the_imported_router_with_its_subflow_and_library_esql_moves_a_message(p
         deployed = platform.wait_status(created.json()["id"], {"running", "failed"})
         assert deployed["status"] == "running", deployed
         with platform.qm.client() as qm:
+            # the flow's MQInput named the alias ACEIMP.ORDERS.ALIAS: it reads the alias's target
             qm.put("ACEIMP.ORDERS.IN", b"<Order><Qty>12</Qty></Order>")
             (out,) = get_all(qm, "ACEIMP.ORDERS.OUT", 1, wait=30)
     body = bytes(out.body).decode()

@@ -218,6 +218,7 @@ class Converted:
     documents: list[dict[str, Any]]
     queues: list[mqsc.QueueDefinition]
     report: ImportReport
+    subscriptions: list[mqsc.SubscriptionDefinition] = field(default_factory=list)
 
 
 class _Converter:
@@ -232,11 +233,15 @@ class _Converter:
         self._files = {(p.name, rel): content for p in workspace.projects for rel, content in p.files.items()}
         #: flow name → the subflows its nodes use: (subflow flow name, source file, line, column)
         self.uses: dict[str, list[tuple[str, str, int, int]]] = {}
+        #: alias queue name → (its target queue, where the alias is defined), from the MQSC scripts
+        self.aliases: dict[str, tuple[str, str]] = {}
 
     def run(self) -> Converted:
         taken: set[str] = set()
         flow_files: list[tuple[Project, str]] = []
         queues: list[mqsc.QueueDefinition] = []
+        topics: list[mqsc.TopicDefinition] = []
+        subscriptions: list[mqsc.SubscriptionDefinition] = []
         for project in self.workspace.projects:
             if project.models:
                 self.report.notes.append(
@@ -249,9 +254,20 @@ class _Converter:
                 elif rel.endswith(MQSC_SUFFIXES):
                     script = mqsc.parse(content.decode("utf-8", "replace"), f"{project.name}/{rel}")
                     queues.extend(script.queues)
+                    topics.extend(script.topics)
+                    subscriptions.extend(script.subscriptions)
                     self.report.unsupported_commands.extend(script.unsupported)
                 elif rel.endswith(FLOW_SUFFIXES):
                     flow_files.append((project, rel))
+        seen: dict[str, mqsc.QueueDefinition] = {}
+        for queue in queues:
+            seen[queue.name] = queue  # a later DEFINE … REPLACE wins
+        final = list(seen.values())
+        self.aliases = {
+            q.name: (q.leads["target"], q.source)
+            for q in final
+            if q.kind == "QALIAS" and q.leads.get("target") and q.leads.get("target_type", "QUEUE") == "QUEUE"
+        }
         for project, rel in flow_files:
             name = flow_name(rel)
             if name in taken:
@@ -270,10 +286,29 @@ class _Converter:
         for name in set(self.names.values()) - {d["name"] for d in documents}:
             refused[name] = "its file cannot be read (see errors)"
         documents = refuse_dependents(documents, self.report, refused)
-        seen: dict[str, mqsc.QueueDefinition] = {}
-        for queue in queues:
-            seen[queue.name] = queue  # a later DEFINE … REPLACE wins
-        final = list(seen.values())
+        self.report.topics = [
+            {
+                "name": t.name,
+                "topicString": t.topic_string,
+                "source": t.source,
+                "dropped": t.dropped,
+                "problem": t.problem,
+                "outcome": "" if t.problem else "needs no definition: the topic string is used as it is",
+            }
+            for t in {t.name: t for t in topics}.values()
+        ]
+        subs = list({s.name: s for s in subscriptions}.values())
+        self.report.subscriptions = [
+            {
+                "name": s.name,
+                "topic": s.topic,
+                "queue": s.queue,
+                "source": s.source,
+                "dropped": s.dropped,
+                "problem": s.problem,
+            }
+            for s in subs
+        ]
         self.report.queues = [
             {
                 "name": q.name,
@@ -285,7 +320,7 @@ class _Converter:
             }
             for q in final
         ]
-        return Converted(documents, final, self.report)
+        return Converted(documents, final, self.report, [s for s in subs if not s.problem])
 
     def _parse(self, key: tuple[str, str]) -> xmi.XmiFlow:
         """The flow file ``key`` (project, path) parsed once; :class:`xmi.XmiError` when it cannot be."""
@@ -620,6 +655,19 @@ class _Converter:
                         }
                     )
             props[ours] = rows
+        alias = props.get("queueName")
+        if alias in self.aliases and mapping.type in ("MQInput", "MQOutput", "MQGet"):
+            target, where = self.aliases[alias]
+            props["queueName"] = target
+            flow.dropped_properties.append(
+                {
+                    "node": label,
+                    "property": "queueName",
+                    "value": alias,
+                    "reason": f"names the alias queue defined at {where}; there are no alias queues, so the "
+                    f"node names its target {target}",
+                }
+            )
         if mapping.esql and mapping.esql not in node.attributes:
             flow.esql_missing.append(
                 {"node": label, "module": "", "reason": f"the node names no module ({mapping.esql})"}
