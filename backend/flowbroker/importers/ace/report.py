@@ -31,6 +31,9 @@ class ImportReport:
     queues: list[dict[str, Any]] = field(default_factory=list)
     topics: list[dict[str, Any]] = field(default_factory=list)
     subscriptions: list[dict[str, Any]] = field(default_factory=list)
+    models: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # message sets and schemas, and why not imported
     unsupported_commands: list[dict[str, str]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)  # hard errors: files that could not be read
     notes: list[str] = field(default_factory=list)
@@ -52,6 +55,8 @@ class ImportReport:
             "queuesUnsupported": sum(1 for q in self.queues if q.get("problem")),
             "subscriptions": sum(1 for s in self.subscriptions if not s.get("problem")),
             "subscriptionsUnsupported": sum(1 for s in self.subscriptions if s.get("problem")),
+            "models": len(self.models),
+            "modelsImported": sum(1 for m in self.models if m.get("outcome") == "imported"),
             "errors": len(self.errors),
         }
 
@@ -63,6 +68,7 @@ class ImportReport:
             "queues": self.queues,
             "topics": self.topics,
             "subscriptions": self.subscriptions,
+            "models": self.models,
             "unsupportedCommands": self.unsupported_commands,
             "errors": self.errors,
             "notes": self.notes,
@@ -112,6 +118,12 @@ def render(report: dict[str, Any]) -> str:
         )
         for dropped in sub.get("dropped", []):
             lines.append(f"  dropped {dropped['attribute']}({dropped['value']}): {dropped['reason']}")
+    for model in report.get("models", []):
+        named = f" {model['name']}" if model.get("name") else ""
+        formats = f", formats {', '.join(model['formats'])}" if model.get("formats") else ""
+        lines.append(
+            f"{model['kind']}{named} ({model['file']}{formats}): {model['outcome']}: {model['reason']}"
+        )
     for command in report["unsupportedCommands"]:
         lines.append(f"mqsc {command['source']}: not imported: {command['command']}")
     for error in report["errors"]:
@@ -123,7 +135,7 @@ def render(report: dict[str, Any]) -> str:
         f"{s['flows']} flows ({s['flowsComplete']} complete), {s['nodesMapped']}/{s['nodes']} nodes mapped "
         f"({s['nodesMappedPercent']}%), ESQL modules {s['esqlModulesResolved']} resolved / "
         f"{s['esqlModulesMissing']} missing, {s['queues']} queues, {s.get('subscriptions', 0)} subscriptions, "
-        f"{s['errors']} errors"
+        f"{s.get('modelsImported', 0)}/{s.get('models', 0)} message models imported, {s['errors']} errors"
     )
     if s["unsupportedNodeTypes"]:
         lines.append(

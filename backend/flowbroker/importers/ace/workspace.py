@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from flowbroker.importers.ace import mqsc, nodes, xmi
+from flowbroker.importers.ace import models, mqsc, nodes, xmi
 from flowbroker.importers.ace.esql import EsqlIndex
 from flowbroker.importers.ace.report import FlowReport, ImportReport
 
@@ -55,7 +55,7 @@ class WorkspaceTooLarge(WorkspaceError):
 class Project:
     name: str
     files: dict[str, bytes] = field(default_factory=dict)  # path inside the project -> content
-    models: int = 0  # message model files seen (not imported)
+    models: dict[str, bytes] = field(default_factory=dict)  # message model files: path -> content
 
 
 @dataclass
@@ -64,7 +64,7 @@ class Workspace:
 
     @classmethod
     def from_dirs(cls, dirs: list[str | Path]) -> Workspace:
-        files = {key: b"" if _model(key) else path.read_bytes() for key, path in walk(dirs)}
+        files = {key: path.read_bytes() for key, path in walk(dirs)}
         return cls(_projects(files, per_folder=True))
 
     @classmethod
@@ -94,9 +94,6 @@ class Workspace:
                 if any(part in SKIP_DIRS for part in path.parts[:-1]):
                     continue
                 if not (path.name == ".project" or _wanted(path.name)):
-                    continue
-                if _model(path.name):
-                    files[path.as_posix()] = b""
                     continue
                 try:
                     content = _read_member(archive, info, max_bytes - total)
@@ -144,7 +141,7 @@ def walk(dirs: list[str | Path]) -> list[tuple[str, Path]]:
                 continue
             if not path.is_file() or not (path.name == ".project" or _wanted(path.name)):
                 continue
-            total += 0 if _model(path.name) else path.stat().st_size
+            total += path.stat().st_size
             if len(found) >= MAX_FILES or total > MAX_BYTES:
                 raise WorkspaceError(f"{raw}: more than {MAX_FILES} files or {MAX_BYTES} bytes of sources")
             found.append((f"{base}/{rel.as_posix()}", path))
@@ -156,7 +153,7 @@ def zip_dirs(dirs: list[str | Path]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for key, path in walk(dirs):
-            archive.writestr(key, b"" if _model(key) else path.read_bytes())
+            archive.writestr(key, path.read_bytes())
     return buffer.getvalue()
 
 
@@ -192,7 +189,7 @@ def _projects(files: dict[str, bytes], *, per_folder: bool) -> list[Project]:
         project = projects.setdefault(root, Project(name))
         rel = path[len(root) + 1 :] if root else path
         if _model(pure.name):
-            project.models += 1
+            project.models[rel] = content
         else:
             project.files[rel] = content
     return [projects[k] for k in sorted(projects)]
@@ -243,11 +240,7 @@ class _Converter:
         topics: list[mqsc.TopicDefinition] = []
         subscriptions: list[mqsc.SubscriptionDefinition] = []
         for project in self.workspace.projects:
-            if project.models:
-                self.report.notes.append(
-                    f"project {project.name}: {project.models} message model files (.mxsd/.xsd/.dfdl) were not "
-                    "imported; import record layouts with `flowbroker msgset import`"
-                )
+            self.report.models.extend(models.report(project.name, project.models))
             for rel, content in sorted(project.files.items()):
                 if rel.endswith(".esql"):
                     self.esql.add(project.name, rel, content.decode("utf-8", "replace").lstrip("\ufeff"))
