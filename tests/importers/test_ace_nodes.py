@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from flowbroker.importers.ace import Workspace, import_workspace
-from flowbroker.importers.ace.nodes import Unconvertible
+from flowbroker.importers.ace.nodes import Unconvertible, trace_pattern
 from flowbroker.importers.ace.xpath import to_esql
 from flowbroker.services import validation
 
@@ -164,6 +164,15 @@ def test_http_input_request_and_reply_map_to_ours_with_ace_defaults(converted: A
     assert report.dropped_connections == []
     # the asynchronous pair has no counterpart yet
     assert [(n["node"], n["type"]) for n in report.unsupported_nodes] == [("Audit", "HTTPAsyncRequest")]
+
+
+def test_a_trace_pattern_naming_body_reads_the_last_child_of_root() -> None:
+    from flowbroker_nodes import trace
+
+    pattern = trace_pattern("in: ${Body} id ${ Body.Order.Id } ${Bodyguard.x} ${Root.Properties}")
+    assert pattern == "in: ${Root.*[<]} id ${Root.*[<].Order.Id } ${Bodyguard.x} ${Root.Properties}"
+    node = trace.Node("t", "t", {"pattern": pattern.replace("${Bodyguard.x} ", ""), "destination": "none"})
+    node.prepare()  # ACE's ${Body} alone is refused by our Trace
 
 
 @pytest.mark.parametrize(

@@ -411,6 +411,25 @@ def test_the_command_writes_flows_and_the_report_with_out(tmp_path: Path) -> Non
     assert "2 flows (1 complete), 8/9 nodes mapped (88.9%)" in result.stdout
 
 
+def test_the_report_option_imports_each_directory_apart_and_prints_the_figures() -> None:
+    result = _cli(str(WORKSPACE), str(BROKEN), "--report")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        # the router lacks a node; its subflow is complete and compiles
+        "workspace: 2 flow files, 2 imported (100.0%), 1 of mapped nodes only (1 validate), nodes 8/9 mapped "
+        "(88.9%), 0 connections dropped, queues 4 definable / 2 not, subscriptions 1 / 1 not, models 0/0 "
+        "imported, 0 unreadable files",
+        # two files cannot be read; the third names a module that is missing
+        "broken: 3 flow files, 1 imported (33.3%), 1 of mapped nodes only (0 validate), nodes 4/4 mapped "
+        "(100.0%), 1 connections dropped, queues 0 definable / 0 not, subscriptions 0 / 0 not, models 0/0 "
+        "imported, 2 unreadable files",
+        "total (2 workspaces): 5 flow files, 3 imported (60.0%), 2 of mapped nodes only (1 validate), nodes "
+        "12/13 mapped (92.3%), 1 connections dropped, queues 4 definable / 2 not, subscriptions 1 / 1 not, "
+        "models 0/0 imported, 2 unreadable files",
+        "most frequent unmapped node types: JavaCompute 1",
+    ]
+
+
 def test_the_command_exits_non_zero_only_on_hard_errors(tmp_path: Path) -> None:
     result = _cli(str(BROKEN), "--out", str(tmp_path))
     assert result.returncode == 1

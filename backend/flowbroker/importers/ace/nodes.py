@@ -83,6 +83,11 @@ def route_row(row: dict[str, str]) -> dict[str, Any]:
     return {"filterPattern": expression, "routingOutputTerminal": terminal}
 
 
+def trace_pattern(value: str) -> str:
+    """A Trace pattern with ACE's ``${Body}`` (the last child of Root) spelt as our Trace reads it."""
+    return re.sub(r"\$\{\s*Body(?=\s*[.}])", "${Root.*[<]", value)
+
+
 def http_path(value: str) -> str:
     """ACE's "Path suffix for URL" (``/orders/*``) as HTTPInput's path, checked as HTTPInput checks it."""
     from flowbroker_nodes.http_input import _path_problem
@@ -255,7 +260,7 @@ MAPPINGS: dict[str, Mapping] = {
                 choice({"none": "none", "userTrace": "userTrace", "file": "file", "localError": "log"}),
             ),
             "filePath": ("filePath", text),
-            "pattern": ("pattern", text),
+            "pattern": ("pattern", trace_pattern),
         },
         defaults={"destination": "userTrace", "pattern": ""},
     ),
