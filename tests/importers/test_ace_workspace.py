@@ -180,6 +180,11 @@ def test_esql_comes_from_the_modules_schema_other_files_and_path_libraries(conve
     assert "CREATE COMPUTE MODULE OrderRouter_Enrich" in esql
     assert "DECLARE SHOP_NAME CONSTANT CHARACTER 'north';" in esql  # same schema, another file
     assert "CREATE FUNCTION Priority(IN qty INTEGER)" in esql  # a library's schema on the PATH
+    # a routine of a schema not on the PATH, called by its qualified name, with the routine it calls in
+    # turn from its own schema: one source holds them all, so the call names the routine alone
+    assert "CREATE PROCEDURE Mark(IN order REFERENCE)" in esql
+    assert "CREATE FUNCTION Verdict()" in esql
+    assert "CALL Mark(OutputRoot.XMLNSC.Order);" in esql
     for unused in ("OrderRouter_Unused", "UNUSED_LIMIT", "NotCalled"):
         assert unused not in esql
     report = _flow_report(converted, "orders.OrderRouter")
@@ -188,7 +193,7 @@ def test_esql_comes_from_the_modules_schema_other_files_and_path_libraries(conve
             "node": "Enrich",
             "module": "orders.OrderRouter_Enrich",
             "source": "OrderApp/orders/OrderRouter.esql:5",
-            "uses": ["orders.SHOP_NAME", "common.Priority"],
+            "uses": ["orders.SHOP_NAME", "audit.Mark", "audit.Verdict", "common.Priority"],
         }
     ]
     # the assembled module compiles: only the unsupported node stops the flow deploying
@@ -530,3 +535,20 @@ def test_an_esql_file_that_ends_inside_a_module_is_read_to_its_end() -> None:
     assert schema == "a.b"
     assert [(i.kind, i.name) for i in items] == [("schema", ""), ("module", "Cut")]
     assert items[-1].text.endswith("RETURNS BOOLEAN")
+
+
+def test_qualified_calls_of_two_routines_of_one_name_are_left_as_written() -> None:
+    from flowbroker.importers.ace.esql import EsqlIndex
+
+    index = EsqlIndex()
+    index.add("Lib", "a/Log.esql", "BROKER SCHEMA a\nCREATE PROCEDURE Log() BEGIN END;\n")
+    index.add("Lib", "b/Log.esql", "BROKER SCHEMA b\nCREATE PROCEDURE Log() BEGIN END;\n")
+    index.add(
+        "App",
+        "m/M.esql",
+        "BROKER SCHEMA m\nCREATE COMPUTE MODULE M CREATE FUNCTION Main() RETURNS BOOLEAN BEGIN\n"
+        "CALL a.Log(); CALL b.Log(); RETURN TRUE; END; END MODULE;\n",
+    )
+    found = index.resolve("esql://routine/m#M.Main")
+    assert found.uses == ["a.Log", "b.Log"]
+    assert found.esql is not None and "CALL a.Log(); CALL b.Log();" in found.esql

@@ -79,3 +79,4 @@ def test_the_imported_router_with_its_subflow_and_library_esql_moves_a_message(p
     assert "<Shop>north</Shop>" in body  # a constant of the module's schema, from another file
     assert "<Region>west</Region>" in body  # the flow's user-defined property
     assert "<Stamped>yes</Stamped>" in body  # the subflow ran
+    assert "<Audited>yes</Audited>" in body  # a routine called by its schema-qualified name
