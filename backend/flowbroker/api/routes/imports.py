@@ -34,6 +34,10 @@ class AceImportOut(Out):
         description="MQSC subscriptions: name, topic, queue, source, dropped, problem, outcome (defined, or "
         "why not)"
     )
+    models: list[dict[str, Any]] = Field(
+        description="message models: file, kind (MRM message set, MRM message definition, XML schema, DFDL "
+        "schema), name, domain, formats, messages, outcome and the reason"
+    )
     unsupported_commands: list[dict[str, Any]]
     errors: list[dict[str, Any]] = Field(
         description="files that could not be read: file, line, column, message"
