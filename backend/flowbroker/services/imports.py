@@ -96,11 +96,9 @@ def import_ace(
         if queue_manager is None:
             sub["outcome"] = "not defined: defining subscriptions needs the operator role"
             continue
-        found = next(s for s in converted.subscriptions if s.name == sub["name"])
+        made = next(s for s in converted.subscriptions if s.name == sub["name"])
         try:
-            queues.subscribe(
-                session, actor, queue_manager, found.name, found.topic, found.queue, found.correl_id
-            )
+            queues.subscribe(session, actor, queue_manager, made.name, made.topic, made.queue, made.correl_id)
         except ServiceError as exc:
             sub["outcome"] = f"not defined: {exc}"
         else:
