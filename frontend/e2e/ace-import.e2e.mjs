@@ -41,7 +41,7 @@ try {
     const flows = await page.getByTestId('ace-import-flows').innerText();
     for (const want of [
       'orders.OrderRouter: created, 5/6 nodes',
-      'to replace Check stock (WSRequest): no flowbroker node type yet',
+      'to replace Check stock (JavaCompute): no flowbroker node type yet',
       'common.Stamp: created, 3/3 nodes',
     ])
       if (!flows.includes(want)) throw new Error(`flows list lacks ${want}: ${flows}`);
@@ -53,18 +53,18 @@ try {
     await page.getByLabel('Open flow').selectOption({ label: 'orders.OrderRouter (v1)' });
     await page.getByTestId('flow-title').filter({ hasText: 'orders.OrderRouter · v1' }).waitFor({ timeout: 10000 });
     await page.locator('[data-id="FCMComposite_1_3"]').waitFor();
-    // the WSRequest node stands as a marked Unsupported node, wired as it was (Enrich.out1 → it)
+    // the JavaCompute node stands as a marked Unsupported node, wired as it was (Enrich.out1 → it)
     const placeholder = page.getByTestId('node-FCMComposite_1_5');
     await placeholder.waitFor();
     if (!(await placeholder.getAttribute('class'))?.includes('cat-unsupported')) throw new Error('not marked unsupported');
     const label = await placeholder.locator('.fb-node-type').innerText();
-    if (label !== 'Unsupported node: ComIbmWSRequest') throw new Error(`placeholder label: ${label}`);
+    if (label !== 'Unsupported node: ComIbmJavaCompute') throw new Error(`placeholder label: ${label}`);
     await page.getByTestId('rf__edge-FCMComposite_1_2.out1->FCMComposite_1_5.in').waitFor({ timeout: 5000 });
     if (await page.locator('.palette-item[data-type="Unsupported"]').count()) throw new Error('Unsupported offered in the palette');
     // the subflow node is drawn with its Input and Output terminals, so its wiring is sound
     // the only problem is the node to replace before deploying
     const problems = await page.locator('.problems li').allInnerTexts();
-    if (problems.length !== 1 || !problems[0].includes("node 'Check stock' is an unsupported ACE node (ComIbmWSRequest)"))
+    if (problems.length !== 1 || !problems[0].includes("node 'Check stock' is an unsupported ACE node (ComIbmJavaCompute)"))
       throw new Error(`problems: ${problems.join(' | ')}`);
     await page.screenshot({ path: join(out, 'ace-02-opened.png') });
     // it saves as it is: the server refuses it only on deploy

@@ -64,9 +64,18 @@ def test_a_developer_imports_flows_and_subflows_once(api: Any) -> None:
         "ACEIMP.ORDERS.IN": "not defined: defining queues needs the operator role",
         "ACEIMP.ORDERS.OUT": "not defined: defining queues needs the operator role",
         "ACEIMP.ORDERS.BACKOUT": "not defined: defining queues needs the operator role",
-        "ACEIMP.ORDERS.ALIAS": "QALIAS is not supported: the queue manager has local queues only",
+        "ACEIMP.ORDERS.AUDIT": "not defined: defining queues needs the operator role",
+        "ACEIMP.ORDERS.ALIAS": "QALIAS is not supported: the queue manager has no alias queues; flow nodes "
+        "naming ACEIMP.ORDERS.ALIAS are given its target ACEIMP.ORDERS.IN",
+        "ACEIMP.ORDERS.FAR": "QREMOTE is not supported: messages do not travel to other queue managers "
+        "(RNAME ORDERS.IN at RQMNAME QM2)",
     }
-    assert body["summary"]["unsupportedNodeTypes"] == {"WSRequest": 1}
+    assert {s["name"]: s.get("outcome") or s["problem"] for s in body["subscriptions"]} == {
+        "ACEIMP.ORDERS.AUDIT": "not defined: defining subscriptions needs the operator role",
+        "ACEIMP.ORDERS.BIG": "SELECTOR(Qty > 10): SELECTOR is an SQL92 message selector; subscriptions here "
+        "filter with ESQL expressions (define the subscription with a filter by hand)",
+    }
+    assert body["summary"]["unsupportedNodeTypes"] == {"JavaCompute": 1}
     flows = {f["name"]: f for f in client.get("/api/flows", headers=headers["dev"]).json()}
     stored = client.get(f"/api/flows/{flows['orders.OrderRouter']['id']}", headers=headers["dev"]).json()
     assert [n["type"] for n in stored["document"]["nodes"]] == [

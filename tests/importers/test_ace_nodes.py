@@ -1,4 +1,4 @@
-"""The mapping of ACE's Route, MQGet, FileInput, FileOutput and TimeoutNotification nodes; XPath filters."""
+"""The mapping of ACE's Route, MQGet, File, TimeoutNotification and HTTP nodes; XPath filters."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from flowbroker.importers.ace import Workspace, import_workspace
-from flowbroker.importers.ace.nodes import Unconvertible
+from flowbroker.importers.ace.nodes import Unconvertible, trace_pattern
 from flowbroker.importers.ace.xpath import to_esql
 from flowbroker.services import validation
 
@@ -118,6 +118,61 @@ def test_timeout_notification_automatic_maps_and_controlled_is_unsupported(conve
     }
     (unsupported,) = _report(converted, "shipping.Heartbeat").unsupported_nodes
     assert unsupported["reason"].startswith("controlled operation mode")
+
+
+def test_http_input_request_and_reply_map_to_ours_with_ace_defaults(converted: Any) -> None:
+    quotes = _doc(converted, "shipping.Quotes")
+    assert _props(quotes, "Quote request") == {
+        "path": "/quotes/*",  # ACE's path suffix may omit the leading slash
+        "method": "ANY",  # ACE's HTTPInput serves every method
+        "messageDomain": "JSON",
+        "maxClientWaitTime": 30,
+    }
+    assert quotes["properties"] == {"additionalInstances": 3}
+    assert _props(quotes, "Ask carrier") == {
+        "webServiceURL": "https://rates.example/quote",
+        "httpMethod": "GET",
+        "messageDomain": "JSON",
+        "requestTimeout": 15,
+        "followRedirects": True,
+        "generateDefaultHttpHeaders": True,
+    }
+    # a node left at ACE's defaults gets them, not ours
+    assert _props(quotes, "Ask backup") == {
+        "httpMethod": "POST",
+        "messageDomain": "BLOB",
+        "requestTimeout": 120,
+        "followRedirects": False,
+        "generateDefaultHttpHeaders": True,
+    }
+    assert _props(quotes, "Answer") == {"ignoreTransportFailures": False, "generateDefaultHttpHeaders": True}
+    dropped = _dropped(converted, "shipping.Quotes")
+    assert dropped["Quote request.useHTTPS"].startswith(
+        "the execution group's HTTP listener serves plain HTTP"
+    )
+    assert dropped["Quote request.faultFormat"].startswith("a failure no path handles is answered")
+    assert dropped["Ask carrier.httpProxyLocation"].startswith("HTTPRequest connects to the server directly")
+    assert (
+        dropped["Ask backup.URLSpecifier"]
+        == "the URL must begin with http:// or https://, got 'carrier/backup'"
+    )
+    assert "Quote request.parseQueryString" not in dropped  # ours always parses it
+    # ACE's terminals are ours: error of the request, timeout of the input
+    ends = {(c["from"]["node"], c["from"]["terminal"]) for c in quotes["connections"]}
+    assert {("FCMComposite_1_2", "error"), ("FCMComposite_1_1", "timeout")} <= ends
+    report = _report(converted, "shipping.Quotes")
+    assert report.dropped_connections == []
+    # the asynchronous pair has no counterpart yet
+    assert [(n["node"], n["type"]) for n in report.unsupported_nodes] == [("Audit", "HTTPAsyncRequest")]
+
+
+def test_a_trace_pattern_naming_body_reads_the_last_child_of_root() -> None:
+    from flowbroker_nodes import trace
+
+    pattern = trace_pattern("in: ${Body} id ${ Body.Order.Id } ${Bodyguard.x} ${Root.Properties}")
+    assert pattern == "in: ${Root.*[<]} id ${Root.*[<].Order.Id } ${Bodyguard.x} ${Root.Properties}"
+    node = trace.Node("t", "t", {"pattern": pattern.replace("${Bodyguard.x} ", ""), "destination": "none"})
+    node.prepare()  # ACE's ${Body} alone is refused by our Trace
 
 
 @pytest.mark.parametrize(

@@ -91,7 +91,21 @@ def test_properties_map_and_ace_defaults_fill_what_the_xmi_omits(converted: Any)
     assert dropped == {
         ("Orders in", "additionalInstances"),
         ("Orders in", "browse"),
+        ("Orders in", "queueName"),
         ("(flow)", "AUDIT_LEVEL"),
+    }
+    # the input queue the Toolkit named is an alias of the MQSC script: the node reads its target
+    (alias,) = [
+        d
+        for d in _flow_report(converted, "orders.OrderRouter").dropped_properties
+        if d["property"] == "queueName"
+    ]
+    assert alias == {
+        "node": "Orders in",
+        "property": "queueName",
+        "value": "ACEIMP.ORDERS.ALIAS",
+        "reason": "names the alias queue defined at OrderApp/queues.mqsc:7; there are no alias queues, so the "
+        "node names its target ACEIMP.ORDERS.IN",
     }
 
 
@@ -131,8 +145,8 @@ def test_an_unsupported_node_is_kept_in_place_with_its_attributes_and_connection
         "id": "FCMComposite_1_5",
         "position": {"x": 576, "y": 384},
         "properties": {
-            "originalType": "ComIbmWSRequest",
-            "originalAttributes": {"URLSpecifier": "http://stock.example/check"},
+            "originalType": "ComIbmJavaCompute",
+            "originalAttributes": {"javaClass": "orders.CheckStock"},
             "inputTerminals": [{"name": "in"}],
             "outputTerminals": [],
         },
@@ -144,18 +158,20 @@ def test_an_unsupported_node_is_kept_in_place_with_its_attributes_and_connection
         {
             "node": "Check stock",
             "id": "FCMComposite_1_5",
-            "type": "WSRequest",
+            "type": "JavaCompute",
             "reason": "no flowbroker node type yet",
             "line": 41,
         }
     ]
     assert report.dropped_connections == []
-    assert "Unsupported nodes to replace before deploying: Check stock (WSRequest)." in router["description"]
+    assert (
+        "Unsupported nodes to replace before deploying: Check stock (JavaCompute)." in router["description"]
+    )
     # the flow saves (the import stores it) but would not deploy until the node is replaced
     assert [p["message"] for p in report.problems] == [
-        "node 'Check stock' is an unsupported ACE node (ComIbmWSRequest): replace it before deploying"
+        "node 'Check stock' is an unsupported ACE node (ComIbmJavaCompute): replace it before deploying"
     ]
-    assert converted.report.summary()["unsupportedNodeTypes"] == {"WSRequest": 1}
+    assert converted.report.summary()["unsupportedNodeTypes"] == {"JavaCompute": 1}
 
 
 def test_esql_comes_from_the_modules_schema_other_files_and_path_libraries(converted: Any) -> None:
@@ -164,6 +180,11 @@ def test_esql_comes_from_the_modules_schema_other_files_and_path_libraries(conve
     assert "CREATE COMPUTE MODULE OrderRouter_Enrich" in esql
     assert "DECLARE SHOP_NAME CONSTANT CHARACTER 'north';" in esql  # same schema, another file
     assert "CREATE FUNCTION Priority(IN qty INTEGER)" in esql  # a library's schema on the PATH
+    # a routine of a schema not on the PATH, called by its qualified name, with the routine it calls in
+    # turn from its own schema: one source holds them all, so the call names the routine alone
+    assert "CREATE PROCEDURE Mark(IN order REFERENCE)" in esql
+    assert "CREATE FUNCTION Verdict()" in esql
+    assert "CALL Mark(OutputRoot.XMLNSC.Order);" in esql
     for unused in ("OrderRouter_Unused", "UNUSED_LIMIT", "NotCalled"):
         assert unused not in esql
     report = _flow_report(converted, "orders.OrderRouter")
@@ -172,7 +193,7 @@ def test_esql_comes_from_the_modules_schema_other_files_and_path_libraries(conve
             "node": "Enrich",
             "module": "orders.OrderRouter_Enrich",
             "source": "OrderApp/orders/OrderRouter.esql:5",
-            "uses": ["orders.SHOP_NAME", "common.Priority"],
+            "uses": ["orders.SHOP_NAME", "audit.Mark", "audit.Verdict", "common.Priority"],
         }
     ]
     # the assembled module compiles: only the unsupported node stops the flow deploying
@@ -267,13 +288,74 @@ def test_mqsc_local_queues_become_definitions_and_the_rest_is_reported() -> None
             },
             "",
         ),
-        ("FAR.AWAY", "QREMOTE", {}, "QREMOTE is not supported: the queue manager has local queues only"),
+        (
+            "FAR.AWAY",
+            "QREMOTE",
+            {},
+            "QREMOTE is not supported: messages do not travel to other queue managers (RNAME X at RQMNAME QM2)",
+        ),
     ]
     assert script.queues[0].source == "q.mqsc:2"
     assert script.queues[1].dropped == [
         {"attribute": "SCOPE", "value": "QMGR", "reason": "no such queue attribute here"}
     ]
     assert script.unsupported == [{"source": "q.mqsc:7", "command": "SET AUTHREC PROFILE(X) OBJTYPE(QUEUE)"}]
+
+
+def test_mqsc_topics_and_subscriptions_become_durable_subscriptions_and_aliases_name_targets() -> None:
+    script = mqsc.parse(
+        "DEFINE TOPIC(SALES) TOPICSTR('shop/sales') CLUSTER(C1) DEFPSIST(YES)\n"
+        "DEFINE SUB(ALL.SALES) TOPICOBJ(SALES) TOPICSTR('#') DEST(SALES.LOG) DESTCORL(0A1B) EXPIRY(100)\n"
+        "DEFINE SUB('plain') TOPICSTR('shop/+/eu') DEST(EU.Q) DESTCLAS(PROVIDED) WSCHEMA(TOPIC)\n"
+        "DEFINE SUB(NO.OBJ) TOPICOBJ(MISSING) DEST(Q)\n"
+        "DEFINE SUB(FAR) TOPICSTR('a') DEST(Q) DESTQMGR(QM2)\n"
+        "DEFINE SUB(CHARS) TOPICSTR('a*') DEST(Q) WSCHEMA(CHAR)\n"
+        "DEFINE SUB(BAD.WILD) TOPICSTR('a/#/b') DEST(Q)\n"
+        "DEFINE SUB(NO.DEST) TOPICSTR('a')\n"
+        "DEFINE QALIAS(TO.TOPIC) TARGET(SALES) TARGTYPE(TOPIC)\n"
+        "DEFINE QALIAS(TO.QUEUE) TARGQ(REAL.Q)\n"
+        "DEFINE QMODEL(DYN)\n",
+        "ps.mqsc",
+    )
+    (topic,) = script.topics
+    assert (topic.name, topic.topic_string, topic.problem) == ("SALES", "shop/sales", "")
+    assert [d["attribute"] for d in topic.dropped] == ["CLUSTER", "DEFPSIST"]
+    subs = {s.name: s for s in script.subscriptions}
+    # MQ joins the topic object's string and the subscription's own
+    assert (subs["ALL.SALES"].topic, subs["ALL.SALES"].queue, subs["ALL.SALES"].correl_id) == (
+        "shop/sales/#",
+        "SALES.LOG",
+        "0A1B",
+    )
+    assert subs["ALL.SALES"].dropped == [
+        {"attribute": "EXPIRY", "value": "100", "reason": "no such subscription attribute here"}
+    ]
+    assert (subs["plain"].topic, subs["plain"].problem, subs["plain"].dropped) == ("shop/+/eu", "", [])
+    assert {name: s.problem for name, s in subs.items() if s.problem} == {
+        "NO.OBJ": "TOPICOBJ(MISSING) is not defined with a TOPICSTR in the scripts",
+        "FAR": "DESTQMGR(QM2): publications are delivered only to queues of this queue manager",
+        "CHARS": "WSCHEMA(CHAR): character wildcards (WSCHEMA(CHAR)) are not supported: topic-level wildcards "
+        "# and + only",
+        "BAD.WILD": "topic 'a/#/b': '#' must be the last level (level 2)",
+        "NO.DEST": "a subscription needs DEST, the queue publications are put to",
+    }
+    assert [(q.name, q.problem) for q in script.queues] == [
+        (
+            "TO.TOPIC",
+            "QALIAS of the topic SALES is not supported: an MQOutput node naming it would publish; use a "
+            "Publication node",
+        ),
+        (
+            "TO.QUEUE",
+            "QALIAS is not supported: the queue manager has no alias queues; flow nodes naming TO.QUEUE are "
+            "given its target REAL.Q",
+        ),
+        (
+            "DYN",
+            "QMODEL is not supported: there are no dynamic queues; define the queues the flows use as QLOCAL",
+        ),
+    ]
+    assert script.unsupported == []
 
 
 def test_esql_files_split_into_items_whatever_the_nesting() -> None:
@@ -330,8 +412,27 @@ def test_the_command_writes_flows_and_the_report_with_out(tmp_path: Path) -> Non
         "orders.OrderRouter.json",
     ]
     assert (tmp_path / "report.json").is_file() and (tmp_path / "queues.json").is_file()
-    assert "unsupported node 'Check stock' (WSRequest): no flowbroker node type yet" in result.stdout
+    assert "unsupported node 'Check stock' (JavaCompute): no flowbroker node type yet" in result.stdout
     assert "2 flows (1 complete), 8/9 nodes mapped (88.9%)" in result.stdout
+
+
+def test_the_report_option_imports_each_directory_apart_and_prints_the_figures() -> None:
+    result = _cli(str(WORKSPACE), str(BROKEN), "--report")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        # the router lacks a node; its subflow is complete and compiles
+        "workspace: 2 flow files, 2 imported (100.0%), 1 of mapped nodes only (1 validate), nodes 8/9 mapped "
+        "(88.9%), 0 connections dropped, queues 4 definable / 2 not, subscriptions 1 / 1 not, models 0/0 "
+        "imported, 0 unreadable files",
+        # two files cannot be read; the third names a module that is missing
+        "broken: 3 flow files, 1 imported (33.3%), 1 of mapped nodes only (0 validate), nodes 4/4 mapped "
+        "(100.0%), 1 connections dropped, queues 0 definable / 0 not, subscriptions 0 / 0 not, models 0/0 "
+        "imported, 2 unreadable files",
+        "total (2 workspaces): 5 flow files, 3 imported (60.0%), 2 of mapped nodes only (1 validate), nodes "
+        "12/13 mapped (92.3%), 1 connections dropped, queues 4 definable / 2 not, subscriptions 1 / 1 not, "
+        "models 0/0 imported, 2 unreadable files",
+        "most frequent unmapped node types: JavaCompute 1",
+    ]
 
 
 def test_the_command_exits_non_zero_only_on_hard_errors(tmp_path: Path) -> None:
@@ -423,3 +524,31 @@ def test_a_flow_whose_subflow_cannot_be_read_is_not_converted(tmp_path: Path) ->
             }
         ],
     )
+
+
+def test_an_esql_file_that_ends_inside_a_module_is_read_to_its_end() -> None:
+    from flowbroker.importers.ace.esql import split
+
+    schema, _, items = split(
+        "BROKER SCHEMA a.b\nCREATE COMPUTE MODULE Cut\n  CREATE FUNCTION Main() RETURNS BOOLEAN"
+    )
+    assert schema == "a.b"
+    assert [(i.kind, i.name) for i in items] == [("schema", ""), ("module", "Cut")]
+    assert items[-1].text.endswith("RETURNS BOOLEAN")
+
+
+def test_qualified_calls_of_two_routines_of_one_name_are_left_as_written() -> None:
+    from flowbroker.importers.ace.esql import EsqlIndex
+
+    index = EsqlIndex()
+    index.add("Lib", "a/Log.esql", "BROKER SCHEMA a\nCREATE PROCEDURE Log() BEGIN END;\n")
+    index.add("Lib", "b/Log.esql", "BROKER SCHEMA b\nCREATE PROCEDURE Log() BEGIN END;\n")
+    index.add(
+        "App",
+        "m/M.esql",
+        "BROKER SCHEMA m\nCREATE COMPUTE MODULE M CREATE FUNCTION Main() RETURNS BOOLEAN BEGIN\n"
+        "CALL a.Log(); CALL b.Log(); RETURN TRUE; END; END MODULE;\n",
+    )
+    found = index.resolve("esql://routine/m#M.Main")
+    assert found.uses == ["a.Log", "b.Log"]
+    assert found.esql is not None and "CALL a.Log(); CALL b.Log();" in found.esql

@@ -27,6 +27,10 @@ def test_the_imported_router_with_its_subflow_and_library_esql_moves_a_message(p
         "ACEIMP.ORDERS.IN": "defined",
         "ACEIMP.ORDERS.OUT": "defined",
         "ACEIMP.ORDERS.BACKOUT": "defined",
+        "ACEIMP.ORDERS.AUDIT": "defined",
+    }
+    assert {s["name"]: s.get("outcome") for s in report["subscriptions"] if not s["problem"]} == {
+        "ACEIMP.ORDERS.AUDIT": "defined"
     }
     with platform.qm.client() as qm:
         attrs = qm.inquire_queue("ACEIMP.ORDERS.IN")
@@ -36,15 +40,20 @@ def test_the_imported_router_with_its_subflow_and_library_esql_moves_a_message(p
         "ACEIMP.ORDERS.BACKOUT",
     )
     assert attrs["description"] == "Orders arriving"
+    # the script's subscription delivers what is published below its topic object's string
+    with platform.qm.client() as qm:
+        assert qm.publish("aceimp/orders/new", b"<Event/>") == 1
+        (event,) = get_all(qm, "ACEIMP.ORDERS.AUDIT", 1, wait=10)
+    assert bytes(event.body) == b"<Event/>"
 
     with WorkerProcess(platform.data):
-        # the web-service call has no flowbroker node yet: imported as an Unsupported node that
+        # the Java step has no flowbroker node: imported as an Unsupported node that
         # keeps the flow from deploying until it is replaced
         created = platform.request("POST", "/api/deployments", json={"flowName": "orders.OrderRouter"})
         assert created.status_code == 202, created.text
         refused = platform.wait_status(created.json()["id"], {"running", "failed"})
         assert refused["status"] == "failed", refused
-        assert "unsupported ACE node (ComIbmWSRequest)" in json.dumps(refused), refused
+        assert "unsupported ACE node (ComIbmJavaCompute)" in json.dumps(refused), refused
         # the user takes it out (it hangs off the Compute's out1 terminal) and deploys again
         flow = platform.request("GET", f"/api/flows/{refused['flowId']}").json()
         document = flow["document"]
@@ -62,6 +71,7 @@ def test_the_imported_router_with_its_subflow_and_library_esql_moves_a_message(p
         deployed = platform.wait_status(created.json()["id"], {"running", "failed"})
         assert deployed["status"] == "running", deployed
         with platform.qm.client() as qm:
+            # the flow's MQInput named the alias ACEIMP.ORDERS.ALIAS: it reads the alias's target
             qm.put("ACEIMP.ORDERS.IN", b"<Order><Qty>12</Qty></Order>")
             (out,) = get_all(qm, "ACEIMP.ORDERS.OUT", 1, wait=30)
     body = bytes(out.body).decode()
@@ -69,3 +79,4 @@ def test_the_imported_router_with_its_subflow_and_library_esql_moves_a_message(p
     assert "<Shop>north</Shop>" in body  # a constant of the module's schema, from another file
     assert "<Region>west</Region>" in body  # the flow's user-defined property
     assert "<Stamped>yes</Stamped>" in body  # the subflow ran
+    assert "<Audited>yes</Audited>" in body  # a routine called by its schema-qualified name

@@ -29,6 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     ace.add_argument("--out", metavar="DIR", help="write flows/<name>.json, queues.json and report.json here")
     ace.add_argument("--json", action="store_true", help="print the report as JSON")
+    ace.add_argument(
+        "--report",
+        action="store_true",
+        help="store nothing: import each DIR as a workspace of its own and print its figures and the totals "
+        "(flows imported, nodes mapped, flows that validate, the node types left unmapped)",
+    )
     ace.add_argument("--no-queues", action="store_true", help="do not define the MQSC scripts' queues")
     ace.add_argument("--api", default=None, help="API URL (default FLOWBROKER_API or http://127.0.0.1:8080)")
     ace.set_defaults(func=_ace)
@@ -39,6 +45,13 @@ def _ace(args: argparse.Namespace) -> int:
     from flowbroker.importers.ace.report import render
     from flowbroker.importers.ace.workspace import zip_dirs
 
+    if args.report:
+        from flowbroker.commands.ace_report import report as corpus_report
+
+        try:
+            return corpus_report(args.dirs, args.json)
+        except WorkspaceError as exc:
+            raise CommandError(str(exc)) from None
     try:
         if args.out:
             converted = import_workspace(Workspace.from_dirs(args.dirs))

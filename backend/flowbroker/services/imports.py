@@ -2,8 +2,8 @@
 
 The conversion is :mod:`flowbroker.importers.ace`; this service stores what it made: each flow
 as a new flow or a new version of the flow of that name (unchanged when identical), in one unit
-of work, and each local queue of the MQSC scripts on the queue manager when the caller may
-define queues. Storing is all-or-nothing per flow: a flow whose document does not validate is
+of work, and each local queue and durable subscription of the MQSC scripts on the queue manager
+when the caller may define queues. Storing is all-or-nothing per flow: a flow whose document does not validate is
 refused and reported, not stored, and so is every flow that uses it as a subflow (at any depth);
 a failure while storing stores nothing of the request. A workspace that holds more files or
 expands to more bytes than the settings allow is refused whole (413) before anything is read.
@@ -90,6 +90,19 @@ def import_ace(
             queue["outcome"] = f"not defined: {exc}"
         else:
             queue["outcome"] = "defined"
+    for sub in report.subscriptions:
+        if sub["problem"]:
+            continue
+        if queue_manager is None:
+            sub["outcome"] = "not defined: defining subscriptions needs the operator role"
+            continue
+        made = next(s for s in converted.subscriptions if s.name == sub["name"])
+        try:
+            queues.subscribe(session, actor, queue_manager, made.name, made.topic, made.queue, made.correl_id)
+        except ServiceError as exc:
+            sub["outcome"] = f"not defined: {exc}"
+        else:
+            sub["outcome"] = "defined"
     return report.to_json()
 
 

@@ -192,6 +192,19 @@ def purge(session: Session, actor: str, data: Path, name: str) -> int:
     return removed
 
 
+def subscribe(
+    session: Session, actor: str, data: Path, name: str, topic: str, queue: str, correl_id: str = ""
+) -> dict[str, Any]:
+    """Define (or replace) the durable subscription ``name``: publications on ``topic`` are put to ``queue``."""
+    with client(data) as qm:
+        created = qm.subscribe(topic, queue, name=name, correl_id=correl_id or None, durable=True)
+    audit.record(
+        session, actor, "subscription.define", f"subscription:{name}", {"topic": topic, "queue": queue}
+    )
+    session.commit()
+    return created
+
+
 # -- messages --------------------------------------------------------------------------------
 
 

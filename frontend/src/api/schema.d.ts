@@ -1206,6 +1206,13 @@ export interface components {
             flows: {
                 [key: string]: unknown;
             }[];
+            /**
+             * Models
+             * @description message models: file, kind (MRM message set, MRM message definition, XML schema, DFDL schema), name, domain, formats, messages, outcome and the reason
+             */
+            models: {
+                [key: string]: unknown;
+            }[];
             /** Notes */
             notes: string[];
             /** Projects */
@@ -1214,10 +1221,24 @@ export interface components {
             queues: {
                 [key: string]: unknown;
             }[];
+            /**
+             * Subscriptions
+             * @description MQSC subscriptions: name, topic, queue, source, dropped, problem, outcome (defined, or why not)
+             */
+            subscriptions: {
+                [key: string]: unknown;
+            }[];
             /** Summary */
             summary: {
                 [key: string]: unknown;
             };
+            /**
+             * Topics
+             * @description MQSC topic objects: name, topicString, source, dropped, problem, outcome
+             */
+            topics: {
+                [key: string]: unknown;
+            }[];
             /** Unsupportedcommands */
             unsupportedCommands: {
                 [key: string]: unknown;

@@ -16,6 +16,10 @@ export interface AceReportView {
   flows: AceFlowLine[];
   errors: string[];
   queues: string[];
+  /** the MQSC scripts' durable subscriptions: defined, or why not */
+  subscriptions: string[];
+  /** message sets and schemas of the workspace, each with why it is not imported */
+  models: string[];
 }
 
 type Row = Record<string, unknown>;
@@ -46,7 +50,11 @@ export function aceReportView(report: Schemas['AceImportOut']): AceReportView {
     ],
   }));
   const queues = rows(report.queues).map((q) => `${text(q.name)}: ${text(q.problem) || text(q.outcome) || 'converted'}`);
-  return { headline, flows, errors: rows(report.errors).map((e) => text(e.message)), queues };
+  const subscriptions = rows(report.subscriptions).map(
+    (s) => `${text(s.name)} (${text(s.topic)} → ${text(s.queue)}): ${text(s.problem) || text(s.outcome) || 'converted'}`,
+  );
+  const models = rows(report.models).map((m) => `${text(m.kind)} ${text(m.file)}: ${text(m.outcome)}: ${text(m.reason)}`);
+  return { headline, flows, errors: rows(report.errors).map((e) => text(e.message)), queues, subscriptions, models };
 }
 
 export function AceImportDialog({ report, onClose }: { report: Schemas['AceImportOut']; onClose: () => void }) {
@@ -78,6 +86,28 @@ export function AceImportDialog({ report, onClose }: { report: Schemas['AceImpor
             <ul>
               {view.queues.map((q) => (
                 <li key={q}>{q}</li>
+              ))}
+            </ul>
+          </>
+        )}
+        {view.subscriptions.length > 0 && (
+          <>
+            <h3>Subscriptions</h3>
+            <ul data-testid="ace-import-subscriptions">
+              {view.subscriptions.map((line) => (
+                <li key={line}>{line}</li>
+              ))}
+            </ul>
+          </>
+        )}
+        {view.models.length > 0 && (
+          <>
+            <h3>Message models</h3>
+            <ul data-testid="ace-import-models">
+              {view.models.map((line) => (
+                <li key={line} className="muted">
+                  {line}
+                </li>
               ))}
             </ul>
           </>

@@ -38,6 +38,19 @@ const report = {
     },
   ],
   queues: [{ name: 'ORDERS.IN', outcome: 'defined', problem: '' }],
+  topics: [],
+  subscriptions: [
+    { name: 'ORDERS.AUDIT', topic: 'orders/#', queue: 'ORDERS.LOG', outcome: 'defined', problem: '' },
+    { name: 'ORDERS.BIG', topic: 'orders/new', queue: 'ORDERS.LOG', problem: 'SELECTOR(Qty > 10): not supported' },
+  ],
+  models: [
+    {
+      file: 'Payments/payset/messageSet.mset',
+      kind: 'MRM message set',
+      outcome: 'not imported',
+      reason: 'the TDS (tagged/delimited) physical format is not supported',
+    },
+  ],
   unsupportedCommands: [],
   errors: [{ message: 'Billing/Bad.msgflow:10:19: malformed XML' }],
   notes: [],
@@ -58,6 +71,18 @@ describe('the ACE import report', () => {
       ],
     ]);
     expect(view.queues).toEqual(['ORDERS.IN: defined']);
+    expect(view.subscriptions).toEqual([
+      'ORDERS.AUDIT (orders/# → ORDERS.LOG): defined',
+      'ORDERS.BIG (orders/new → ORDERS.LOG): SELECTOR(Qty > 10): not supported',
+    ]);
+  });
+
+  it('lists the message models and why they were not imported', () => {
+    render(<AceImportDialog report={report} onClose={() => undefined} />);
+    expect(screen.getByTestId('ace-import-models').textContent).toBe(
+      'MRM message set Payments/payset/messageSet.mset: not imported: the TDS (tagged/delimited) physical format is not supported',
+    );
+    expect(screen.getByTestId('ace-import-subscriptions').textContent).toContain('ORDERS.AUDIT (orders/# → ORDERS.LOG): defined');
   });
 
   it('shows the files that could not be read', () => {

@@ -27,6 +27,17 @@ class AceImportOut(Out):
         "esqlMissing, problems"
     )
     queues: list[dict[str, Any]]
+    topics: list[dict[str, Any]] = Field(
+        description="MQSC topic objects: name, topicString, source, dropped, problem, outcome"
+    )
+    subscriptions: list[dict[str, Any]] = Field(
+        description="MQSC subscriptions: name, topic, queue, source, dropped, problem, outcome (defined, or "
+        "why not)"
+    )
+    models: list[dict[str, Any]] = Field(
+        description="message models: file, kind (MRM message set, MRM message definition, XML schema, DFDL "
+        "schema), name, domain, formats, messages, outcome and the reason"
+    )
     unsupported_commands: list[dict[str, Any]]
     errors: list[dict[str, Any]] = Field(
         description="files that could not be read: file, line, column, message"

@@ -55,6 +55,8 @@ class Item:
     calls: frozenset[str] = frozenset()
     words: frozenset[str] = frozenset()
     inner: frozenset[str] = frozenset()  # routines a module defines itself
+    #: routines called by schema-qualified name: (broker schema, routine), as ``CALL a.b.Log(…)``
+    qualified: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass
@@ -109,6 +111,28 @@ def _block_end(toks: list[Token], i: int) -> int:
                 return j - 1
         i += 1
     return n - 1
+
+
+def _qualified_calls(toks: list[Token]) -> frozenset[tuple[str, str]]:
+    """The ``schema.routine(`` calls among ``toks``: each (schema, routine)."""
+    found = set()
+    for k in range(len(toks) - 1):
+        if toks[k].kind != "word" or toks[k + 1].text != "(":
+            continue
+        parts = [toks[k].text]
+        j = k - 1
+        while j >= 1 and toks[j].text == "." and toks[j - 1].kind == "word":
+            parts.insert(0, toks[j - 1].text)
+            j -= 2
+        if len(parts) > 1:
+            found.add((".".join(parts[:-1]), parts[-1]))
+    return frozenset(found)
+
+
+def _unqualify(text: str, schema: str, name: str) -> str:
+    """``text`` with the calls ``schema.name(`` written ``name(``."""
+    dotted = r"\s*\.\s*".join(re.escape(part) for part in [*schema.split("."), name])
+    return re.sub(rf"(?<![\w.]){dotted}(?=\s*\()", name, text)
 
 
 def _calls(toks: list[Token]) -> frozenset[str]:
@@ -173,7 +197,7 @@ def split(text: str) -> tuple[str, list[str], list[Item]]:
             end = _statement_end(toks, i)
         else:
             end = _statement_end(toks, i)
-        end = max(end, start)
+        end = min(max(end, start), n - 1)  # an unterminated module or block ends with the file
         piece = toks[start : end + 1]
         stop = toks[end].start + len(toks[end].text)
         inner: frozenset[str] = frozenset()
@@ -192,6 +216,7 @@ def split(text: str) -> tuple[str, list[str], list[Item]]:
                 _calls(piece),
                 frozenset(t.text for t in piece if t.kind == "word"),
                 inner,
+                _qualified_calls(piece),
             )
         )
         i = end + 1
@@ -244,10 +269,21 @@ class EsqlIndex:
         result.source = f"{esql_file.project}/{esql_file.path}:{item.line}"
         pulled: list[tuple[EsqlFile, Item]] = []
         seen: set[tuple[str, str]] = set()
-        pending = [item]
-        schemas = [schema, *esql_file.paths]
+        # each item's unqualified calls are looked up in its own file's schema, then that file's PATH
+        pending = [(item, esql_file)]
+        unqualified: set[tuple[str, str]] = set()
         while pending:
-            current = pending.pop()
+            current, current_file = pending.pop()
+            schemas = [current_file.schema, *current_file.paths]
+            for qualifier, name in sorted(current.qualified):
+                hit = self._schema_items.get((qualifier, name))
+                if hit is None or hit[1].kind != "routine":
+                    continue
+                unqualified.add((qualifier, name))
+                if (qualifier, name) not in seen:
+                    seen.add((qualifier, name))
+                    pulled.append(hit)
+                    pending.append((hit[1], hit[0]))
             wanted = (current.calls | current.words) - item.inner
             for name in sorted(wanted):
                 for candidate in schemas:
@@ -258,16 +294,28 @@ class EsqlIndex:
                         continue  # a routine is needed when called, a declaration when named
                     seen.add((candidate, name))
                     pulled.append(hit)
-                    pending.append(hit[1])
+                    pending.append((hit[1], hit[0]))
                     break
         pulled.sort(key=lambda hit: (hit[1].kind != "declare", hit[0].path, hit[1].line))
         parts = [f"-- imported from {result.source}"]
         if schema:
             parts.append(f"BROKER SCHEMA {schema}")
+        # one source holds them all: a routine called by its schema-qualified name is called by its
+        # own name, unless two routines of that name come from different schemas
+        names = [used.name for _, used in pulled if used.kind == "routine"] + sorted(item.inner)
+        plain = [(q, n) for q, n in sorted(unqualified) if names.count(n) == 1]
+
+        def rewrite(text: str) -> str:
+            for qualifier, name in plain:
+                text = _unqualify(text, qualifier, name)
+            return text
+
         for source_file, used in pulled:
             label = f"{source_file.schema or '(default schema)'}.{used.name}"
             result.uses.append(label)
-            parts.append(f"-- from {source_file.project}/{source_file.path}:{used.line}\n{used.text}")
-        parts.append(item.text)
+            parts.append(
+                f"-- from {source_file.project}/{source_file.path}:{used.line}\n{rewrite(used.text)}"
+            )
+        parts.append(rewrite(item.text))
         result.esql = "\n\n".join(parts) + "\n"
         return result

@@ -83,6 +83,33 @@ def route_row(row: dict[str, str]) -> dict[str, Any]:
     return {"filterPattern": expression, "routingOutputTerminal": terminal}
 
 
+def trace_pattern(value: str) -> str:
+    """A Trace pattern with ACE's ``${Body}`` (the last child of Root) spelt as our Trace reads it."""
+    return re.sub(r"\$\{\s*Body(?=\s*[.}])", "${Root.*[<]", value)
+
+
+def http_path(value: str) -> str:
+    """ACE's "Path suffix for URL" (``/orders/*``) as HTTPInput's path, checked as HTTPInput checks it."""
+    from flowbroker_nodes.http_input import _path_problem
+
+    path = value.strip()
+    path = path if path.startswith("/") else "/" + path
+    problem = _path_problem(path)
+    if problem:
+        raise Unconvertible(problem)
+    return path
+
+
+def http_url(value: str) -> str:
+    """A "Web service URL", checked as HTTPRequest checks it."""
+    from flowbroker_nodes.http_request import _url_problem
+
+    problem = _url_problem(value.strip())
+    if problem:
+        raise Unconvertible(problem)
+    return value.strip()
+
+
 DOMAINS = choice({d: d for d in ("BLOB", "XMLNSC", "XMLNS", "XML", "JSON", "MRM")} | {"": "BLOB"})
 TRANSACTION = choice({"automatic": "automatic", "yes": "yes", "no": "no"})
 PERSISTENCE = choice({"automatic": "asMessage", "yes": "persistent", "no": "nonPersistent"})
@@ -107,6 +134,8 @@ class Mapping:
     terminals: dict[str, str] = field(default_factory=dict)
 
 
+_TLS_SERVER = "the execution group's HTTP listener serves plain HTTP only (put a TLS proxy in front of it)"
+_PROXY = "HTTPRequest connects to the server directly; set the HTTP_PROXY / HTTPS_PROXY environment of the group instead"
 _CLIENT = "this node reaches only its broker's queue manager (no client connection or remote queue manager)"
 
 MAPPINGS: dict[str, Mapping] = {
@@ -231,7 +260,7 @@ MAPPINGS: dict[str, Mapping] = {
                 choice({"none": "none", "userTrace": "userTrace", "file": "file", "localError": "log"}),
             ),
             "filePath": ("filePath", text),
-            "pattern": ("pattern", text),
+            "pattern": ("pattern", trace_pattern),
         },
         defaults={"destination": "userTrace", "pattern": ""},
     ),
@@ -431,6 +460,96 @@ MAPPINGS: dict[str, Mapping] = {
                 "controlled": "controlled operation mode (timeouts set by a TimeoutControl node) is not "
                 "supported; only automatic"
             }
+        },
+    ),
+    "ComIbmWSInput.msgnode": Mapping(
+        "HTTPInput",
+        {
+            "URLSpecifier": ("path", http_path),
+            "messageDomainProperty": ("messageDomain", DOMAINS),
+            "messageSetProperty": ("messageSet", text),
+            "messageTypeProperty": ("messageType", text),
+            "messageFormatProperty": ("messageFormat", text),
+            "timeoutForClient": ("maxClientWaitTime", integer),
+        },
+        defaults={"method": "ANY", "messageDomain": "BLOB", "maxClientWaitTime": 180},
+        harmless={
+            "useHTTPS": "false",
+            # the query string is always parsed into LocalEnvironment.HTTP.Input.QueryString
+            "parseQueryString": "true",
+            "setDestinationList": "false",
+            "decompressInputMessage": "false",
+            "componentLevel": "flow",
+            "additionalInstances": "0",
+            "validateMaster": "none",
+            "validateTiming": "deferred",
+        },
+        reasons={
+            "useHTTPS": _TLS_SERVER,
+            "faultFormat": "a failure no path handles is answered with a one-line text/plain reason (400 "
+            "when the body could not be parsed, else 500), not a SOAP, HTML or JSON fault",
+            "setDestinationList": "the node adds no label of the request's path to the destination list",
+            "labelPrefix": "the node adds no label of the request's path to the destination list",
+            "decompressInputMessage": "request bodies are read as sent; a compressed body is not inflated",
+            "identityType": "identities are not taken from HTTP requests (no security profile)",
+            "identityToken": "identities are not taken from HTTP requests (no security profile)",
+            "securityProfileName": "identities are not taken from HTTP requests (no security profile)",
+        },
+    ),
+    "ComIbmWSReply.msgnode": Mapping(
+        "HTTPReply",
+        {
+            "ignoreTransportFailures": ("ignoreTransportFailures", boolean),
+            "generateDefaultHttpHeaders": ("generateDefaultHttpHeaders", boolean),
+        },
+        defaults={"ignoreTransportFailures": True, "generateDefaultHttpHeaders": True},
+        harmless={"validateMaster": "none"},
+    ),
+    "ComIbmWSRequest.msgnode": Mapping(
+        "HTTPRequest",
+        {
+            "URLSpecifier": ("webServiceURL", http_url),
+            "httpMethod": (
+                "httpMethod",
+                choice({m: m for m in ("POST", "GET", "PUT", "DELETE", "PATCH", "HEAD")}),
+            ),
+            "messageDomainProperty": ("messageDomain", DOMAINS),
+            "messageSetProperty": ("messageSet", text),
+            "messageTypeProperty": ("messageType", text),
+            "messageFormatProperty": ("messageFormat", text),
+            "timeoutForServer": ("requestTimeout", integer),
+            "followRedirection": ("followRedirects", boolean),
+            "generateDefaultHttpHeaders": ("generateDefaultHttpHeaders", boolean),
+        },
+        defaults={
+            "httpMethod": "POST",
+            "messageDomain": "BLOB",
+            "requestTimeout": 120,
+            "followRedirects": False,
+            "generateDefaultHttpHeaders": True,
+        },
+        harmless={
+            "httpVersion": "1.1",
+            "protocol": "TLS",
+            "replaceInputMessageWithWebServiceResponse": "true",
+            "replaceInputMessageWithError": "true",
+            "acceptCompressedResponses": "true",
+            "validateMaster": "none",
+            "validateTiming": "deferred",
+        },
+        reasons={
+            "httpProxyLocation": _PROXY,
+            "protocol": "the TLS version is negotiated by the client library (TLS 1.2 or later)",
+            "httpVersion": "requests are sent as HTTP/1.1",
+            "sslProtocol": "the TLS version is negotiated by the client library (TLS 1.2 or later)",
+            "keyAlias": "no client certificate is sent",
+            "requestMsgLocationInTree": "the whole message body is sent",
+            "responseMsgLocationInTree": "the response replaces the message",
+            "errorMsgLocationInTree": "the error response replaces the message",
+            "replaceInputMessageWithWebServiceResponse": "the response always replaces the message",
+            "replaceInputMessageWithError": "the error response always replaces the message",
+            "acceptCompressedResponses": "the client always offers gzip and inflates a compressed response",
+            "securityProfileName": "no identity is propagated to the server (no security profile)",
         },
     ),
 }

@@ -29,6 +29,11 @@ class ImportReport:
     projects: list[str] = field(default_factory=list)
     flows: list[FlowReport] = field(default_factory=list)
     queues: list[dict[str, Any]] = field(default_factory=list)
+    topics: list[dict[str, Any]] = field(default_factory=list)
+    subscriptions: list[dict[str, Any]] = field(default_factory=list)
+    models: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # message sets and schemas, and why not imported
     unsupported_commands: list[dict[str, str]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)  # hard errors: files that could not be read
     notes: list[str] = field(default_factory=list)
@@ -48,6 +53,10 @@ class ImportReport:
             "esqlModulesMissing": sum(len(f.esql_missing) for f in self.flows),
             "queues": sum(1 for q in self.queues if not q.get("problem")),
             "queuesUnsupported": sum(1 for q in self.queues if q.get("problem")),
+            "subscriptions": sum(1 for s in self.subscriptions if not s.get("problem")),
+            "subscriptionsUnsupported": sum(1 for s in self.subscriptions if s.get("problem")),
+            "models": len(self.models),
+            "modelsImported": sum(1 for m in self.models if m.get("outcome") == "imported"),
             "errors": len(self.errors),
         }
 
@@ -57,6 +66,9 @@ class ImportReport:
             "projects": self.projects,
             "flows": [_camel(asdict(f)) for f in self.flows],
             "queues": self.queues,
+            "topics": self.topics,
+            "subscriptions": self.subscriptions,
+            "models": self.models,
             "unsupportedCommands": self.unsupported_commands,
             "errors": self.errors,
             "notes": self.notes,
@@ -94,6 +106,24 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"queue {queue['name']} ({queue['kind']}, {queue['source']}): {state}")
         for dropped in queue.get("dropped", []):
             lines.append(f"  dropped {dropped['attribute']}({dropped['value']}): {dropped['reason']}")
+    for topic in report.get("topics", []):
+        state = topic.get("problem") or topic.get("outcome") or ""
+        lines.append(f"topic {topic['name']} ({topic['topicString']!r}, {topic['source']}): {state}")
+        for dropped in topic.get("dropped", []):
+            lines.append(f"  dropped {dropped['attribute']}({dropped['value']}): {dropped['reason']}")
+    for sub in report.get("subscriptions", []):
+        state = sub.get("problem") or sub.get("outcome") or "converted"
+        lines.append(
+            f"subscription {sub['name']} ({sub['topic']!r} -> {sub['queue']}, {sub['source']}): {state}"
+        )
+        for dropped in sub.get("dropped", []):
+            lines.append(f"  dropped {dropped['attribute']}({dropped['value']}): {dropped['reason']}")
+    for model in report.get("models", []):
+        named = f" {model['name']}" if model.get("name") else ""
+        formats = f", formats {', '.join(model['formats'])}" if model.get("formats") else ""
+        lines.append(
+            f"{model['kind']}{named} ({model['file']}{formats}): {model['outcome']}: {model['reason']}"
+        )
     for command in report["unsupportedCommands"]:
         lines.append(f"mqsc {command['source']}: not imported: {command['command']}")
     for error in report["errors"]:
@@ -104,7 +134,8 @@ def render(report: dict[str, Any]) -> str:
     lines.append(
         f"{s['flows']} flows ({s['flowsComplete']} complete), {s['nodesMapped']}/{s['nodes']} nodes mapped "
         f"({s['nodesMappedPercent']}%), ESQL modules {s['esqlModulesResolved']} resolved / "
-        f"{s['esqlModulesMissing']} missing, {s['queues']} queues, {s['errors']} errors"
+        f"{s['esqlModulesMissing']} missing, {s['queues']} queues, {s.get('subscriptions', 0)} subscriptions, "
+        f"{s.get('modelsImported', 0)}/{s.get('models', 0)} message models imported, {s['errors']} errors"
     )
     if s["unsupportedNodeTypes"]:
         lines.append(

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from flowbroker.importers.ace import mqsc, nodes, xmi
+from flowbroker.importers.ace import models, mqsc, nodes, xmi
 from flowbroker.importers.ace.esql import EsqlIndex
 from flowbroker.importers.ace.report import FlowReport, ImportReport
 
@@ -55,7 +55,7 @@ class WorkspaceTooLarge(WorkspaceError):
 class Project:
     name: str
     files: dict[str, bytes] = field(default_factory=dict)  # path inside the project -> content
-    models: int = 0  # message model files seen (not imported)
+    models: dict[str, bytes] = field(default_factory=dict)  # message model files: path -> content
 
 
 @dataclass
@@ -64,7 +64,7 @@ class Workspace:
 
     @classmethod
     def from_dirs(cls, dirs: list[str | Path]) -> Workspace:
-        files = {key: b"" if _model(key) else path.read_bytes() for key, path in walk(dirs)}
+        files = {key: path.read_bytes() for key, path in walk(dirs)}
         return cls(_projects(files, per_folder=True))
 
     @classmethod
@@ -94,9 +94,6 @@ class Workspace:
                 if any(part in SKIP_DIRS for part in path.parts[:-1]):
                     continue
                 if not (path.name == ".project" or _wanted(path.name)):
-                    continue
-                if _model(path.name):
-                    files[path.as_posix()] = b""
                     continue
                 try:
                     content = _read_member(archive, info, max_bytes - total)
@@ -144,7 +141,7 @@ def walk(dirs: list[str | Path]) -> list[tuple[str, Path]]:
                 continue
             if not path.is_file() or not (path.name == ".project" or _wanted(path.name)):
                 continue
-            total += 0 if _model(path.name) else path.stat().st_size
+            total += path.stat().st_size
             if len(found) >= MAX_FILES or total > MAX_BYTES:
                 raise WorkspaceError(f"{raw}: more than {MAX_FILES} files or {MAX_BYTES} bytes of sources")
             found.append((f"{base}/{rel.as_posix()}", path))
@@ -156,7 +153,7 @@ def zip_dirs(dirs: list[str | Path]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for key, path in walk(dirs):
-            archive.writestr(key, b"" if _model(key) else path.read_bytes())
+            archive.writestr(key, path.read_bytes())
     return buffer.getvalue()
 
 
@@ -192,7 +189,7 @@ def _projects(files: dict[str, bytes], *, per_folder: bool) -> list[Project]:
         project = projects.setdefault(root, Project(name))
         rel = path[len(root) + 1 :] if root else path
         if _model(pure.name):
-            project.models += 1
+            project.models[rel] = content
         else:
             project.files[rel] = content
     return [projects[k] for k in sorted(projects)]
@@ -218,6 +215,7 @@ class Converted:
     documents: list[dict[str, Any]]
     queues: list[mqsc.QueueDefinition]
     report: ImportReport
+    subscriptions: list[mqsc.SubscriptionDefinition] = field(default_factory=list)
 
 
 class _Converter:
@@ -232,26 +230,37 @@ class _Converter:
         self._files = {(p.name, rel): content for p in workspace.projects for rel, content in p.files.items()}
         #: flow name → the subflows its nodes use: (subflow flow name, source file, line, column)
         self.uses: dict[str, list[tuple[str, str, int, int]]] = {}
+        #: alias queue name → (its target queue, where the alias is defined), from the MQSC scripts
+        self.aliases: dict[str, tuple[str, str]] = {}
 
     def run(self) -> Converted:
         taken: set[str] = set()
         flow_files: list[tuple[Project, str]] = []
         queues: list[mqsc.QueueDefinition] = []
+        topics: list[mqsc.TopicDefinition] = []
+        subscriptions: list[mqsc.SubscriptionDefinition] = []
         for project in self.workspace.projects:
-            if project.models:
-                self.report.notes.append(
-                    f"project {project.name}: {project.models} message model files (.mxsd/.xsd/.dfdl) were not "
-                    "imported; import record layouts with `flowbroker msgset import`"
-                )
+            self.report.models.extend(models.report(project.name, project.models))
             for rel, content in sorted(project.files.items()):
                 if rel.endswith(".esql"):
                     self.esql.add(project.name, rel, content.decode("utf-8", "replace").lstrip("\ufeff"))
                 elif rel.endswith(MQSC_SUFFIXES):
                     script = mqsc.parse(content.decode("utf-8", "replace"), f"{project.name}/{rel}")
                     queues.extend(script.queues)
+                    topics.extend(script.topics)
+                    subscriptions.extend(script.subscriptions)
                     self.report.unsupported_commands.extend(script.unsupported)
                 elif rel.endswith(FLOW_SUFFIXES):
                     flow_files.append((project, rel))
+        seen: dict[str, mqsc.QueueDefinition] = {}
+        for queue in queues:
+            seen[queue.name] = queue  # a later DEFINE … REPLACE wins
+        final = list(seen.values())
+        self.aliases = {
+            q.name: (q.leads["target"], q.source)
+            for q in final
+            if q.kind == "QALIAS" and q.leads.get("target") and q.leads.get("target_type", "QUEUE") == "QUEUE"
+        }
         for project, rel in flow_files:
             name = flow_name(rel)
             if name in taken:
@@ -270,10 +279,29 @@ class _Converter:
         for name in set(self.names.values()) - {d["name"] for d in documents}:
             refused[name] = "its file cannot be read (see errors)"
         documents = refuse_dependents(documents, self.report, refused)
-        seen: dict[str, mqsc.QueueDefinition] = {}
-        for queue in queues:
-            seen[queue.name] = queue  # a later DEFINE … REPLACE wins
-        final = list(seen.values())
+        self.report.topics = [
+            {
+                "name": t.name,
+                "topicString": t.topic_string,
+                "source": t.source,
+                "dropped": t.dropped,
+                "problem": t.problem,
+                "outcome": "" if t.problem else "needs no definition: the topic string is used as it is",
+            }
+            for t in {t.name: t for t in topics}.values()
+        ]
+        subs = list({s.name: s for s in subscriptions}.values())
+        self.report.subscriptions = [
+            {
+                "name": s.name,
+                "topic": s.topic,
+                "queue": s.queue,
+                "source": s.source,
+                "dropped": s.dropped,
+                "problem": s.problem,
+            }
+            for s in subs
+        ]
         self.report.queues = [
             {
                 "name": q.name,
@@ -285,7 +313,7 @@ class _Converter:
             }
             for q in final
         ]
-        return Converted(documents, final, self.report)
+        return Converted(documents, final, self.report, [s for s in subs if not s.problem])
 
     def _parse(self, key: tuple[str, str]) -> xmi.XmiFlow:
         """The flow file ``key`` (project, path) parsed once; :class:`xmi.XmiError` when it cannot be."""
@@ -572,7 +600,7 @@ class _Converter:
             if attribute == mapping.esql:
                 self._esql(node, label, value, props, flow)
                 continue
-            if attribute == "additionalInstances" and mapping.type == "MQInput":
+            if attribute == "additionalInstances" and mapping.type in ("MQInput", "HTTPInput"):
                 try:
                     instances = int(value)
                 except ValueError:
@@ -620,6 +648,19 @@ class _Converter:
                         }
                     )
             props[ours] = rows
+        alias = props.get("queueName")
+        if alias in self.aliases and mapping.type in ("MQInput", "MQOutput", "MQGet"):
+            target, where = self.aliases[alias]
+            props["queueName"] = target
+            flow.dropped_properties.append(
+                {
+                    "node": label,
+                    "property": "queueName",
+                    "value": alias,
+                    "reason": f"names the alias queue defined at {where}; there are no alias queues, so the "
+                    f"node names its target {target}",
+                }
+            )
         if mapping.esql and mapping.esql not in node.attributes:
             flow.esql_missing.append(
                 {"node": label, "module": "", "reason": f"the node names no module ({mapping.esql})"}

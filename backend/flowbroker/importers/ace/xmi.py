@@ -126,18 +126,23 @@ def _translation(element: etree._Element) -> str:
     return ""
 
 
-def parse(data: bytes, path: str) -> XmiFlow:
-    """The flow document ``data`` read from ``path``; :class:`XmiError` names the line when it is not one."""
+def read_xml(data: bytes, path: str) -> etree._Element:
+    """The root element of the XML document ``data`` (a flow, a message model), read hardened."""
     if len(data) > MAX_BYTES:
         raise XmiError(path, f"the document is {len(data)} bytes; at most {MAX_BYTES} are read")
     if b"<!ENTITY" in data:
         line = data[: data.find(b"<!ENTITY")].count(b"\n") + 1
         raise XmiError(path, "DTD entity declarations are not allowed", line, 1)
     try:
-        root = etree.fromstring(data, _parser())
+        return etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as exc:
         line, column = exc.position if exc.position else (exc.lineno or 0, 0)
         raise XmiError(path, f"malformed XML: {exc.msg or exc}", line, column) from None
+
+
+def parse(data: bytes, path: str) -> XmiFlow:
+    """The flow document ``data`` read from ``path``; :class:`XmiError` names the line when it is not one."""
+    root = read_xml(data, path)
     if etree.QName(root).localname != "EPackage":
         raise XmiError(path, f"not a message flow: the root element is <{root.tag}>", root.sourceline or 1, 1)
     flow = XmiFlow(path=path, ns_uri=root.get("nsURI", ""))
