@@ -170,6 +170,12 @@ def test_an_unreachable_rabbitmq_and_a_forbidden_vhost_are_clear_errors(rabbitmq
     assert "refused the user name or password" in caught.value.reason
 
 
+def test_the_default_virtual_host_may_be_written_as_celery_writes_it(rabbitmq_url: str) -> None:
+    for vhost in ("//", "/%2F"):
+        url = rabbitmq_url.split("//", 1)[0] + "//" + rabbitmq_url.split("//", 1)[1].split("/", 1)[0] + vhost
+        AmqpTransport.open(url).close()
+
+
 def test_a_missing_queue_is_reason_2085(rabbit) -> None:
     transport = AmqpTransport.open(rabbit.url)
     try:

@@ -35,7 +35,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import pika
 import pika.exceptions
@@ -276,6 +276,15 @@ def _refusal(exc: BaseException, what: str) -> TransportError:
     )
 
 
+def _vhost_quoted(url: str) -> str:
+    """The URL with its virtual host as one quoted path segment: ``amqp://h//`` names ``/`` (as
+    Celery and kombu read it), where pika would read an empty name."""
+    parts = urlsplit(url)
+    if len(parts.path) <= 1:
+        return url
+    return parts._replace(path="/" + quote(unquote(parts.path[1:]), safe="")).geturl()
+
+
 def _connect_error(url: str, exc: BaseException) -> TransportError:
     parts = urlsplit(url)
     where = f"{parts.hostname}:{parts.port or (5671 if parts.scheme == 'amqps' else 5672)}"
@@ -328,7 +337,7 @@ class AmqpTransport:
     @classmethod
     def open(cls, url: str) -> AmqpTransport:
         try:
-            params = pika.URLParameters(url)
+            params = pika.URLParameters(_vhost_quoted(url))
         except Exception as exc:
             raise TransportError(RC_BAD_ARGUMENT, f"transport URL {redact(url)!r}: {exc}") from None
         # one attempt: the flow thread retries with its own back-off, and a stop is never held up
