@@ -170,6 +170,12 @@ def test_an_unreachable_rabbitmq_and_a_forbidden_vhost_are_clear_errors(rabbitmq
     assert "refused the user name or password" in caught.value.reason
 
 
+def test_the_default_virtual_host_may_be_written_as_celery_writes_it(rabbitmq_url: str) -> None:
+    for vhost in ("//", "/%2F"):
+        url = rabbitmq_url.split("//", 1)[0] + "//" + rabbitmq_url.split("//", 1)[1].split("/", 1)[0] + vhost
+        AmqpTransport.open(url).close()
+
+
 def test_a_missing_queue_is_reason_2085(rabbit) -> None:
     transport = AmqpTransport.open(rabbit.url)
     try:
@@ -183,7 +189,7 @@ def test_a_missing_queue_is_reason_2085(rabbit) -> None:
         transport.close()
 
 
-def test_requeues_this_process_made_count_even_when_the_broker_counts_fewer(rabbit) -> None:
+def test_the_count_this_process_recorded_wins_over_the_brokers(rabbit) -> None:
     from flowbroker.runtime.transports import amqp
 
     queue = rabbit.queue("REQUEUED")
@@ -192,16 +198,65 @@ def test_requeues_this_process_made_count_even_when_the_broker_counts_fewer(rabb
         transport.put(queue, b"m", MessageDescriptor(persistence=1, msg_id=b"R" * 24))
         first = transport.get(queue, wait=5, syncpoint=True)
         assert first is not None and first.md.backout_count == 0
-        message_id = (b"R" * 24).hex()
-        # as if five earlier backouts had not been counted in x-delivery-count
-        amqp._REQUEUED.raised(queue, message_id, 5)
         transport.backout()
+        message_id = (b"R" * 24).hex()
+        assert amqp._REQUEUED.count(queue, message_id) == 1
+        # as if five earlier backouts had not been counted in x-delivery-count (RabbitMQ 4 counts
+        # no requeues)
+        amqp._REQUEUED.raised(queue, message_id, 5)
         again = transport.get(queue, wait=5, syncpoint=True)
-        assert again is not None and again.md.backout_count == 6
+        assert again is not None and again.md.backout_count == 5
+        assert amqp._REQUEUED.count(queue, message_id) == 0  # taken with the delivery
         transport.commit()
-        assert amqp._REQUEUED.count(queue, message_id) == 0  # an acknowledged message is forgotten
     finally:
         transport.close()
+
+
+@pytest.mark.parametrize("kind", ["quorum", "classic"])
+def test_a_backed_out_batch_is_counted_and_its_read_ahead_keeps_its_count(rabbit, kind: str) -> None:
+    queue = rabbit.queue("READAHEAD", kind)
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        for i in range(12):
+            transport.put(queue, b"m%d" % i, MessageDescriptor(persistence=1), syncpoint=True, pipeline=True)
+        transport.commit()
+        # a batch of 3 reads ahead a second batch; the read-ahead is no part of the unit of work
+        batch = transport.get_many(queue, 3, wait=5, syncpoint=True)
+        assert [m.body for m in batch] == [b"m0", b"m1", b"m2"]
+        wait_for(lambda: len(transport._arrived[queue]) == 3, 5, "the read-ahead")
+        transport.backout()
+        seen = {}
+        for _ in range(12):
+            got = transport.get(queue, wait=5, syncpoint=True)
+            assert got is not None
+            seen[got.body] = got.md.backout_count
+            transport.commit()
+        # counted once, the others (the read-ahead handed back with them) not at all; a classic
+        # queue puts them back in their places (RabbitMQ 3.x quorum queues at the back)
+        if kind == "classic":
+            assert list(seen)[:3] == [b"m0", b"m1", b"m2"]
+        assert seen == {b"m%d" % i: 1 if i < 3 else 0 for i in range(12)}
+        assert transport.get(queue, wait=0.2) is None
+    finally:
+        transport.close()
+    wait_for(lambda: rabbit.depth(queue) == 0, 10, f"{queue} to be empty")
+
+
+def test_a_batch_acknowledgement_leaves_a_delivery_kept_back_by_a_selective_get(rabbit) -> None:
+    queue = rabbit.queue("SELECTIVE")
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        transport.put(queue, b"other", MessageDescriptor(correl_id=b"X" * 24))
+        transport.put(queue, b"mine", MessageDescriptor(correl_id=b"Y" * 24))
+        mine = transport.get(queue, wait=5, syncpoint=True, correl_id=b"Y" * 24)
+        assert mine is not None and mine.body == b"mine"
+        transport.commit()  # "other" came first and was kept back: it must not be acknowledged too
+        other = transport.get(queue, wait=5, syncpoint=True)
+        assert other is not None and other.body == b"other"
+        transport.backout()
+    finally:
+        transport.close()
+    wait_for(lambda: rabbit.depth(queue) == 1, 10, f"the kept message on {queue}")
 
 
 def test_a_commit_whose_batch_of_puts_finds_its_queue_deleted_backs_out(rabbit) -> None:

@@ -23,3 +23,14 @@ def test_the_transport_scenario_drains_every_message_on_each_transport(rabbitmq_
     ]
     for row in rows:
         assert row["messages"] == 120 and row["Msgs/Sec"] > 0, row
+
+
+def test_groups_of_their_own_share_the_input_queue_on_rabbitmq(rabbitmq_url: str) -> None:
+    scenario = scenarios()["transport"]
+    parser = argparse.ArgumentParser()
+    assert scenario.add_arguments is not None
+    scenario.add_arguments(parser)
+    options = ["--messages", "60", "--size", "512", "--amqp-url", rabbitmq_url, "--transport", "quorum"]
+    rows = scenario.run(parser.parse_args([*options, "--case", "simple", "--groups", "2"]))
+    assert [(row["flow"], row["groups"], row["messages"]) for row in rows] == [("simple", 2, 60)]
+    assert rows[0]["Msgs/Sec"] > 0 and rows[0]["CPU-ms/msg"] > 0

@@ -7,11 +7,15 @@ hop. How MQ's terms map onto RabbitMQ's:
   defines are quorum queues (durable, replicated) unless ``FLOWBROKER_AMQP_QUEUE_TYPE=classic``
   or a maximum priority is asked for (``x-max-priority``: classic queues only).
 - **A unit of work** is manual acknowledgement: gets under syncpoint stay unacknowledged, puts
-  under syncpoint are held by the transport; the commit publishes them with publisher confirms
-  and only once every one is confirmed acknowledges the messages got. A crash anywhere before
-  the acknowledgements reach the broker redelivers the input: nothing is lost, but outputs
-  already confirmed are sent again when the input is processed again (at least once). A backout
+  under syncpoint are held by the transport; the commit publishes them (several in one AMQP
+  transaction: one ``tx.commit`` round trip, answered once every queue has them) and only then
+  acknowledges the messages got, with one ``basic.ack`` for the batch. A crash anywhere before
+  the acknowledgement reaches the broker redelivers the input: nothing is lost, but outputs
+  already published are sent again when the input is processed again (at least once). A backout
   drops the held puts and returns the input to its queue.
+- **Read-ahead**: a consumer may hold twice its batch unacknowledged, so the next batch is on
+  its way while this one is processed and committed. A backout hands the read-ahead of its
+  queue back with the input; those messages keep their backout count.
 - **The backout count** is the quorum queue's ``x-delivery-count`` (every earlier delivery,
   crashes included). A classic queue has none: its first backout returns the message to its
   place and is counted by the redelivered flag; from the second on, a backed-out message is put
@@ -31,7 +35,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import pika
 import pika.exceptions
@@ -114,17 +118,21 @@ def to_amqp(md: MessageDescriptor, properties: dict[str, Any] | None) -> BasicPr
         headers[key] = value
     if floats:
         headers["x-mq-floats"] = ",".join(floats)
-    headers.update(
-        {
-            "x-mq-persistence": md.persistence,
-            "x-mq-priority": md.priority,
-            "x-mq-expiry": md.expiry,
-            "x-mq-format": md.format,
-            "x-mq-encoding": md.encoding,
-            "x-mq-ccsid": md.coded_char_set_id,
-            "x-mq-put-time": repr(float(md.put_time)),
-        }
-    )
+    # a field gets a header only where the AMQP properties cannot say it (or a default is not it):
+    # a header table is encoded and decoded field by field, the costliest part of a message
+    headers["x-mq-put-time"] = repr(float(md.put_time))
+    if md.persistence not in (0, 1):
+        headers["x-mq-persistence"] = md.persistence
+    if not (0 <= md.priority <= 9 or md.priority == -1):
+        headers["x-mq-priority"] = md.priority
+    if md.expiry <= 0 and md.expiry != -1:
+        headers["x-mq-expiry"] = md.expiry
+    if md.format:
+        headers["x-mq-format"] = md.format
+    if md.encoding != 546:
+        headers["x-mq-encoding"] = md.encoding
+    if md.coded_char_set_id != 1208:
+        headers["x-mq-ccsid"] = md.coded_char_set_id
     if md.reply_to_q_mgr:
         headers["x-mq-reply-to-q-mgr"] = md.reply_to_q_mgr
     group = pad_id(md.group_id)
@@ -185,12 +193,14 @@ def from_amqp(
 
 
 class _Requeued:
-    """The backouts this process made by requeueing quorum-queue messages, by queue and message id.
+    """The backout counts of the messages this process returned to their queues, by queue and
+    message id, taken when the message is delivered again.
 
-    A quorum queue's ``x-delivery-count`` already counts them on RabbitMQ 3.x; a broker whose
-    count ignores requeues (or a delivery that lost the header) still sees each message's count
-    rise, so a poison message always reaches its backout threshold. Bounded; an acknowledged
-    message is forgotten.
+    A quorum queue's ``x-delivery-count`` counts every return on RabbitMQ 3.x, including the
+    read-ahead deliveries handed back unread behind a backout (which are no backout of theirs),
+    and a broker whose count ignores requeues counts none: the count recorded here is what the
+    message's next delivery reports, so a poison message always reaches its backout threshold and
+    an innocent one is not pushed towards it. Bounded.
     """
 
     def __init__(self, most: int = 4096) -> None:
@@ -216,8 +226,16 @@ class _Requeued:
         with self._lock:
             self._counts.pop((queue, message_id), None)
 
+    def take(self, queue: str, message_id: str) -> int | None:
+        with self._lock:
+            return self._counts.pop((queue, message_id), None)
+
 
 _REQUEUED = _Requeued()
+#: Deliveries a consumer may hold unacknowledged, per message of its batch: the next batch is
+#: already here when a commit acknowledges this one (no wait for the broker between batches).
+PREFETCH_BATCHES = 2
+MOST_PREFETCH = 2000
 
 
 def backout_count(headers: dict[str, Any], redelivered: bool) -> int:
@@ -227,6 +245,16 @@ def backout_count(headers: dict[str, Any], redelivered: bool) -> int:
         return int(count)
     counted = int(headers.get(BACKOUT_HEADER, 0) or 0)
     return max(counted, 1) if redelivered else counted
+
+
+def _counted(queue: str, method: Basic.Deliver, props: BasicProperties) -> int:
+    """The backout count of a delivery: what this process recorded when it returned the message
+    (backed out, or handed back unread), else what its headers and redelivered flag say."""
+    if method.redelivered and props.message_id and _REQUEUED:
+        known = _REQUEUED.take(queue, props.message_id)
+        if known is not None:
+            return known
+    return backout_count(dict(props.headers or {}), bool(method.redelivered))
 
 
 # -- errors ----------------------------------------------------------------------------------------
@@ -246,6 +274,15 @@ def _refusal(exc: BaseException, what: str) -> TransportError:
     return TransportError(
         RC_CONNECTION_BROKEN, f"RabbitMQ connection lost during {what}: {exc or type(exc).__name__}"
     )
+
+
+def _vhost_quoted(url: str) -> str:
+    """The URL with its virtual host as one quoted path segment: ``amqp://h//`` names ``/`` (as
+    Celery and kombu read it), where pika would read an empty name."""
+    parts = urlsplit(url)
+    if len(parts.path) <= 1:
+        return url
+    return parts._replace(path="/" + quote(unquote(parts.path[1:]), safe="")).geturl()
 
 
 def _connect_error(url: str, exc: BaseException) -> TransportError:
@@ -289,7 +326,8 @@ class AmqpTransport:
         #: Queues whose consumer RabbitMQ cancelled (deleted queues).
         self._lost: set[str] = set()
         #: The unit of work: deliveries got under syncpoint, and the puts held for the commit.
-        self._got: list[tuple[Basic.Deliver, BasicProperties, bytes, str]] = []
+        #: (a got delivery, its queue and the backout count it was handed out with)
+        self._got: list[tuple[Basic.Deliver, BasicProperties, bytes, str, int]] = []
         self._held: list[tuple[str, str, bytes, BasicProperties, bool]] = []
         #: The channel that publishes a commit's several held puts in one AMQP transaction.
         self._batch_channel: BlockingChannel | None = None
@@ -299,7 +337,7 @@ class AmqpTransport:
     @classmethod
     def open(cls, url: str) -> AmqpTransport:
         try:
-            params = pika.URLParameters(url)
+            params = pika.URLParameters(_vhost_quoted(url))
         except Exception as exc:
             raise TransportError(RC_BAD_ARGUMENT, f"transport URL {redact(url)!r}: {exc}") from None
         # one attempt: the flow thread retries with its own back-off, and a stop is never held up
@@ -441,7 +479,9 @@ class AmqpTransport:
             )
 
         try:
-            arrived = self._consume(queue, max_messages if want is None else 256)
+            arrived = self._consume(
+                queue, min(max_messages * PREFETCH_BATCHES, MOST_PREFETCH) if want is None else 256
+            )
 
             def ready() -> bool:
                 if queue in self._lost:
@@ -480,7 +520,6 @@ class AmqpTransport:
                     kept.append(delivery)
             arrived.extend(kept)
         got: list[Message] = []
-        requeued = bool(_REQUEUED)
         for method, props, body in taken:
             message = from_amqp(
                 props,
@@ -489,12 +528,11 @@ class AmqpTransport:
                 exchange=method.exchange or "",
                 key=method.routing_key or "",
             )
-            if requeued and method.redelivered:
-                counted = _REQUEUED.count(queue, props.message_id or "")
-                message.md.backout_count = max(message.md.backout_count, counted)
+            if method.redelivered:
+                message.md.backout_count = _counted(queue, method, props)
             got.append(message)
             if syncpoint:
-                self._got.append((method, props, body, queue))
+                self._got.append((method, props, body, queue, message.md.backout_count))
             else:
                 self._channel.basic_ack(method.delivery_tag)  # outside a unit of work the get is final
         return got
@@ -603,8 +641,12 @@ class AmqpTransport:
             channel.add_on_return_callback(self._on_return)
             channel.tx_select()
         self._returned = []
+        # pika's BlockingChannel flushes and polls after every publish; its underlying channel only
+        # queues the frames, so the batch goes out with the commit's single flush (pika is pinned
+        # in constraints.txt for this)
+        queued = getattr(channel, "_impl", channel)
         for exchange, key, body, props, mandatory in held:
-            channel.basic_publish(exchange, key, body, props, mandatory=mandatory)
+            queued.basic_publish(exchange, key, body, props, mandatory=mandatory)
         channel.tx_commit()
         # RabbitMQ returns an unroutable put (its queue deleted since it was checked) before it
         # answers the commit; a returned put must not let the gets be acknowledged
@@ -617,13 +659,23 @@ class AmqpTransport:
         self._returned.append(method.routing_key)
 
     def acknowledge(self) -> None:
-        """The commit's second step: acknowledge the messages got in the unit of work."""
+        """The commit's second step: acknowledge the messages got in the unit of work.
+
+        Every delivery this channel has not settled is either got in the unit of work or still
+        waiting to be handed out; when none of the waiting ones comes before the last got, one
+        ``basic.ack`` with ``multiple`` settles the whole batch."""
         got, self._got = self._got, []
-        requeued = bool(_REQUEUED)
-        for method, props, _body, queue in got:
-            self._channel.basic_ack(method.delivery_tag)
-            if requeued:
-                _REQUEUED.forget(queue, props.message_id or "")
+        if not got:
+            return
+        last = max(method.delivery_tag for method, *_rest in got)
+        held_back = any(
+            delivery[0].delivery_tag < last for arrived in self._arrived.values() for delivery in arrived
+        )
+        if held_back:
+            for method, *_rest in got:
+                self._channel.basic_ack(method.delivery_tag)
+        else:
+            self._channel.basic_ack(last, multiple=True)
 
     def commit(self) -> None:
         """Publish the held puts (confirmed), then acknowledge the gets: a crash in between
@@ -664,24 +716,40 @@ class AmqpTransport:
 
     def _return_got(self) -> None:
         got, self._got = self._got, []
-        for method, props, body, queue in got:
+        returned: list[int] = []
+        for method, props, body, queue, count in got:
             headers = dict(props.headers or {})
             if "x-delivery-count" in headers or (not method.redelivered and BACKOUT_HEADER not in headers):
                 # a quorum queue counts the redelivery itself (its first delivery carries no count
                 # yet) and keeps the message's place; a classic queue's first backout is then
                 # counted by its redelivered flag
-                count = max(
-                    backout_count(headers, bool(method.redelivered)),
-                    _REQUEUED.count(queue, props.message_id or ""),
-                )
-                _REQUEUED.raised(queue, props.message_id or "", count + 1)
-                self._channel.basic_nack(method.delivery_tag, requeue=True)
+                if props.message_id:
+                    _REQUEUED.raised(queue, props.message_id, count + 1)
+                returned.append(method.delivery_tag)
                 continue
             # a classic queue counts no further: put it back with its count, then let the original go
-            headers[BACKOUT_HEADER] = backout_count(headers, method.redelivered) + 1
+            headers[BACKOUT_HEADER] = count + 1
             again = BasicProperties(**{**props.__dict__, "headers": headers})
             self._send("", queue, body, again, True)
             self._channel.basic_ack(method.delivery_tag)
+        # the read-ahead of the same queues goes back too, so that the messages backed out are the
+        # next ones got (one at a time when the runtime retries them); each keeps its count
+        for queue in {queue for *_rest, queue, _count in got}:
+            arrived = self._arrived.get(queue)
+            while arrived:
+                method, props, _body = arrived.popleft()
+                if props.message_id:
+                    _REQUEUED.raised(queue, props.message_id, _counted(queue, method, props))
+                returned.append(method.delivery_tag)
+        if not returned:
+            return
+        last = max(returned)
+        if any(delivery[0].delivery_tag < last for arrived in self._arrived.values() for delivery in arrived):
+            for tag in returned:
+                self._channel.basic_nack(tag, requeue=True)
+        else:
+            # one return for them all: the queue puts them back before it delivers anything else
+            self._channel.basic_nack(last, multiple=True, requeue=True)
 
     def close(self) -> None:
         """Close; the broker returns every unacknowledged delivery to its queue."""
