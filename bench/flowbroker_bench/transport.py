@@ -58,8 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _document(case_name: str, src: str, dst: str) -> tuple[dict[str, Any], Callable[[int, int], bytes]]:
     """The case's flow document reading ``src`` and writing ``dst``, and its body maker."""
-    from flowbroker.bench import appendix_b
-    from flowbroker.bench.flow import EXAMPLES
+    from flowbroker_bench import appendix_b
+    from flowbroker_bench.flow import EXAMPLES
 
     case = appendix_b.select([CASES[case_name]])[0]
     document = json.loads((EXAMPLES / case.flow_file).read_text())

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
-import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from flowbroker.qm.harness import QueueManagerProcess
-
-_names = itertools.count(1)
-
-
-def unique(base: str) -> str:
-    return f"{base}.{os.getpid()}.{next(_names)}.{int(time.time() * 1000) % 1000000}"
+from transport_support import unique
 
 
 @pytest.fixture(scope="session")
@@ -59,13 +51,3 @@ class RabbitQueues:
             except Exception:
                 self.channel = self.connection.channel()
         self.connection.close()
-
-
-def wait_for(check: Callable[[], object], timeout: float = 20.0, what: str = "the condition") -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")

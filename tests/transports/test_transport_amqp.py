@@ -8,10 +8,10 @@ import textwrap
 import time
 
 import pytest
-from conftest import wait_for
 from flowbroker.qm.protocol import MessageDescriptor
 from flowbroker.runtime import transports
 from flowbroker.runtime.transports.amqp import AmqpTransport, routing_key, topic_string
+from transport_support import wait_for
 
 pytestmark = [pytest.mark.timeout(90)]
 

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import unique, wait_for
 from flowbroker.qm.protocol import MessageDescriptor
 from flowbroker.runtime import transports
 from flowbroker.runtime.engine import ExecutionGroupRuntime
 from flowbroker.runtime.harness import flow
+from transport_support import unique, wait_for
 
 pytestmark = [pytest.mark.timeout(90)]
 

@@ -7,9 +7,9 @@ import sys
 import textwrap
 
 import pytest
-from conftest import unique
 from flowbroker.qm.protocol import MessageDescriptor
 from flowbroker.runtime.transports import connector
+from transport_support import unique
 
 pytestmark = [pytest.mark.timeout(90)]
 
