@@ -210,7 +210,8 @@ class Node(BaseNode):
         """Read what the socket holds into the queue (the caller holds the reader lock)."""
         client = self._client
         if client is None:
-            return
+            # another flow thread lost the connection: this one backs off too, and reconnects
+            raise ConnectionError(f"MQTT broker {self.host}:{self.port}: connection lost")
         client.read(timeout, self._deliver)
         client.service()  # keep-alive
 

@@ -188,9 +188,11 @@ def test_subscriber_reconnects_after_the_broker_drops_it(mqtt_address: tuple[str
     )
     collector = Peer(host, port).subscribe(f"{base}/out", 1)
     sender = Peer(host, port)
-    thread = FlowThread(deployed, compiled.nodes["in"], 0)
-    deployed.threads = [thread]
-    thread.start()
+    # two flow threads share the node's connection: both carry on after it is replaced
+    threads = [FlowThread(deployed, compiled.nodes["in"], i) for i in range(2)]
+    deployed.threads = threads
+    for thread in threads:
+        thread.start()
     node = compiled.nodes["in"]
     try:
         _until(lambda: node._client is not None)
@@ -212,10 +214,12 @@ def test_subscriber_reconnects_after_the_broker_drops_it(mqtt_address: tuple[str
         assert deployed.statistics()["errors"] == 0
     finally:
         deployed.stop_event.set()
-        thread.join(10)
+        for thread in threads:
+            thread.join(10)
         collector.close()
         sender.close()
-    assert not thread.is_alive()
+    assert not any(thread.is_alive() for thread in threads)
+    assert node._client is None  # the last thread out closed the connection
 
 
 def test_publisher_fails_the_message_on_a_lost_connection_and_reconnects(
