@@ -126,7 +126,7 @@ class Node(BaseNode):
         self._lock = threading.Lock()
         self._client: MqttConnection | None = None
         self._serviced = 0.0
-        #: Topics as encoded MQTT strings, so a publication encodes only its payload.
+        #: Topics already validated, as encoded MQTT strings: a publication encodes only its payload.
         self._topics: dict[str, bytes] = {}
         #: Flow threads publishing at QoS 1 or 2 at once: no more than the connection may leave in flight.
         self._window = threading.BoundedSemaphore(MAX_INFLIGHT)
@@ -155,16 +155,11 @@ class Node(BaseNode):
             self._serviced = time.monotonic()
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
-        topic = self._topic(assembly)
+        topic, encoded = self._topic(assembly)
         parts = getattr(self.flow, "message_parts", None)
         if parts is None:
             raise NodeError(f"{self.name}: this runtime cannot serialise a message for MQTT")
         _, _, body = parts(assembly.root)
-        encoded = self._topics.get(topic)
-        if encoded is None:
-            if len(self._topics) >= 1024:
-                self._topics.clear()
-            encoded = self._topics[topic] = encode_string(topic)
         client = self._connection()
         if time.monotonic() - self._serviced > 1.0:
             # at most once a second: acknowledgements and keep-alive answers are read, and a
@@ -208,16 +203,23 @@ class Node(BaseNode):
         finally:
             self._window.release()
 
-    def _topic(self, assembly: Assembly) -> str:
+    def _topic(self, assembly: Assembly) -> tuple[str, bytes]:
+        """The topic published on, and its encoding (a topic is validated and encoded once)."""
         destination = assembly.local_environment.child("Destination")
         mqtt = destination.child("MQTT") if destination is not None else None
         named = mqtt.child("topicName") if mqtt is not None else None
         topic = str(named.value) if named is not None and named.value else self.topic
+        encoded = self._topics.get(topic)
+        if encoded is not None:
+            return topic, encoded
         problem = validate_topic_name(topic)
         if problem:
             source = "LocalEnvironment.Destination.MQTT.topicName" if named is not None else "topicName"
             raise NodeError(f"{self.name}: cannot publish on {topic!r} ({source}): {problem}")
-        return topic
+        if len(self._topics) >= 1024:
+            self._topics.clear()
+        encoded = self._topics[topic] = encode_string(topic)
+        return topic, encoded
 
 
 def _unexpected(topic: str, payload: bytes, qos: int, retain: bool) -> None:
