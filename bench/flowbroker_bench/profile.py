@@ -3,7 +3,8 @@
 ``flowbroker bench profile`` preloads N messages on a queue of a queue manager process, runs one
 flow thread of MQInput → Compute (ESQL) → MQOutput over them twice (once plain, for the CPU per
 message, once under cProfile) and prints the profile's self time sorted into the stages of a
-message's life: receive, parse, tree, ESQL, serialize, send, commit, statistics and the engine
+message's life; with ``--transport mqtt`` the flow is scenario A's MQTTSubscribe → Compute →
+MQTTPublish on a private Mosquitto, fed by the peers' closed-loop load generator. The stages: receive, parse, tree, ESQL, serialize, send, commit, statistics and the engine
 around them. Time spent in a library or built-in function (a socket call, ``orjson.loads``) goes
 to the stages of its callers in proportion to what each caller spent in it, so every stage holds
 the C code it drives. The per-message figures scale the profile's shares to the plain run's CPU,
@@ -43,6 +44,10 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("send", "/transports/qm.py", r"^(put|publish)$"),
     ("send", "/qm/client.py", r"put|publish|_send|_write"),
     ("send", "/qm/protocol.py", r"encode"),
+    ("receive", "flowbroker_nodes/mqtt_wire.py", r"^(read|_handle|_read_one)$"),
+    ("receive", "flowbroker_nodes/mqtt_subscribe.py", r"^(_pump|_deliver)$"),
+    ("send", "flowbroker_nodes/mqtt_wire.py", r""),
+    ("send", "flowbroker_nodes/mqtt_publish.py", r""),
     ("send", "flowbroker_nodes/mq_output.py", r""),
     ("send", "flowbroker_nodes/output.py", r""),
     # the message tree back to a descriptor, properties and body bytes
@@ -228,16 +233,77 @@ def _pass(
     return cpu, qm_cpu, wall, int(stats.get("errors", 0) or 0)
 
 
-def run(args: argparse.Namespace) -> list[Row]:
-    from flowbroker.qm.harness import QueueManagerProcess
-    from flowbroker.runtime import assembly as assemblies
+def _mqtt_pass(
+    port: int, args: argparse.Namespace, profiler: cProfile.Profile | None
+) -> tuple[float, int, float, int]:
+    """One closed-loop window of scenario A: flow-thread CPU s, messages, broker CPU s, errors."""
+    from flowbroker.runtime.compiler import compile_flow
+    from flowbroker.runtime.datasources import DataSources
+    from flowbroker.runtime.engine import DeployedFlow, FlowThread
+    from flowbroker.runtime.usertrace import UserTrace
 
-    if args.messages < 100:
-        raise ValueError("--messages must be at least 100")
-    assemblies.ensure_domains()
-    core = args.engine_core if args.engine_core < (os.cpu_count() or 1) else None
-    if core is not None:
-        os.sched_setaffinity(0, {core})
+    from flowbroker_bench.peers import loadgen
+    from flowbroker_bench.peers.engine_host import document
+    from flowbroker_bench.peers.runner import payloads_for
+
+    tag = f"profile/{os.getpid()}/{time.monotonic_ns()}"
+    compiled = compile_flow(document("A", "127.0.0.1", port, f"{tag}/in", f"{tag}/out", 1))
+    deployed = DeployedFlow(
+        compiled, _no_transport, DataSources(None), UserTrace(Path("/dev/null"), level="none")
+    )
+    thread = FlowThread(deployed, compiled.nodes["in"], 0)
+    deployed.threads = [thread]
+    node = compiled.nodes["in"]
+    failure: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            deadline = time.monotonic() + 20
+            while getattr(node, "_client", None) is None:  # subscribed before the first send
+                if time.monotonic() > deadline:
+                    raise OSError("the MQTTSubscribe node did not connect within 20 s")
+                time.sleep(0.02)
+            loadgen.closed_loop(
+                "127.0.0.1",
+                port,
+                f"{tag}/in",
+                f"{tag}/out",
+                payloads_for("A"),
+                args.in_flight,
+                warmup_s=0.5,
+                window_s=args.seconds,
+                load_core=args.load_core,
+            )
+        except BaseException as exc:
+            failure.append(exc)
+        finally:
+            deployed.stop_event.set()
+
+    driver = threading.Thread(target=load, daemon=True)
+    cpu = time.thread_time()
+    driver.start()
+    if profiler is not None:
+        profiler.enable()
+    try:
+        thread.run()
+    finally:
+        if profiler is not None:
+            profiler.disable()
+    cpu = time.thread_time() - cpu
+    driver.join(30)
+    if failure:
+        raise OSError(f"the load generator failed: {failure[0]}")
+    stats = deployed.statistics()
+    return cpu, int(stats.get("messages_in", 0) or 0), 0.0, int(stats.get("errors", 0) or 0)
+
+
+def _no_transport() -> Any:
+    return None  # an MQTT flow needs no queue-manager connection
+
+
+def _measure_qm(args: argparse.Namespace) -> tuple[float, float, float, int, cProfile.Profile]:
+    from flowbroker.qm.harness import QueueManagerProcess
+
     with tempfile.TemporaryDirectory(prefix="fb-bench-profile-") as tmp:
         qm_core = args.load_core if args.load_core < (os.cpu_count() or 1) else None
         with QueueManagerProcess(Path(tmp), fsync=not args.no_fsync, cpu=qm_core) as qm:
@@ -246,11 +312,49 @@ def run(args: argparse.Namespace) -> list[Row]:
             # CPU time of this thread, not wall time: a get blocked on the socket costs nothing
             profiler = cProfile.Profile(time.thread_time)
             _pass(qm, args, "PROFILED", profiler)
+    return cpu / args.messages, qm_cpu / args.messages, args.messages / wall, errors, profiler
+
+
+def _measure_mqtt(args: argparse.Namespace) -> tuple[float, float, float, int, cProfile.Profile]:
+    from flowbroker_bench.peers.loadgen import cpu_seconds
+    from flowbroker_bench.peers.processes import start_mosquitto
+
+    with tempfile.TemporaryDirectory(prefix="fb-bench-profile-") as tmp:
+        broker, port = start_mosquitto(
+            Path(tmp), args.load_core if args.load_core < (os.cpu_count() or 1) else None
+        )
+        try:
+            _mqtt_pass(port, args, None)  # imports, compiled ESQL, caches
+            before = cpu_seconds([broker.pid])
+            wall = time.perf_counter()
+            cpu, n, _, errors = _mqtt_pass(port, args, None)
+            wall = time.perf_counter() - wall
+            broker_cpu = cpu_seconds([broker.pid]) - before
+            profiler = cProfile.Profile(time.thread_time)
+            _mqtt_pass(port, args, profiler)
+        finally:
+            broker.stop()
+    if n == 0:
+        raise OSError("no message went through the flow")
+    return cpu / n, broker_cpu / n, n / wall, errors, profiler
+
+
+def run(args: argparse.Namespace) -> list[Row]:
+    from flowbroker.runtime import assembly as assemblies
+
+    if args.messages < 100:
+        raise ValueError("--messages must be at least 100")
+    assemblies.ensure_domains()
+    core = args.engine_core if args.engine_core < (os.cpu_count() or 1) else None
+    if core is not None:
+        os.sched_setaffinity(0, {core})
+    measure = _measure_mqtt if args.transport == "mqtt" else _measure_qm
+    cpu_per_msg, server_per_msg, rate, errors, profiler = measure(args)
     raw = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     seconds = breakdown(raw)
     profiled = sum(seconds.values()) or 1.0
-    n = args.messages
-    per_msg_us = cpu / n * 1e6
+    per_msg_us = cpu_per_msg * 1e6
+    server = "Mosquitto (private)" if args.transport == "mqtt" else "queue manager process"
     rows: list[Row] = [
         {
             "stage": stage,
@@ -261,12 +365,8 @@ def run(args: argparse.Namespace) -> list[Row]:
         if secs > 0
     ]
     rows.append({"stage": "flow thread total", "share (%)": 100.0, "CPU-us/msg": round(per_msg_us, 2)})
-    rows.append(
-        {"stage": "queue manager process", "share (%)": None, "CPU-us/msg": round(qm_cpu / n * 1e6, 2)}
-    )
-    rows.append(
-        {"stage": "msgs/s (flow thread, plain run)", "share (%)": None, "CPU-us/msg": round(n / wall)}
-    )
+    rows.append({"stage": server, "share (%)": None, "CPU-us/msg": round(server_per_msg * 1e6, 2)})
+    rows.append({"stage": "msgs/s (flow thread, plain run)", "share (%)": None, "CPU-us/msg": round(rate)})
     if errors:
         rows.append({"stage": "errors", "share (%)": None, "CPU-us/msg": errors})
     if args.top:
@@ -284,6 +384,14 @@ def run(args: argparse.Namespace) -> list[Row]:
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--transport",
+        choices=("qm", "mqtt"),
+        default="qm",
+        help="qm: MQInput -> Compute -> MQOutput on a queue manager; mqtt: scenario A through Mosquitto",
+    )
+    parser.add_argument("--seconds", type=float, default=10.0, help="mqtt: seconds of closed loop per pass")
+    parser.add_argument("--in-flight", type=int, default=200, help="mqtt: messages kept in flight")
     parser.add_argument("--messages", type=int, default=20000, help="messages per pass (at least 100)")
     parser.add_argument("--size", type=int, default=1024, help="bytes of each JSON message")
     parser.add_argument("--transaction-mode", choices=("yes", "no", "automatic"), default="yes")

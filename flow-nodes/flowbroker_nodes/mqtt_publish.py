@@ -1,22 +1,24 @@
-"""MQTTPublish: publishes the message body to a topic on an MQTT broker (paho-mqtt).
+"""MQTTPublish: publishes the message body to a topic on an MQTT broker.
 
 The topic comes from ``LocalEnvironment.Destination.MQTT.topicName`` when a node upstream set
 it, else from the node's property. One connection per deployed node serves all its flow
 threads. It has no network thread: a publication is written on the flow thread that makes it,
 and keep-alive and acknowledgements are read by the flow threads too, so no message waits for a
 thread hand-off. At QoS 1 and 2 the node waits for the broker's acknowledgement and fails the
-message (failure terminal, else back to the input node) when none comes.
+message (failure terminal, else back to the input node) when none comes. The protocol is
+spoken by :mod:`flowbroker_nodes.mqtt_wire`; a lost connection fails the message being
+published, and the next message connects again.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 from flowbroker_nodes.base import Assembly, DeployProblem, NodeError
 from flowbroker_nodes.base import Node as BaseNode
 from flowbroker_nodes.mqtt_subscribe import _integer
+from flowbroker_nodes.mqtt_wire import MAX_INFLIGHT, MqttConnection, MqttError, encode_string
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -122,82 +124,103 @@ class Node(BaseNode):
         self.ack_timeout = _integer(props.get("ackTimeout"), "ackTimeout", 1, 300)
         self.client_id = str(props.get("clientId") or "")
         self._lock = threading.Lock()
-        self._client: Any = None
+        self._client: MqttConnection | None = None
         self._serviced = 0.0
+        #: Topics already validated, as encoded MQTT strings: a publication encodes only its payload.
+        self._topics: dict[str, bytes] = {}
+        #: Flow threads publishing at QoS 1 or 2 at once: no more than the connection may leave in flight.
+        self._window = threading.BoundedSemaphore(MAX_INFLIGHT)
 
-    def _connection(self) -> Any:
+    def _connection(self) -> MqttConnection:
         client = self._client
-        if client is not None and client.is_connected():
+        if client is not None and client.connected:
             return client
         with self._lock:
-            if self._client is not None and self._client.is_connected():
+            if self._client is not None and self._client.connected:
                 return self._client
-            import paho.mqtt.client as mqtt
-
             client_id = self.client_id or f"flowbroker-pub-{self.id}-{int(time.time() * 1000) % 100000}"
-            client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
-            connected = threading.Event()
-            client.on_connect = lambda c, u, f, reason, p: connected.set()
             try:
-                client.connect(self.host, self.port, keepalive=60)
-            except OSError as exc:
-                raise NodeError(
-                    f"{self.name}: cannot reach MQTT broker {self.host}:{self.port}: {exc.strerror or exc}",
-                    number=2111,
-                ) from exc
-            deadline = time.monotonic() + self.ack_timeout
-            while not connected.is_set() and time.monotonic() < deadline:
-                if client.loop(timeout=0.1) != 0:
-                    break
-            if not client.is_connected():
-                client.disconnect()
-                raise NodeError(
-                    f"{self.name}: MQTT broker {self.host}:{self.port} did not accept the connection",
-                    number=2111,
-                )
+                client = MqttConnection(self.host, self.port, client_id).connect(self.ack_timeout)
+            except MqttError as exc:
+                raise NodeError(f"{self.name}: {exc}", number=2111) from exc
             self._client = client
             self._serviced = time.monotonic()
             return client
 
-    def _service(self, client: Any, timeout: float = 0.0) -> None:
-        """Read acknowledgements and keep-alive answers, send what is pending (one thread at a time)."""
+    def _service(self, client: MqttConnection, timeout: float = 0.0) -> None:
+        """Read acknowledgements and keep-alive answers, ping when due (one thread at a time)."""
         with self._lock:
-            client.loop(timeout=timeout)
+            client.read(timeout, _unexpected)
+            client.service()
             self._serviced = time.monotonic()
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
-        topic = self._topic(assembly)
+        topic, encoded = self._topic(assembly)
         parts = getattr(self.flow, "message_parts", None)
         if parts is None:
             raise NodeError(f"{self.name}: this runtime cannot serialise a message for MQTT")
         _, _, body = parts(assembly.root)
         client = self._connection()
-        info = client.publish(topic, body, self.qos, self.retain)
-        if info.rc != 0:
+        if time.monotonic() - self._serviced > 1.0:
+            # at most once a second: acknowledgements and keep-alive answers are read, and a
+            # connection the broker closed while the flow was idle is found before a message is
+            # written into it, and replaced
+            try:
+                self._service(client)
+            except MqttError:
+                client = self._connection()
+        try:
+            if self.qos:
+                self._acknowledged(client, topic, encoded, body)
+            else:
+                client.publish(encoded, body, 0, self.retain)
+        except MqttError as exc:
             raise NodeError(
-                f"{self.name}: publish on {topic!r} failed (paho rc {info.rc})", number=2111, inserts=(topic,)
+                f"{self.name}: publish on {topic!r} failed: {exc}", number=2111, inserts=(topic,)
+            ) from exc
+        self.propagate("out", assembly)
+
+    def _acknowledged(self, client: MqttConnection, topic: str, encoded: bytes, body: bytes) -> None:
+        """Publish at QoS 1 or 2 and wait until the broker completes it."""
+        deadline = time.monotonic() + self.ack_timeout
+        if not self._window.acquire(timeout=self.ack_timeout):
+            raise NodeError(
+                f"{self.name}: no room in flight for the publication on {topic!r} within {self.ack_timeout} s",
+                number=2111,
+                inserts=(topic,),
             )
-        if self.qos:
-            deadline = time.monotonic() + self.ack_timeout
-            while not info.is_published() and time.monotonic() < deadline:
+        try:
+            packet_id = client.publish(encoded, body, self.qos, self.retain)
+            while not client.done(packet_id) and time.monotonic() < deadline:
                 self._service(client, 0.05)
-            if not info.is_published():
+            if not client.done(packet_id):
+                client.pending.pop(packet_id, None)
                 raise NodeError(
                     f"{self.name}: no acknowledgement for the publication on {topic!r} within {self.ack_timeout} s",
                     number=2111,
                     inserts=(topic,),
                 )
-        elif client.want_write() or time.monotonic() - self._serviced > 1.0:
-            self._service(client)
-        self.propagate("out", assembly)
+        finally:
+            self._window.release()
 
-    def _topic(self, assembly: Assembly) -> str:
+    def _topic(self, assembly: Assembly) -> tuple[str, bytes]:
+        """The topic published on, and its encoding (a topic is validated and encoded once)."""
         destination = assembly.local_environment.child("Destination")
         mqtt = destination.child("MQTT") if destination is not None else None
         named = mqtt.child("topicName") if mqtt is not None else None
         topic = str(named.value) if named is not None and named.value else self.topic
+        encoded = self._topics.get(topic)
+        if encoded is not None:
+            return topic, encoded
         problem = validate_topic_name(topic)
         if problem:
             source = "LocalEnvironment.Destination.MQTT.topicName" if named is not None else "topicName"
             raise NodeError(f"{self.name}: cannot publish on {topic!r} ({source}): {problem}")
-        return topic
+        if len(self._topics) >= 1024:
+            self._topics.clear()
+        encoded = self._topics[topic] = encode_string(topic)
+        return topic, encoded
+
+
+def _unexpected(topic: str, payload: bytes, qos: int, retain: bool) -> None:
+    """A publisher subscribes to nothing: a publication sent to it anyway is dropped."""

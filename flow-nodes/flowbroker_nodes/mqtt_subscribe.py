@@ -1,17 +1,18 @@
-"""MQTTSubscribe: receives publications from an MQTT broker and starts the flow on each one (paho-mqtt).
+"""MQTTSubscribe: receives publications from an MQTT broker and starts the flow on each one.
 
 One MQTT connection per deployed node feeds every flow thread of that node through one queue,
 so additional instances share the work instead of each receiving a copy. The connection has no
 network thread of its own: a flow thread that finds the queue empty reads the socket itself
 (one reader at a time), which spares a thread hand-off per message. MQTT has no unit of work a
 flow could back out: a message whose flow fails goes to the catch terminal, else the failure
-terminal, else it is logged and dropped (at QoS 1 it was acknowledged on receipt).
+terminal, else it is logged and dropped (at QoS 1 it was acknowledged on receipt). The
+protocol is spoken by :mod:`flowbroker_nodes.mqtt_wire`; a lost connection ends the flow
+threads' loop with a ConnectionError, and the flow thread reconnects after its back-off.
 """
 
 from __future__ import annotations
 
 import queue
-import select
 import threading
 import time
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from flowbroker_nodes.base import (
     exception_list_with,
 )
 from flowbroker_nodes.base import Node as BaseNode
+from flowbroker_nodes.mqtt_wire import MqttConnection
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -190,87 +192,35 @@ class Node(BaseNode):
     # -- the connection, shared by the node's flow threads ---------------------------------------
 
     def _connect(self, flow_name: str) -> None:
-        import paho.mqtt.client as mqtt
-
         client_id = self.client_id or f"flowbroker-{flow_name}-{self.id}-{int(time.time() * 1000) % 100000}"
-        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True)
-        subscribed = threading.Event()
-        failure: list[str] = []
-        inbox = self._inbox
-
-        def on_connect(c: Any, userdata: Any, flags: Any, reason: Any, properties: Any) -> None:
-            if reason.is_failure:
-                failure.append(f"broker refused the connection: {reason}")
-                subscribed.set()
-                return
-            c.subscribe(self.topic, self.qos)
-
-        def on_subscribe(c: Any, userdata: Any, mid: Any, reasons: Any, properties: Any) -> None:
-            if any(r.is_failure for r in reasons):
-                failure.append(f"broker refused the subscription to {self.topic!r}")
-            subscribed.set()
-
-        def on_message(c: Any, userdata: Any, message: Any) -> None:
-            inbox.put(
-                MqttMessage(
-                    ArrivedDescriptor(persistence=1 if message.qos else 0),
-                    {},
-                    message.payload,
-                    message.topic,
-                    message.qos,
-                    bool(message.retain),
-                )
-            )
-
-        client.on_connect = on_connect
-        client.on_subscribe = on_subscribe
-        client.on_message = on_message
+        client = MqttConnection(self.host, self.port, client_id).connect(self.connect_timeout)
         try:
-            client.connect(self.host, self.port, keepalive=60)
-        except OSError as exc:
-            raise ConnectionError(
-                f"cannot reach MQTT broker {self.host}:{self.port}: {exc.strerror or exc}"
-            ) from exc
-        deadline = time.monotonic() + self.connect_timeout
-        while not subscribed.is_set() and time.monotonic() < deadline:
-            if client.loop(timeout=0.1) != 0:
-                break
-        if not subscribed.is_set() or failure:
-            client.disconnect()
-            reason = failure[0] if failure else f"no SUBACK within {self.connect_timeout} s"
-            raise ConnectionError(f"MQTT broker {self.host}:{self.port}: {reason}")
+            client.subscribe(self.topic, self.qos, self.connect_timeout, self._deliver)
+        except BaseException:
+            client.close()
+            raise
         self._client = client
+
+    def _deliver(self, topic: str, payload: bytes, qos: int, retain: bool) -> None:
+        self._inbox.put(
+            MqttMessage(ArrivedDescriptor(persistence=1 if qos else 0), {}, payload, topic, qos, retain)
+        )
 
     def _pump(self, timeout: float) -> None:
         """Read what the socket holds into the queue (the caller holds the reader lock)."""
         client = self._client
         if client is None:
-            return
-        sock = client.socket()
-        if sock is None:
+            # another flow thread lost the connection: this one backs off too, and reconnects
             raise ConnectionError(f"MQTT broker {self.host}:{self.port}: connection lost")
-        readable, _, _ = select.select([sock], [], [], timeout)
-        if readable:
-            inbox = self._inbox
-            for _ in range(10_000):
-                before = inbox.qsize()
-                rc = client.loop_read()
-                if rc != 0:
-                    raise ConnectionError(
-                        f"MQTT broker {self.host}:{self.port}: connection lost (paho rc {rc})"
-                    )
-                if inbox.qsize() == before:
-                    break
-        client.loop_misc()  # keep-alive
-        if client.want_write():
-            client.loop_write()
+        client.read(timeout, self._deliver)
+        client.service()  # keep-alive
 
     def _release(self) -> None:
         with self._lock:
             self._threads -= 1
             if self._threads <= 0 and self._client is not None:
                 client, self._client = self._client, None
-                client.disconnect()
+                client.close()
 
     # -- one flow thread -------------------------------------------------------------------------
 
@@ -293,7 +243,7 @@ class Node(BaseNode):
                             with self._lock:
                                 broken, self._client = self._client, None
                             if broken is not None:
-                                broken.disconnect()
+                                broken.close(polite=False)
                             raise
                         finally:
                             self._reader.release()
