@@ -42,6 +42,9 @@ NODE_MODULES: tuple[str, ...] = (
     "http_input",
     "http_reply",
     "http_request",
+    "aggregate_control",
+    "aggregate_request",
+    "aggregate_reply",
     "unsupported",
 )
 

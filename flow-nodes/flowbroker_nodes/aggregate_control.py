@@ -1,0 +1,108 @@
+"""AggregateControl: starts a fan-out (ACE's node of the same name).
+
+Each message arriving opens an aggregation: the requests the flow sends on ``out`` (MQOutput
+nodes each followed by an AggregateRequest) are recorded, and when the propagation returns the
+aggregation's control record, and its timeout record when a timeout is set, are put on the
+broker's aggregation queues in the same unit of work as the requests, so the requests, the state
+and the input message are committed or backed out together. The AggregateReply node of the same
+aggregate name collects the replies. ``LocalEnvironment.ComIbmAggregateControlNode`` names the
+aggregation (AggregateName, AggregateId) for the nodes on the path.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from flowbroker_nodes import aggregation
+from flowbroker_nodes.base import Assembly, DeployProblem
+from flowbroker_nodes.base import Node as BaseNode
+from flowbroker_nodes.spec import NodeSpec, Property, Terminal
+
+SPEC = NodeSpec(
+    type="AggregateControl",
+    label="AggregateControl",
+    category="routing",
+    icon="fan-out",
+    description="Starts an aggregation: the requests sent on out (each MQOutput followed by an AggregateRequest) "
+    "are collected by the AggregateReply node of the same aggregate name; the state is kept on the broker's "
+    "aggregation queues in the flow's unit of work.",
+    inputs=(Terminal("in", "in", "In"),),
+    outputs=(Terminal("out", "out", "Out"), Terminal("failure", "failure", "Failure")),
+    properties=(
+        Property(
+            "aggregateName",
+            "string",
+            "Aggregate name",
+            required=True,
+            description="Names the aggregation; the AggregateReply node with the same name collects its replies.",
+        ),
+        Property(
+            "timeout",
+            "integer",
+            "Timeout (s)",
+            default=0,
+            minimum=0,
+            maximum=31_536_000,
+            description="Seconds to wait for all replies before the AggregateReply node propagates those "
+            "received to its timeout terminal; 0 waits for ever.",
+        ),
+    ),
+)
+
+
+def check_name(value: object) -> str:
+    name = str(value or "").strip()
+    if not name:
+        raise DeployProblem("required: the aggregate name", property="aggregateName")
+    if len(name) > 256:
+        raise DeployProblem("the aggregate name is longer than 256 characters", property="aggregateName")
+    return name
+
+
+class Node(BaseNode):
+    """Opens one aggregation per message; see the module docstring."""
+
+    SPEC = SPEC
+
+    def prepare(self) -> None:
+        self.aggregate = check_name(self.properties.get("aggregateName"))
+        try:
+            self.timeout = int(self.properties.get("timeout") or 0)
+        except (TypeError, ValueError):
+            raise DeployProblem("the timeout must be a whole number of seconds", property="timeout") from None
+        if not 0 <= self.timeout <= 31_536_000:
+            raise DeployProblem("the timeout must be between 0 and 31536000 seconds", property="timeout")
+
+    def evaluate(self, assembly: Assembly, terminal: str) -> None:
+        flow = self.flow
+        fanout = aggregation.Fanout(self.aggregate, os.urandom(24))
+        local_environment = assembly.local_environment.copy()
+        old = local_environment.child("ComIbmAggregateControlNode")
+        if old is not None:
+            old.detach()
+        marker = local_environment.add("ComIbmAggregateControlNode")
+        marker.add("AggregateName", self.aggregate)
+        marker.add("AggregateId", fanout.ident.hex().upper())
+        sending = aggregation.open_fanouts()
+        key = fanout.ident.hex()
+        sending[key] = fanout
+        try:
+            self.propagate("out", assembly.replace(local_environment=local_environment))
+        finally:
+            del sending[key]
+        if not fanout.requests:
+            return  # nothing was sent: there is nothing to wait for
+        started = time.time()
+        control = aggregation.Control(
+            self.aggregate, fanout.ident, fanout.requests, [], self.timeout, started
+        )
+        flow.put_record(aggregation.CONTROL_QUEUE, control.to_bytes(), correl_id=fanout.ident, syncpoint=True)
+        if self.timeout:
+            due = int(started) + self.timeout
+            flow.put_record(
+                aggregation.TIMEOUT_QUEUE,
+                fanout.ident,
+                correl_id=aggregation.timeout_key(self.aggregate, due),
+                syncpoint=True,
+            )

@@ -1,0 +1,255 @@
+"""AggregateReply: collects the replies of an aggregation (ACE's node of the same name).
+
+Wired after the input node that reads the reply queue. A reply is matched by its
+``MQMD.CorrelId`` to the request it answers (the request's MsgId, recorded by an AggregateRequest
+node); replies before the last are stored on the aggregation queues in the unit of work of the
+reply's get. The last one propagates the combined message to ``out``: ``Root.Properties``, then
+``Root.ComIbmAggregateReplyBody`` with one folder per request, named by its AggregateRequest's
+folder name, each holding the reply's own trees (Properties, MQMD, its body), in the order the
+requests were sent.
+
+A reply that matches no request of this aggregate name (never sent, already answered, or its
+aggregation closed by a timeout) goes to ``unknown``; when that terminal is unconnected it is a
+failure, so the input node backs it out and it ends on its backout or dead-letter queue, never
+dropped. When an aggregation's timeout passes first, the replies received so far go to
+``timeout`` in the same form (with none: an empty ComIbmAggregateReplyBody), and a later reply is
+unknown. Timeouts are kept by this node's own flow thread, which the execution group starts like
+an input node's; a timeout that fell due while the group was stopped fires once it runs again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from esql.tree import Element
+
+from flowbroker_nodes import aggregation
+from flowbroker_nodes.aggregate_control import check_name
+from flowbroker_nodes.base import (
+    Assembly,
+    NodeError,
+    Unwinding,
+    describe_exception_list,
+    exception_entry,
+    exception_list_with,
+    field_value,
+)
+from flowbroker_nodes.base import Node as BaseNode
+from flowbroker_nodes.spec import NodeSpec, Property, Terminal
+
+SPEC = NodeSpec(
+    type="AggregateReply",
+    role="input",
+    label="AggregateReply",
+    category="routing",
+    icon="fan-in",
+    description="Collects the replies of the aggregation with the same aggregate name (matched by CorrelId to "
+    "the requests' MsgIds) and propagates them together under ComIbmAggregateReplyBody once all arrived, or "
+    "those received when its timeout passes; a reply that matches no request goes to unknown.",
+    inputs=(Terminal("in", "in", "In"),),
+    outputs=(
+        Terminal("out", "out", "Out"),
+        Terminal("unknown", "out", "Unknown"),
+        Terminal("timeout", "out", "Timeout"),
+        Terminal("failure", "failure", "Failure"),
+        Terminal("catch", "catch", "Catch"),
+    ),
+    properties=(
+        Property(
+            "aggregateName",
+            "string",
+            "Aggregate name",
+            required=True,
+            description="The aggregate name of the AggregateControl node whose replies this node collects.",
+        ),
+    ),
+)
+
+#: How often the timer looks for due timeouts (s), and sweeps the whole timeout queue for
+#: records that fell due while nobody looked (a stopped group, a commit slower than a tick).
+_TICK_S = 1.0
+_SWEEP_S = 60.0
+
+
+class Node(BaseNode):
+    """Matches replies to requests and keeps the timeouts; see the module docstring."""
+
+    SPEC = SPEC
+
+    def prepare(self) -> None:
+        self.aggregate = check_name(self.properties.get("aggregateName"))
+        self._timer = threading.Lock()
+
+    # -- replies -------------------------------------------------------------------------------
+
+    def evaluate(self, assembly: Assembly, terminal: str) -> None:
+        flow = self.flow
+        aggregation.ensure_queues(flow)
+        correl = field_value(assembly.root, "MQMD", "CorrelId")
+        key = bytes(correl).ljust(24, b"\x00")[:24] if isinstance(correl, bytes | bytearray) else b""
+        request = None
+        if key.strip(b"\x00"):
+            request = flow.get_message(aggregation.REQUEST_QUEUE, 0, syncpoint=True, correl_id=key)
+        if request is None:
+            self._unknown(assembly, "matches no request sent")
+            return
+        ident, name, folder, index = aggregation.parse_request(request.body)
+        if name != self.aggregate:
+            # another aggregate's reply: its record goes back for the node that collects it
+            flow.put_record(aggregation.REQUEST_QUEUE, request.body, correl_id=key, syncpoint=True)
+            self._unknown(assembly, f"answers a request of aggregate {name!r}")
+            return
+        control = aggregation.take_control(flow, ident, aggregation.CONTROL_WAIT_MS)
+        if control is None or control.done:
+            self._unknown(assembly, "belongs to an aggregation that has timed out or completed")
+            return
+        reply = aggregation.reply_of(flow, assembly.root, folder, index, key)
+        control.received.append(key.hex())
+        if len(control.received) < len(control.requests):
+            control.held.append(reply)
+            return
+        answered = [*aggregation.stored_replies(flow, ident), *control.held, reply]
+        combined = aggregation.close(flow, control, answered)
+        combined.environment = assembly.environment
+        self.propagate("out", combined)
+
+    def _unknown(self, assembly: Assembly, why: str) -> None:
+        if self.propagate("unknown", assembly):
+            return
+        correl = field_value(assembly.root, "MQMD", "CorrelId")
+        shown = bytes(correl).hex().upper() if isinstance(correl, bytes | bytearray) else "none"
+        raise NodeError(
+            f"the reply with CorrelId {shown} {why} of aggregate {self.aggregate!r}, and the unknown "
+            "terminal is not connected",
+            number=2230,
+        )
+
+    # -- timeouts ------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Until the flow stops: fire the timeouts of this aggregate name as they fall due."""
+        flow = self.flow
+        if not self._timer.acquire(blocking=False):
+            flow.stop.wait()  # another flow thread of this node keeps the time
+            return
+        try:
+            aggregation.ensure_queues(flow)
+            retry: set[int] = set()
+            swept = time.monotonic()
+            cursor = self._sweep()
+            while not flow.stop.wait(_TICK_S):
+                now = int(time.time())
+                buckets = [0, *sorted(retry), *range(cursor + 1, now + 1)]
+                retry.clear()
+                cursor = max(cursor, now)
+                for second in buckets:
+                    while not flow.stop.is_set():
+                        fired = self._fire_one(second)
+                        if fired is None:
+                            break
+                        if not fired:
+                            retry.add(second)
+                            break
+                if time.monotonic() - swept >= _SWEEP_S:
+                    cursor = max(cursor, self._sweep())
+                    swept = time.monotonic()
+        finally:
+            self._timer.release()
+
+    def _sweep(self) -> int:
+        """Move this aggregate's timeout records that are due to the overdue bucket; the second swept up to."""
+        flow = self.flow
+        flow.begin(True)
+        now = int(time.time())
+        prefix = aggregation.timeout_key(self.aggregate, 0)[:16]
+        kept = []
+        try:
+            while True:
+                message = flow.get_message(aggregation.TIMEOUT_QUEUE, 0, syncpoint=True)
+                if message is None:
+                    break
+                kept.append(message)
+            for message in kept:
+                correl = bytes(message.md.correl_id)
+                due = int.from_bytes(correl[16:24], "big")
+                if correl[:16] == prefix and due <= now:
+                    correl = aggregation.timeout_key(self.aggregate, 0)
+                flow.put_record(aggregation.TIMEOUT_QUEUE, message.body, correl_id=correl, syncpoint=True)
+            flow.commit()
+        except Exception:
+            flow.backout()
+            raise
+        return now
+
+    def _fire_one(self, second: int, errors: Element | None = None) -> bool | None:
+        """Fire one due timeout of ``second``'s bucket in its own unit of work: None when there is
+        none, False when it failed and must be tried again. With ``errors`` (its last attempt's
+        ExceptionList) the replies go to ``failure`` instead, and the aggregation is closed."""
+        flow = self.flow
+        flow.begin(True)
+        record = flow.get_message(
+            aggregation.TIMEOUT_QUEUE,
+            0,
+            syncpoint=True,
+            correl_id=aggregation.timeout_key(self.aggregate, second),
+        )
+        if record is None:
+            flow.commit()
+            return None
+        ident = bytes(record.body)
+        control = aggregation.take_control(flow, ident, aggregation.CONTROL_WAIT_MS)
+        if control is None or control.done:
+            flow.commit()  # completed before its timeout: the record goes
+            return True
+        if errors is None:
+            self.stats.messages_in += 1
+        try:
+            answered = aggregation.stored_replies(flow, ident)
+            partial = aggregation.close(flow, control, answered)
+        except Exception as exc:
+            flow.backout()
+            flow.log(f"{self.name}: the timeout of an aggregation cannot be fired, retrying: {exc}")
+            return False
+        try:
+            try:
+                if errors is not None:
+                    self.propagate("failure", partial.replace(exception_list=errors))
+                elif not self.propagate("timeout", partial):
+                    flow.log(
+                        f"{self.name}: aggregation {ident.hex().upper()} of {self.aggregate!r} timed out with "
+                        f"{len(answered)} of {len(control.requests)} replies; the timeout terminal is not "
+                        "connected, so they go to the dead-letter queue"
+                    )
+                    self._dead_letter(partial)
+            except Unwinding as unwound:
+                self.stats.errors += 1
+                if errors is not None or not self.propagate(
+                    "catch", partial.replace(exception_list=unwound.exception_list)
+                ):
+                    raise
+        except Unwinding as failed:
+            return self._failed(second, errors, failed.exception_list)
+        except Exception as exc:
+            self.stats.errors += 1
+            return self._failed(second, errors, exception_list_with(exception_entry(self, exc)))
+        flow.commit()
+        return True
+
+    def _failed(self, second: int, tried: Element | None, errors: Element) -> bool:
+        flow = self.flow
+        flow.backout()
+        if tried is None and self.is_connected("failure"):
+            return self._fire_one(second, errors) is not False
+        flow.log(f"{self.name}: a timeout backed out, retrying: {describe_exception_list(errors)}")
+        return False
+
+    def _dead_letter(self, partial: Assembly) -> None:
+        flow = self.flow
+        md, properties, body = flow.message_parts(partial.root)
+        flow.dead_letter(
+            aggregation.Stored(md, properties, body),
+            f"aggregation of {self.aggregate!r} timed out and the timeout terminal is not connected",
+            syncpoint=True,
+            notes={"node": self.name},
+        )
