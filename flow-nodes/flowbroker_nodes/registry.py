@@ -45,6 +45,7 @@ NODE_MODULES: tuple[str, ...] = (
     "aggregate_control",
     "aggregate_request",
     "aggregate_reply",
+    "xsl_transform",
     "unsupported",
 )
 

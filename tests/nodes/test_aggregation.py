@@ -92,10 +92,17 @@ def test_replies_are_combined_under_their_folders_in_request_order(qm, group, se
 
 def test_a_timeout_propagates_the_replies_received_and_a_late_reply_is_unknown(qm, group, setting) -> None:
     q = setting
-    group.deploy(fan_out(f"FanOutT{q['aggregate']}", q["IN"], q["PRICE"], q["STOCK"], q["aggregate"], timeout=1))
+    group.deploy(
+        fan_out(f"FanOutT{q['aggregate']}", q["IN"], q["PRICE"], q["STOCK"], q["aggregate"], timeout=1)
+    )
     group.deploy(
         fan_in(
-            f"FanInT{q['aggregate']}", q["REPLY"], q["OUT"], q["aggregate"], timed_out=q["TIMEOUT"], unknown=q["UNKNOWN"]
+            f"FanInT{q['aggregate']}",
+            q["REPLY"],
+            q["OUT"],
+            q["aggregate"],
+            timed_out=q["TIMEOUT"],
+            unknown=q["UNKNOWN"],
         )
     )
     qm.put(q["IN"], b"<order>2</order>", MessageDescriptor(persistence=1))
@@ -111,14 +118,18 @@ def test_a_timeout_propagates_the_replies_received_and_a_late_reply_is_unknown(q
 
 def test_a_reply_that_matches_no_request_goes_to_unknown(qm, group, setting) -> None:
     q = setting
-    group.deploy(fan_in(f"FanInU{q['aggregate']}", q["REPLY"], q["OUT"], q["aggregate"], unknown=q["UNKNOWN"]))
+    group.deploy(
+        fan_in(f"FanInU{q['aggregate']}", q["REPLY"], q["OUT"], q["aggregate"], unknown=q["UNKNOWN"])
+    )
     qm.put(q["REPLY"], b"<stray/>", MessageDescriptor(correl_id=b"N" * 24))
     qm.put(q["REPLY"], b"<nocorrel/>")
     got = get_all(qm, q["UNKNOWN"], 2)
     assert sorted(m.body for m in got) == [b"<nocorrel/>", b"<stray/>"]
 
 
-def test_an_unknown_reply_with_unknown_unconnected_is_backed_out_not_dropped(qm, queues, group, setting) -> None:
+def test_an_unknown_reply_with_unknown_unconnected_is_backed_out_not_dropped(
+    qm, queues, group, setting
+) -> None:
     q = setting
     boq = queues("AGG.BOQ")
     src = queues("AGG.REPLIES", backout_threshold=2, backout_requeue_q=boq)
@@ -133,7 +144,9 @@ def test_a_failing_fan_out_leaves_no_aggregation_and_sends_no_request(qm, group,
     q = setting
     doc = fan_out(f"FanOutF{q['aggregate']}", q["IN"], q["PRICE"], q["STOCK"], q["aggregate"])
     doc["nodes"].append({"id": "x", "type": "Throw", "properties": {"messageText": "no stock today"}})
-    doc["connections"].append({"from": {"node": "sr", "terminal": "out"}, "to": {"node": "x", "terminal": "in"}})
+    doc["connections"].append(
+        {"from": {"node": "sr", "terminal": "out"}, "to": {"node": "x", "terminal": "in"}}
+    )
     group.deploy(doc)
     qm.put(q["IN"], b"<order>3</order>", MessageDescriptor(persistence=1))
     time.sleep(1.5)
@@ -169,8 +182,12 @@ def test_request_without_a_sent_message_is_a_clear_failure(qm, group, setting) -
         ("AggregateReply", {"aggregateName": " "}, "aggregateName"),
     ],
 )
-def test_bad_properties_are_refused_at_deploy_naming_the_property(node: str, props: dict, property: str) -> None:
+def test_bad_properties_are_refused_at_deploy_naming_the_property(
+    node: str, props: dict, property: str
+) -> None:
     doc = flow({"in": ("MQInput", {"queueName": "Q"}), "n": (node, props)}, ["in.out -> n"])
     with pytest.raises(FlowCompileError) as refused:
         compile_flow(doc)
-    assert any(p.node == "n" and p.property == property for p in refused.value.problems), refused.value.problems
+    assert any(p.node == "n" and p.property == property for p in refused.value.problems), (
+        refused.value.problems
+    )

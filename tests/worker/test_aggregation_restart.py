@@ -108,7 +108,10 @@ def test_a_sigkill_mid_aggregation_loses_and_duplicates_nothing(platform) -> Non
         answering.start()
         with platform.qm.client() as qm:
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and qm.inquire_queue("SYSTEM.BROKER.AGGR.REPLY")["current_depth"] < 8:
+            while (
+                time.monotonic() < deadline
+                and qm.inquire_queue("SYSTEM.BROKER.AGGR.REPLY")["current_depth"] < 8
+            ):
                 time.sleep(0.005)
         crashing.kill()
         answering.join()
@@ -147,7 +150,10 @@ def test_a_timeout_due_while_the_group_was_down_fires_after_the_restart(platform
             (request,) = get_all(qm, price, 1, wait=30)
             _answer(qm, request, replies, b"<price>9</price>")
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and qm.inquire_queue("SYSTEM.BROKER.AGGR.REPLY")["current_depth"] < 1:
+            while (
+                time.monotonic() < deadline
+                and qm.inquire_queue("SYSTEM.BROKER.AGGR.REPLY")["current_depth"] < 1
+            ):
                 time.sleep(0.01)
         crashing.kill()
         time.sleep(4.0)  # the timeout falls due while no group runs

@@ -514,6 +514,9 @@ class FlowThread(threading.Thread):
     def file_roots(self) -> tuple[str, ...]:
         return self.deployed.compiled.file_roots
 
+    def xslt_limits(self) -> tuple[int, int, int, int]:
+        return self.deployed.compiled.xslt_limits
+
     def broker_attributes(self) -> dict[str, object]:
         return self.deployed.broker
 
