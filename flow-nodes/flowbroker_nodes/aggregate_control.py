@@ -17,6 +17,7 @@ import time
 from flowbroker_nodes import aggregation
 from flowbroker_nodes.base import Assembly, DeployProblem
 from flowbroker_nodes.base import Node as BaseNode
+from flowbroker_nodes.schedule import Schedule
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -99,10 +100,6 @@ class Node(BaseNode):
         )
         flow.put_record(aggregation.CONTROL_QUEUE, control.to_bytes(), correl_id=fanout.ident, syncpoint=True)
         if self.timeout:
-            due = int(started) + self.timeout
-            flow.put_record(
-                aggregation.TIMEOUT_QUEUE,
-                fanout.ident,
-                correl_id=aggregation.timeout_key(self.aggregate, due),
-                syncpoint=True,
+            Schedule(aggregation.TIMEOUT_QUEUE, self.aggregate).put(
+                flow, started + self.timeout, fanout.ident
             )

@@ -20,7 +20,6 @@ an input node's; a timeout that fell due while the group was stopped fires once 
 from __future__ import annotations
 
 import threading
-import time
 
 from esql.tree import Element
 
@@ -36,6 +35,7 @@ from flowbroker_nodes.base import (
     field_value,
 )
 from flowbroker_nodes.base import Node as BaseNode
+from flowbroker_nodes.schedule import Schedule
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -66,11 +66,6 @@ SPEC = NodeSpec(
     ),
 )
 
-#: How often the timer looks for due timeouts (s), and sweeps the whole timeout queue for
-#: records that fell due while nobody looked (a stopped group, a commit slower than a tick).
-_TICK_S = 1.0
-_SWEEP_S = 60.0
-
 
 class Node(BaseNode):
     """Matches replies to requests and keeps the timeouts; see the module docstring."""
@@ -80,6 +75,7 @@ class Node(BaseNode):
     def prepare(self) -> None:
         self.aggregate = check_name(self.properties.get("aggregateName"))
         self._timer = threading.Lock()
+        self.schedule = Schedule(aggregation.TIMEOUT_QUEUE, self.aggregate)
 
     # -- replies -------------------------------------------------------------------------------
 
@@ -135,52 +131,9 @@ class Node(BaseNode):
             return
         try:
             aggregation.ensure_queues(flow)
-            retry: set[int] = set()
-            swept = time.monotonic()
-            cursor = self._sweep()
-            while not flow.stop.wait(_TICK_S):
-                now = int(time.time())
-                buckets = [0, *sorted(retry), *range(cursor + 1, now + 1)]
-                retry.clear()
-                cursor = max(cursor, now)
-                for second in buckets:
-                    while not flow.stop.is_set():
-                        fired = self._fire_one(second)
-                        if fired is None:
-                            break
-                        if not fired:
-                            retry.add(second)
-                            break
-                if time.monotonic() - swept >= _SWEEP_S:
-                    cursor = max(cursor, self._sweep())
-                    swept = time.monotonic()
+            self.schedule.run(flow, self._fire_one)
         finally:
             self._timer.release()
-
-    def _sweep(self) -> int:
-        """Move this aggregate's timeout records that are due to the overdue bucket; the second swept up to."""
-        flow = self.flow
-        flow.begin(True)
-        now = int(time.time())
-        prefix = aggregation.timeout_key(self.aggregate, 0)[:16]
-        kept = []
-        try:
-            while True:
-                message = flow.get_message(aggregation.TIMEOUT_QUEUE, 0, syncpoint=True)
-                if message is None:
-                    break
-                kept.append(message)
-            for message in kept:
-                correl = bytes(message.md.correl_id)
-                due = int.from_bytes(correl[16:24], "big")
-                if correl[:16] == prefix and due <= now:
-                    correl = aggregation.timeout_key(self.aggregate, 0)
-                flow.put_record(aggregation.TIMEOUT_QUEUE, message.body, correl_id=correl, syncpoint=True)
-            flow.commit()
-        except Exception:
-            flow.backout()
-            raise
-        return now
 
     def _fire_one(self, second: int, errors: Element | None = None) -> bool | None:
         """Fire one due timeout of ``second``'s bucket in its own unit of work: None when there is
@@ -188,12 +141,7 @@ class Node(BaseNode):
         ExceptionList) the replies go to ``failure`` instead, and the aggregation is closed."""
         flow = self.flow
         flow.begin(True)
-        record = flow.get_message(
-            aggregation.TIMEOUT_QUEUE,
-            0,
-            syncpoint=True,
-            correl_id=aggregation.timeout_key(self.aggregate, second),
-        )
+        record = self.schedule.take(flow, second)
         if record is None:
             flow.commit()
             return None

@@ -10,8 +10,8 @@ transport (embedded queue manager or RabbitMQ) the flows use:
   (which the reply carries as its CorrelId): the aggregation it belongs to and its folder name.
 - ``SYSTEM.BROKER.AGGR.REPLY``: each reply that arrived before the last one, correlated to the
   aggregation id, as it was received.
-- ``SYSTEM.BROKER.AGGR.TIMEOUT``: one record per aggregation with a timeout, correlated to its
-  aggregate name's hash and the second it falls due, so a timer finds what is due by id.
+- ``SYSTEM.BROKER.AGGR.TIMEOUT``: one record per aggregation with a timeout (its id), kept as a
+  :class:`~flowbroker_nodes.schedule.Schedule` of its aggregate name.
 
 Whoever gets an aggregation's control record under syncpoint owns the aggregation until its unit
 of work ends: a reply and the timer racing for one aggregation never both complete it.
@@ -20,7 +20,6 @@ of work ends: a reply and the timer racing for one aggregation never both comple
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import threading
 from typing import Any
@@ -118,11 +117,6 @@ def ensure_queues(flow: FlowServices) -> None:
     """Define the aggregation queues the first time this connection finds one missing."""
     for queue in (CONTROL_QUEUE, REQUEST_QUEUE, REPLY_QUEUE, TIMEOUT_QUEUE):
         flow.ensure_queue(queue)
-
-
-def timeout_key(name: str, second: int) -> bytes:
-    """The CorrelId of a timeout record of aggregate ``name`` falling due in ``second`` (0: overdue)."""
-    return b"FBAT" + hashlib.sha256(name.encode()).digest()[:12] + second.to_bytes(8, "big")
 
 
 def request_record(fanout: Fanout, folder: str, index: int) -> bytes:
