@@ -135,16 +135,19 @@ class Node(BaseNode):
         finally:
             self._timer.release()
 
-    def _fire_one(self, second: int, errors: Element | None = None) -> bool | None:
+    def _fire_one(
+        self, second: int, errors: Element | None = None, msg_id: bytes | None = None
+    ) -> bool | None:
         """Fire one due timeout of ``second``'s bucket in its own unit of work: None when there is
         none, False when it failed and must be tried again. With ``errors`` (its last attempt's
         ExceptionList) the replies go to ``failure`` instead, and the aggregation is closed."""
         flow = self.flow
         flow.begin(True)
-        record = self.schedule.take(flow, second)
+        record = self.schedule.take(flow, second, msg_id)
         if record is None:
             flow.commit()
             return None
+        taken = bytes(record.md.msg_id)
         ident = bytes(record.body)
         control = aggregation.take_control(flow, ident, aggregation.CONTROL_WAIT_MS)
         if control is None or control.done:
@@ -177,18 +180,18 @@ class Node(BaseNode):
                 ):
                     raise
         except Unwinding as failed:
-            return self._failed(second, errors, failed.exception_list)
+            return self._failed(second, errors, failed.exception_list, taken)
         except Exception as exc:
             self.stats.errors += 1
-            return self._failed(second, errors, exception_list_with(exception_entry(self, exc)))
+            return self._failed(second, errors, exception_list_with(exception_entry(self, exc)), taken)
         flow.commit()
         return True
 
-    def _failed(self, second: int, tried: Element | None, errors: Element) -> bool:
+    def _failed(self, second: int, tried: Element | None, errors: Element, msg_id: bytes) -> bool:
         flow = self.flow
         flow.backout()
         if tried is None and self.is_connected("failure"):
-            return self._fire_one(second, errors) is not False
+            return self._fire_one(second, errors, msg_id) is not False
         flow.log(f"{self.name}: a timeout backed out, retrying: {describe_exception_list(errors)}")
         return False
 

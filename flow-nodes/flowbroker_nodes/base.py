@@ -190,6 +190,7 @@ class FlowServices(Protocol):
         properties: dict[str, Any] | None = None,
         syncpoint: bool | None = None,
         md: Any = None,
+        expiry_s: int = 0,
     ) -> None: ...
     def ensure_queue(self, queue: str) -> None: ...
     def put_raw(

@@ -39,6 +39,7 @@ NODE_MODULES: tuple[str, ...] = (
     "file_output",
     "file_input",
     "timeout_notification",
+    "timeout_control",
     "http_input",
     "http_reply",
     "http_request",

@@ -48,9 +48,9 @@ class Schedule:
             self.queue, body, correl_id=self.key(math.ceil(due)), properties=properties, syncpoint=True, md=md
         )
 
-    def take(self, flow: FlowServices, second: int) -> QueueMessage | None:
-        """Get (under syncpoint) one record of ``second``'s bucket, or None."""
-        return flow.get_message(self.queue, 0, syncpoint=True, correl_id=self.key(second))
+    def take(self, flow: FlowServices, second: int, msg_id: bytes | None = None) -> QueueMessage | None:
+        """Get (under syncpoint) one record of ``second``'s bucket (with ``msg_id``: that one), or None."""
+        return flow.get_message(self.queue, 0, syncpoint=True, correl_id=self.key(second), msg_id=msg_id)
 
     def run(self, flow: FlowServices, fire: Callable[[int], bool | None]) -> None:
         """Until the flow stops: call ``fire(second)`` for each due bucket until it answers None

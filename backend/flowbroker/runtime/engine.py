@@ -270,6 +270,7 @@ class FlowThread(threading.Thread):
         properties: dict[str, Any] | None = None,
         syncpoint: bool | None = None,
         md: Any = None,
+        expiry_s: int = 0,
     ) -> None:
         """Put a persistent record of the broker's own state (aggregations, timers) on one of its
         system queues, defining the queue the first time it is missing."""
@@ -278,6 +279,8 @@ class FlowThread(threading.Thread):
         record.msg_id = _IDS.next()
         record.persistence = 1
         record.backout_count = 0
+        if expiry_s > 0:
+            record.expiry = min(expiry_s * 10, 2**31 - 1)  # MQ counts tenths of a second
         self.ensure_queue(queue)
         sync = self._syncpoint(syncpoint)
         self.uncommitted = self.uncommitted or sync
