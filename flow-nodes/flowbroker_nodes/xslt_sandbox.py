@@ -153,6 +153,7 @@ def child_main(memory_limit: int) -> None:
     etree.XSLT.set_global_max_depth(_MAX_DEPTH)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     compiled: OrderedDict[str, Any] = OrderedDict()
+    _write_frame(stdout, {"ready": True})
     while True:
         frame = _read_frame(stdin)
         if frame is None:
@@ -192,6 +193,12 @@ class _Child:
             env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LANG", "HOME")},
             close_fds=True,
         )
+        # starting the interpreter is not the transformation's time: wait for the child apart
+        try:
+            self.receive(time.monotonic() + _START_S)
+        except (TimeoutError, EOFError, OSError, ValueError):
+            self.kill()
+            raise XsltError("the transformation's sandbox process did not start") from None
 
     def kill(self) -> None:
         with contextlib.suppress(Exception):
@@ -208,6 +215,11 @@ class _Child:
         stdin, stdout = self.proc.stdin, self.proc.stdout
         assert stdin is not None and stdout is not None
         _write_frame(stdin, header, *payloads)
+        return self.receive(deadline)
+
+    def receive(self, deadline: float) -> tuple[dict[str, Any], bytes]:
+        stdout = self.proc.stdout
+        assert stdout is not None
         fd = stdout.fileno()
         buffer = b""
         while b"\n" not in buffer:
@@ -229,6 +241,8 @@ class _Child:
         return chunk
 
 
+#: How long a sandbox process may take to start (s).
+_START_S = 30.0
 _IDLE: list[_Child] = []
 _LOCK = threading.Lock()
 _MOST_IDLE = 8
