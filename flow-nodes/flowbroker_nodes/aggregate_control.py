@@ -6,7 +6,8 @@ aggregation's control record, and its timeout record when a timeout is set, are 
 broker's aggregation queues in the same unit of work as the requests, so the requests, the state
 and the input message are committed or backed out together. The AggregateReply node of the same
 aggregate name collects the replies. ``LocalEnvironment.ComIbmAggregateControlNode`` names the
-aggregation (AggregateName, AggregateId) for the nodes on the path.
+aggregation (AggregateName, AggregateId) for the nodes on the path. A flow may set the timeout
+of one aggregation in ``LocalEnvironment.Aggregation.Timeout`` (seconds), as in ACE.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import time
 
 from flowbroker_nodes import aggregation
-from flowbroker_nodes.base import Assembly, DeployProblem
+from flowbroker_nodes.base import Assembly, DeployProblem, NodeError, field_value
 from flowbroker_nodes.base import Node as BaseNode
 from flowbroker_nodes.schedule import Schedule
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
@@ -77,6 +78,7 @@ class Node(BaseNode):
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
         flow = self.flow
+        timeout = self._timeout(assembly)  # checked before any request is sent
         fanout = aggregation.Fanout(self.aggregate, os.urandom(24))
         local_environment = assembly.local_environment.copy()
         old = local_environment.child("ComIbmAggregateControlNode")
@@ -95,11 +97,24 @@ class Node(BaseNode):
         if not fanout.requests:
             return  # nothing was sent: there is nothing to wait for
         started = time.time()
-        control = aggregation.Control(
-            self.aggregate, fanout.ident, fanout.requests, [], self.timeout, started
-        )
+        control = aggregation.Control(self.aggregate, fanout.ident, fanout.requests, [], timeout, started)
         flow.put_record(aggregation.CONTROL_QUEUE, control.to_bytes(), correl_id=fanout.ident, syncpoint=True)
-        if self.timeout:
-            Schedule(aggregation.TIMEOUT_QUEUE, self.aggregate).put(
-                flow, started + self.timeout, fanout.ident
+        if timeout:
+            Schedule(aggregation.TIMEOUT_QUEUE, self.aggregate).put(flow, started + timeout, fanout.ident)
+
+    def _timeout(self, assembly: Assembly) -> int:
+        """The node's timeout, or LocalEnvironment.Aggregation.Timeout's when the flow set one (as ACE)."""
+        given = field_value(assembly.local_environment, "Aggregation", "Timeout")
+        if given is None:
+            return self.timeout
+        try:
+            seconds = int(str(given).strip())
+        except ValueError:
+            seconds = -1
+        if not 0 <= seconds <= 31_536_000:
+            raise NodeError(
+                f"LocalEnvironment.Aggregation.Timeout must be 0 to 31536000 seconds, not {given!r}",
+                number=2230,
+                inserts=("Timeout",),
             )
+        return seconds

@@ -191,3 +191,42 @@ def test_bad_properties_are_refused_at_deploy_naming_the_property(
     assert any(p.node == "n" and p.property == property for p in refused.value.problems), (
         refused.value.problems
     )
+
+
+SET_TIMEOUT = """SET OutputLocalEnvironment = InputLocalEnvironment;
+SET OutputRoot = InputRoot;
+SET OutputLocalEnvironment.Aggregation.Timeout = InputRoot.XMLNSC.t;
+"""
+
+
+def test_the_local_environment_sets_an_aggregations_timeout_and_a_bad_one_fails(qm, group, setting) -> None:
+    q = setting
+    doc = fan_out(f"FanOutLE{q['aggregate']}", q["IN"], q["PRICE"], q["STOCK"], q["aggregate"], timeout=0)
+    doc["nodes"] += [
+        {
+            "id": "set",
+            "type": "Compute",
+            "properties": {"esql": SET_TIMEOUT, "computeMode": "LocalEnvironmentAndMessage"},
+        },
+        {"id": "f", "type": "MQOutput", "properties": {"queueName": q["UNKNOWN"]}},
+    ]
+    doc["nodes"][0]["properties"]["messageDomain"] = "XMLNSC"
+    for wire in doc["connections"]:
+        if wire["from"]["node"] == "in":
+            wire["to"]["node"] = "set"
+    doc["connections"] += [
+        {"from": {"node": "set", "terminal": "out"}, "to": {"node": "ctl", "terminal": "in"}},
+        {"from": {"node": "ctl", "terminal": "failure"}, "to": {"node": "f", "terminal": "in"}},
+    ]
+    group.deploy(doc)
+    group.deploy(
+        fan_in(f"FanInLE{q['aggregate']}", q["REPLY"], q["OUT"], q["aggregate"], timed_out=q["TIMEOUT"])
+    )
+    qm.put(q["IN"], b"<t>1</t>", MessageDescriptor(persistence=1))
+    (partial,) = get_all(qm, q["TIMEOUT"], 1, wait=15)
+    assert partial.body == b"<combined><folders>0</folders></combined>"
+    qm.put(q["IN"], b"<t>soon</t>", MessageDescriptor(persistence=1))
+    (failed,) = get_all(qm, q["UNKNOWN"], 1)
+    assert failed.body == b"<t>soon</t>"
+    # the failing one sent no request: only the first message's two are there
+    assert len(get_all(qm, q["PRICE"], 2, wait=1)) == 1
