@@ -52,12 +52,13 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# docs/nodes.md is generated from the node specs: `make docs` rewrites it, `make test` checks it.
+# docs/nodes.md and README.md's node table are generated from the node specs: `make docs` rewrites
+# them, `make test` checks them.
 docs: setup
-	$(BIN)/flowbroker docs nodes --output docs/nodes.md
+	$(BIN)/flowbroker docs nodes --output docs/nodes.md --readme README.md
 
 docs-check: setup
-	$(BIN)/flowbroker docs nodes --check --output docs/nodes.md
+	$(BIN)/flowbroker docs nodes --check --output docs/nodes.md --readme README.md
 
 pytest: setup
 	$(BIN)/pytest -q -rs -p no:cacheprovider
