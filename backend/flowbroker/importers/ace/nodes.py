@@ -420,17 +420,41 @@ MAPPINGS: dict[str, Mapping] = {
         "TimeoutNotification",
         {
             "uniqueIdentifier": ("uniqueIdentifier", text),
-            "operationMode": ("operationMode", choice({"automatic": "automatic"})),
+            "operationMode": (
+                "operationMode",
+                choice({"automatic": "automatic", "controlled": "controlled"}),
+            ),
             "timeoutInterval": ("timeoutInterval", integer),
         },
         defaults={"operationMode": "automatic", "timeoutInterval": 1},
         harmless={"transactionMode": "yes", "additionalInstances": "0"},
         reasons={"transactionMode": "each timeout's message always runs in its own unit of work"},
-        unsupported_when={
-            "operationMode": {
-                "controlled": "controlled operation mode (timeouts set by a TimeoutControl node) is not "
-                "supported; only automatic"
-            }
+    ),
+    "ComIbmTimeoutControl.msgnode": Mapping(
+        "TimeoutControl",
+        {
+            "uniqueIdentifier": ("uniqueIdentifier", text),
+            "requestLocation": ("requestLocation", tree_location),
+        },
+        defaults={"requestLocation": "InputLocalEnvironment.TimeoutRequest"},
+    ),
+    "ComIbmAggregateControl.msgnode": Mapping(
+        "AggregateControl",
+        {"aggregateName": ("aggregateName", text), "timeoutInterval": ("timeout", integer)},
+        defaults={"timeout": 0},
+        harmless={"timeoutLocation": "$LocalEnvironment/Aggregation/Timeout"},
+        reasons={
+            "timeoutLocation": "the timeout is overridden from LocalEnvironment.Aggregation.Timeout only"
+        },
+    ),
+    "ComIbmAggregateRequest.msgnode": Mapping("AggregateRequest", {"folderName": ("folderName", text)}),
+    "ComIbmAggregateReply.msgnode": Mapping(
+        "AggregateReply",
+        {"aggregateName": ("aggregateName", text)},
+        harmless={"unknownMessageTimeout": "0", "transactionMode": "yes"},
+        reasons={
+            "unknownMessageTimeout": "a reply that matches no request goes to the unknown terminal at once",
+            "transactionMode": "the aggregation's state changes are always made under syncpoint",
         },
     ),
 }
