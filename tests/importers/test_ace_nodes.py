@@ -125,6 +125,7 @@ FANOUT = """<?xml version="1.0" encoding="UTF-8"?>
     xmlns:ComIbmAggregateRequest.msgnode="ComIbmAggregateRequest.msgnode"
     xmlns:ComIbmAggregateReply.msgnode="ComIbmAggregateReply.msgnode"
     xmlns:ComIbmTimeoutControl.msgnode="ComIbmTimeoutControl.msgnode"
+    xmlns:ComIbmXslMqsi.msgnode="ComIbmXslMqsi.msgnode"
     xmlns:ecore="http://www.eclipse.org/emf/2002/Ecore" xmlns:eflow="http://www.ibm.com/wbi/2005/eflow"
     xmlns:utility="http://www.ibm.com/wbi/2005/eflow_utility" nsURI="quotes/Fan.msgflow" nsPrefix="quotes_Fan.msgflow">
   <eClassifiers xmi:type="eflow:FCMComposite" name="FCMComposite_1">
@@ -147,6 +148,9 @@ FANOUT = """<?xml version="1.0" encoding="UTF-8"?>
       <nodes xmi:type="ComIbmTimeoutControl.msgnode:FCMComposite_1" xmi:id="N7" location="2,1" uniqueIdentifier="Late"
           requestLocation="$InputRoot/XMLNSC/TimeoutRequest">
         <translation xmi:type="utility:ConstantString" string="Chase"/></nodes>
+      <nodes xmi:type="ComIbmXslMqsi.msgnode:FCMComposite_1" xmi:id="N8" location="2,2" stylesheetName="xsl/quote.xsl"
+          messageDomainProperty="XMLNSC">
+        <translation xmi:type="utility:ConstantString" string="Restyle"/></nodes>
       <connections xmi:type="eflow:FCMConnection" xmi:id="C1" targetNode="N2" sourceNode="N1" sourceTerminalName="OutTerminal.out" targetTerminalName="InTerminal.in"/>
       <connections xmi:type="eflow:FCMConnection" xmi:id="C2" targetNode="N3" sourceNode="N2" sourceTerminalName="OutTerminal.out" targetTerminalName="InTerminal.in"/>
       <connections xmi:type="eflow:FCMConnection" xmi:id="C3" targetNode="N4" sourceNode="N3" sourceTerminalName="OutTerminal.out" targetTerminalName="InTerminal.in"/>
@@ -172,6 +176,7 @@ def test_aggregation_and_timeout_control_nodes_map(tmp_path: Path) -> None:
         "uniqueIdentifier": "Late",
         "requestLocation": "InputRoot.XMLNSC.TimeoutRequest",
     }
+    assert _props(document, "Restyle") == {"stylesheetName": "xsl/quote.xsl", "outputDomain": "XMLNSC"}
     assert {(c["from"]["terminal"], c["to"]["node"]) for c in document["connections"]} >= {("timeout", "N7")}
     assert _report(result, "quotes.Fan").unsupported_nodes == []
 

@@ -448,6 +448,17 @@ MAPPINGS: dict[str, Mapping] = {
         },
     ),
     "ComIbmAggregateRequest.msgnode": Mapping("AggregateRequest", {"folderName": ("folderName", text)}),
+    "ComIbmXslMqsi.msgnode": Mapping(
+        "XSLTransform",
+        {
+            # the stylesheet file is looked for below the file roots (FLOWBROKER_FILE_ROOTS)
+            "stylesheetName": ("stylesheetName", text),
+            "messageDomainProperty": (
+                "outputDomain",
+                choice({d: d for d in ("XMLNSC", "XMLNS", "XML", "JSON", "BLOB")}),
+            ),
+        },
+    ),
     "ComIbmAggregateReply.msgnode": Mapping(
         "AggregateReply",
         {"aggregateName": ("aggregateName", text)},
