@@ -435,8 +435,10 @@ class FlowThread(threading.Thread):
             self._before_commit.pop(0)()
 
     def _end_unit(self) -> None:
-        self.unit_state = {}
-        self._before_commit = []
+        if self.unit_state:  # most units of work leave nothing: no allocation per commit then
+            self.unit_state = {}
+        if self._before_commit:
+            self._before_commit = []
 
     def commit(self) -> None:
         """End the unit of work: data sources first, then the queue manager (see the module docstring)."""
