@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> list[Row]:
         assembly = harness.inject("x", data, domain="XMLNSC")
         del assembly
     out = harness.seen("x", "out")
-    total = sum(1 for _ in out[-1].root.last_child.walk()) if out else 0
+    body = out[-1].root.last_child if out else None
+    total = len(list(body.walk())) if body is not None else 0
     rows.append(
         _row(
             f"XSLTransform node ({total} result fields)",
