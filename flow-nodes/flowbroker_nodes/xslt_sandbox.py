@@ -174,9 +174,27 @@ def child_main(memory_limit: int) -> None:
             out = _transform(xslt, payloads[0], dict(header.get("params") or {}), int(header["max"]))
             _write_frame(stdout, {"ok": True}, out)
         except XsltError as exc:
+            if _near_limit(memory_limit):
+                # libxslt reports a failed allocation as an XPath error ("Undefined variable"): say
+                # what happened, and end this process so the next transformation starts afresh
+                _write_frame(stdout, {"ok": False, "error": _OUT_OF_MEMORY % memory_limit, "retire": True})
+                return
             _write_frame(stdout, {"ok": False, "error": exc.text, "line": exc.line, "column": exc.column})
         except MemoryError:
-            _write_frame(stdout, {"ok": False, "error": "the transformation ran out of its memory limit"})
+            _write_frame(stdout, {"ok": False, "error": _OUT_OF_MEMORY % memory_limit, "retire": True})
+            return
+
+
+_OUT_OF_MEMORY = (
+    "the transformation reached the sandbox's memory limit of %d bytes (FLOWBROKER_XSLT_MEMORY_LIMIT_BYTES)"
+)
+
+
+def _near_limit(memory_limit: int) -> bool:
+    """Whether this process's peak resident size came within a quarter of its address-space limit."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 > memory_limit * 3 // 4
 
 
 # -- the parent --------------------------------------------------------------------------------
@@ -281,6 +299,9 @@ def transform(
             "the transformation's sandbox process ended (its memory limit of "
             f"{memory_limit} bytes was reached, or it crashed)"
         ) from None
+    if reply.get("retire"):
+        child.kill()
+        raise XsltError(str(reply.get("error")))
     with _LOCK:
         if len(_IDLE) < _MOST_IDLE:
             _IDLE.append(child)

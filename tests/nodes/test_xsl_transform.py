@@ -204,3 +204,24 @@ def test_bad_properties_are_refused_at_deploy() -> None:
     with pytest.raises(FlowCompileError) as refused:
         harness(stylesheet=RENAME, parameters={"not a name": "x"})
     assert refused.value.problems[0].property == "parameters"
+
+
+def test_a_stylesheet_past_the_memory_limit_fails_and_the_next_one_runs(
+    roots: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWBROKER_XSLT_MEMORY_LIMIT_BYTES", str(128 * 1024 * 1024))
+    doubling = XSL.format(
+        '<xsl:output method="text"/>'
+        '<xsl:template match="/"><xsl:call-template name="double"><xsl:with-param name="s" select="\'0123456789\'"/>'
+        '<xsl:with-param name="n" select="30"/></xsl:call-template></xsl:template>'
+        '<xsl:template name="double"><xsl:param name="s"/><xsl:param name="n"/>'
+        '<xsl:choose><xsl:when test="$n = 0"><xsl:value-of select="string-length($s)"/></xsl:when>'
+        '<xsl:otherwise><xsl:call-template name="double"><xsl:with-param name="s" select="concat($s, $s)"/>'
+        '<xsl:with-param name="n" select="$n - 1"/></xsl:call-template></xsl:otherwise></xsl:choose>'
+        "</xsl:template>"
+    )
+    outs, (failed,) = run(harness(stylesheet=doubling), ORDER)
+    assert outs == []
+    assert "memory" in failure_text(failed)
+    (out,), _ = run(harness(stylesheet=RENAME), ORDER)
+    assert out.root.last_child.child("invoice") is not None
