@@ -9,7 +9,9 @@ folder name, each holding the reply's own trees (Properties, MQMD, its body), in
 requests were sent.
 
 A reply that matches no request of this aggregate name (never sent, already answered, or its
-aggregation closed by a timeout) goes to ``unknown``; when that terminal is unconnected it is a
+aggregation closed by a timeout) goes to ``unknown`` (with an ``unknownMessageTimeout``, one whose
+request is not there yet is first held on ``SYSTEM.BROKER.AGGR.UNKNOWN`` and matched again every
+second until that timeout ends, for fan-outs that send their requests outside a unit of work); when that terminal is unconnected it is a
 failure, so the input node backs it out and it ends on its backout or dead-letter queue, never
 dropped. When an aggregation's timeout passes first, the replies received so far go to
 ``timeout`` in the same form (with none: an empty ComIbmAggregateReplyBody), and a later reply is
@@ -20,6 +22,7 @@ an input node's; a timeout that fell due while the group was stopped fires once 
 from __future__ import annotations
 
 import threading
+import time
 
 from esql.tree import Element
 
@@ -27,6 +30,7 @@ from flowbroker_nodes import aggregation
 from flowbroker_nodes.aggregate_control import check_name
 from flowbroker_nodes.base import (
     Assembly,
+    DeployProblem,
     NodeError,
     Unwinding,
     describe_exception_list,
@@ -35,7 +39,7 @@ from flowbroker_nodes.base import (
     field_value,
 )
 from flowbroker_nodes.base import Node as BaseNode
-from flowbroker_nodes.schedule import Schedule
+from flowbroker_nodes.schedule import Schedule, run_all
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -63,8 +67,21 @@ SPEC = NodeSpec(
             required=True,
             description="The aggregate name of the AggregateControl node whose replies this node collects.",
         ),
+        Property(
+            "unknownMessageTimeout",
+            "integer",
+            "Unknown message timeout (s)",
+            default=0,
+            minimum=0,
+            maximum=86_400,
+            description="Seconds a reply that matches no request is held (and matched again every second, "
+            "in case its request is still being committed) before it goes to unknown; 0: at once.",
+        ),
     ),
 )
+
+
+_HELD = "flowbroker.aggregate.held."
 
 
 class Node(BaseNode):
@@ -76,18 +93,35 @@ class Node(BaseNode):
         self.aggregate = check_name(self.properties.get("aggregateName"))
         self._timer = threading.Lock()
         self.schedule = Schedule(aggregation.TIMEOUT_QUEUE, self.aggregate)
+        self.held = Schedule(aggregation.UNKNOWN_QUEUE, self.aggregate)
+        try:
+            self.hold_s = int(self.properties.get("unknownMessageTimeout") or 0)
+        except (TypeError, ValueError):
+            self.hold_s = -1
+        if not 0 <= self.hold_s <= 86_400:
+            raise DeployProblem(
+                "the unknown message timeout must be 0 to 86400 seconds", property="unknownMessageTimeout"
+            )
 
     # -- replies -------------------------------------------------------------------------------
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
+        aggregation.ensure_queues(self.flow)
+        self._match(assembly, hold_until=time.time() + self.hold_s if self.hold_s else 0.0)
+
+    def _match(self, assembly: Assembly, hold_until: float) -> None:
+        """Aggregate the reply ``assembly``; one that matches no request is held until ``hold_until``
+        (epoch seconds; 0: not held) before it goes to unknown."""
         flow = self.flow
-        aggregation.ensure_queues(flow)
         correl = field_value(assembly.root, "MQMD", "CorrelId")
         key = bytes(correl).ljust(24, b"\x00")[:24] if isinstance(correl, bytes | bytearray) else b""
         request = None
         if key.strip(b"\x00"):
             request = flow.get_message(aggregation.REQUEST_QUEUE, 0, syncpoint=True, correl_id=key)
         if request is None:
+            if hold_until > time.time():
+                self._hold(assembly, hold_until)
+                return
             self._unknown(assembly, "matches no request sent")
             return
         ident, name, folder, index = aggregation.parse_request(request.body)
@@ -110,6 +144,60 @@ class Node(BaseNode):
         combined.environment = assembly.environment
         self.propagate("out", combined)
 
+    def _hold(self, assembly: Assembly, until: float) -> None:
+        """Keep an unmatched reply on the unknown queue, to be matched again next second."""
+        flow = self.flow
+        md, properties, body = flow.message_parts(assembly.root)
+        last = assembly.root.last_child
+        domain = (
+            last.name if last is not None and last.name not in ("Properties", "MQMD", "MQRFH2") else "BLOB"
+        )
+        held = {
+            **{k: v for k, v in properties.items() if not k.startswith("flowbroker.")},
+            _HELD + "until": until,
+            _HELD + "domain": domain,
+            _HELD + "correlId": bytes(md.correl_id).hex(),
+        }
+        self.held.put(flow, time.time() + 1, body, properties=held, md=md)
+
+    def _match_held(self, second: int) -> bool | None:
+        """Match one held reply of ``second``'s bucket again, in its own unit of work."""
+        flow = self.flow
+        flow.begin(True)
+        record = self.held.take(flow, second)
+        if record is None:
+            flow.commit()
+            return None
+        props = dict(getattr(record, "properties", None) or {})
+        md = record.md
+        md.correl_id = bytes.fromhex(str(props.get(_HELD + "correlId") or "")).ljust(24, b"\x00")
+        stored = aggregation.Stored(
+            md, {k: v for k, v in props.items() if not k.startswith("flowbroker.")}, record.body
+        )
+        try:
+            assembly = flow.build_assembly(stored, {"domain": str(props.get(_HELD + "domain") or "BLOB")})
+            self._match(assembly, float(props.get(_HELD + "until") or 0))
+        except Unwinding as failed:
+            flow.backout()
+            flow.log(
+                f"{self.name}: a held reply backed out, retrying: {describe_exception_list(failed.exception_list)}"
+            )
+            return False
+        except Exception as exc:
+            flow.backout()
+            if float(props.get(_HELD + "until") or 0) > time.time():
+                flow.log(f"{self.name}: a held reply backed out, retrying: {exc}")
+                return False
+            # its time is up and it cannot go to unknown: to the dead-letter queue, not lost
+            flow.begin(True)
+            again = self.held.take(flow, second, bytes(record.md.msg_id))
+            if again is not None:
+                flow.dead_letter(again, str(exc)[:500], syncpoint=True, notes={"node": self.name})
+            flow.commit()
+            return True
+        flow.commit()
+        return True
+
     def _unknown(self, assembly: Assembly, why: str) -> None:
         if self.propagate("unknown", assembly):
             return
@@ -131,7 +219,7 @@ class Node(BaseNode):
             return
         try:
             aggregation.ensure_queues(flow)
-            self.schedule.run(flow, self._fire_one)
+            run_all(flow, [(self.schedule, self._fire_one), (self.held, self._match_held)])
         finally:
             self._timer.release()
 

@@ -10,6 +10,8 @@ transport (embedded queue manager or RabbitMQ) the flows use:
   (which the reply carries as its CorrelId): the aggregation it belongs to and its folder name.
 - ``SYSTEM.BROKER.AGGR.REPLY``: each reply that arrived before the last one, correlated to the
   aggregation id, as it was received.
+- ``SYSTEM.BROKER.AGGR.UNKNOWN``: replies that matched no request yet, held for the AggregateReply
+  node's unknown message timeout and matched again every second.
 - ``SYSTEM.BROKER.AGGR.TIMEOUT``: one record per aggregation with a timeout (its id), kept as a
   :class:`~flowbroker_nodes.schedule.Schedule` of its aggregate name.
 
@@ -32,6 +34,7 @@ CONTROL_QUEUE = "SYSTEM.BROKER.AGGR.CONTROL"
 REQUEST_QUEUE = "SYSTEM.BROKER.AGGR.REQUEST"
 REPLY_QUEUE = "SYSTEM.BROKER.AGGR.REPLY"
 TIMEOUT_QUEUE = "SYSTEM.BROKER.AGGR.TIMEOUT"
+UNKNOWN_QUEUE = "SYSTEM.BROKER.AGGR.UNKNOWN"
 #: The folder of the combined message that holds one folder per reply (as ACE names it).
 REPLY_BODY = "ComIbmAggregateReplyBody"
 #: How long a reply waits for an aggregation's control record another thread holds (ms).
@@ -115,7 +118,7 @@ class StoredReply:
 
 def ensure_queues(flow: FlowServices) -> None:
     """Define the aggregation queues the first time this connection finds one missing."""
-    for queue in (CONTROL_QUEUE, REQUEST_QUEUE, REPLY_QUEUE, TIMEOUT_QUEUE):
+    for queue in (CONTROL_QUEUE, REQUEST_QUEUE, REPLY_QUEUE, TIMEOUT_QUEUE, UNKNOWN_QUEUE):
         flow.ensure_queue(queue)
 
 

@@ -55,26 +55,7 @@ class Schedule:
     def run(self, flow: FlowServices, fire: Callable[[int], bool | None]) -> None:
         """Until the flow stops: call ``fire(second)`` for each due bucket until it answers None
         (the bucket is empty) or False (its record failed: the bucket is tried again next tick)."""
-        flow.ensure_queue(self.queue)
-        retry: set[int] = set()
-        cursor = self.sweep(flow)
-        swept = time.monotonic()
-        while not flow.stop.wait(TICK_S):
-            now = int(time.time())
-            buckets = [0, *sorted(retry), *range(cursor + 1, now + 1)]
-            retry.clear()
-            cursor = max(cursor, now)
-            for second in buckets:
-                while not flow.stop.is_set():
-                    fired = fire(second)
-                    if fired is None:
-                        break
-                    if not fired:
-                        retry.add(second)
-                        break
-            if time.monotonic() - swept >= SWEEP_S:
-                cursor = max(cursor, self.sweep(flow))
-                swept = time.monotonic()
+        run_all(flow, [(self, fire)])
 
     def sweep(self, flow: FlowServices) -> int:
         """Move this owner's records that are due to the overdue bucket; the second swept up to."""
@@ -105,3 +86,30 @@ class Schedule:
             flow.backout()
             raise
         return now
+
+
+def run_all(flow: FlowServices, schedules: list[tuple[Schedule, Callable[[int], bool | None]]]) -> None:
+    """:meth:`Schedule.run` for several schedules on one thread, tick by tick."""
+    for schedule, _fire in schedules:
+        flow.ensure_queue(schedule.queue)
+    retry: list[set[int]] = [set() for _ in schedules]
+    cursor = [schedule.sweep(flow) for schedule, _fire in schedules]
+    swept = time.monotonic()
+    while not flow.stop.wait(TICK_S):
+        now = int(time.time())
+        for n, (_schedule, fire) in enumerate(schedules):
+            buckets = [0, *sorted(retry[n]), *range(cursor[n] + 1, now + 1)]
+            retry[n].clear()
+            cursor[n] = max(cursor[n], now)
+            for second in buckets:
+                while not flow.stop.is_set():
+                    fired = fire(second)
+                    if fired is None:
+                        break
+                    if not fired:
+                        retry[n].add(second)
+                        break
+        if time.monotonic() - swept >= SWEEP_S:
+            for n, (schedule, _fire) in enumerate(schedules):
+                cursor[n] = max(cursor[n], schedule.sweep(flow))
+            swept = time.monotonic()

@@ -143,7 +143,7 @@ FANOUT = """<?xml version="1.0" encoding="UTF-8"?>
       <nodes xmi:type="ComIbmMQInput.msgnode:FCMComposite_1" xmi:id="N5" location="0,1" queueName="Q.REPLIES">
         <translation xmi:type="utility:ConstantString" string="Replies"/></nodes>
       <nodes xmi:type="ComIbmAggregateReply.msgnode:FCMComposite_1" xmi:id="N6" location="1,1" aggregateName="Quote"
-          unknownMessageTimeout="0">
+          unknownMessageTimeout="5">
         <translation xmi:type="utility:ConstantString" string="Fan in"/></nodes>
       <nodes xmi:type="ComIbmTimeoutControl.msgnode:FCMComposite_1" xmi:id="N7" location="2,1" uniqueIdentifier="Late"
           requestLocation="$InputRoot/XMLNSC/TimeoutRequest">
@@ -171,7 +171,7 @@ def test_aggregation_and_timeout_control_nodes_map(tmp_path: Path) -> None:
     assert validation.problems(document) == []
     assert _props(document, "Fan out") == {"aggregateName": "Quote", "timeout": 30}
     assert _props(document, "Price request") == {"folderName": "price"}
-    assert _props(document, "Fan in") == {"aggregateName": "Quote"}
+    assert _props(document, "Fan in") == {"aggregateName": "Quote", "unknownMessageTimeout": 5}
     assert _props(document, "Chase") == {
         "uniqueIdentifier": "Late",
         "requestLocation": "InputRoot.XMLNSC.TimeoutRequest",

@@ -230,3 +230,49 @@ def test_the_local_environment_sets_an_aggregations_timeout_and_a_bad_one_fails(
     assert failed.body == b"<t>soon</t>"
     # the failing one sent no request: only the first message's two are there
     assert len(get_all(qm, q["PRICE"], 2, wait=1)) == 1
+
+
+SLOW = """CREATE COMPUTE MODULE Slow
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    DECLARE i INTEGER 0;
+    WHILE i < 200000 DO
+      SET i = i + 1;
+    END WHILE;
+    RETURN TRUE;
+  END;
+END MODULE;"""
+
+
+@pytest.mark.parametrize("hold", [0, 20])
+def test_replies_faster_than_the_fan_outs_commit_are_held_by_the_unknown_message_timeout(
+    qm, group, setting, hold: int
+) -> None:
+    q = setting
+    doc = fan_out(f"FanOutFast{hold}{q['aggregate']}", q["IN"], q["PRICE"], q["STOCK"], q["aggregate"])
+    for node in doc["nodes"]:
+        if node["type"] == "MQOutput":
+            node["properties"]["transactionMode"] = "no"  # the requests leave before the state commits
+    doc["nodes"].append({"id": "slow", "type": "Compute", "properties": {"esql": SLOW}})
+    doc["connections"].append(
+        {"from": {"node": "sr", "terminal": "out"}, "to": {"node": "slow", "terminal": "in"}}
+    )
+    group.deploy(doc)
+    reply_flow = fan_in(
+        f"FanInFast{hold}{q['aggregate']}", q["REPLY"], q["OUT"], q["aggregate"], unknown=q["UNKNOWN"]
+    )
+    reply_flow["nodes"][1]["properties"]["unknownMessageTimeout"] = hold
+    group.deploy(reply_flow)
+    qm.put(q["IN"], b"<order>4</order>", MessageDescriptor(persistence=1))
+    answer(qm, q["PRICE"], q["REPLY"], b"<price>1</price>")
+    answer(qm, q["STOCK"], q["REPLY"], b"<stock>2</stock>")
+    if hold:
+        (out,) = get_all(qm, q["OUT"], 1, wait=30)
+        assert (
+            out.body
+            == b"<combined><folders>2</folders><first>price</first><price>1</price><stock>2</stock></combined>"
+        )
+        assert qm.get(q["UNKNOWN"]) is None
+    else:
+        assert len(get_all(qm, q["UNKNOWN"], 2, wait=20)) == 2
+        assert qm.get(q["OUT"]) is None

@@ -461,12 +461,13 @@ MAPPINGS: dict[str, Mapping] = {
     ),
     "ComIbmAggregateReply.msgnode": Mapping(
         "AggregateReply",
-        {"aggregateName": ("aggregateName", text)},
-        harmless={"unknownMessageTimeout": "0", "transactionMode": "yes"},
-        reasons={
-            "unknownMessageTimeout": "a reply that matches no request goes to the unknown terminal at once",
-            "transactionMode": "the aggregation's state changes are always made under syncpoint",
+        {
+            "aggregateName": ("aggregateName", text),
+            "unknownMessageTimeout": ("unknownMessageTimeout", integer),
         },
+        defaults={"unknownMessageTimeout": 0},
+        harmless={"transactionMode": "yes"},
+        reasons={"transactionMode": "the aggregation's state changes are always made under syncpoint"},
     ),
 }
 
