@@ -52,12 +52,13 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# docs/nodes.md is generated from the node specs: `make docs` rewrites it, `make test` checks it.
+# docs/nodes.md and README.md's node table are generated from the node specs: `make docs` rewrites
+# them, `make test` checks them.
 docs: setup
-	$(BIN)/flowbroker docs nodes --output docs/nodes.md
+	$(BIN)/flowbroker docs nodes --output docs/nodes.md --readme README.md
 
 docs-check: setup
-	$(BIN)/flowbroker docs nodes --check --output docs/nodes.md
+	$(BIN)/flowbroker docs nodes --check --output docs/nodes.md --readme README.md
 
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist); every test already picks its own
 # ports, queue names and data directories, so two run side by side on a 2-core machine.

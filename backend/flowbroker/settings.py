@@ -63,6 +63,12 @@ class Settings(BaseSettings):
     xml_max_attributes: int = Field(default=10_000, ge=0)
     #: Most elements in one XML, XMLNS or XMLNSC message (0: no limit).
     xml_max_elements: int = Field(default=1_000_000, ge=0)
+    #: XSLTransform: the longest one transformation may run, the most memory its sandbox process
+    #: may map, the largest stylesheet and the largest result it may produce.
+    xslt_time_limit_ms: int = Field(default=5000, ge=10, le=600_000)
+    xslt_memory_limit_bytes: int = Field(default=512 * 1024 * 1024, ge=64 * 1024 * 1024, le=16 * 1024**3)
+    xslt_max_stylesheet_bytes: int = Field(default=1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    xslt_max_output_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=1024**3)
     #: Directories below which FileInput and FileOutput nodes may read and write (comma separated);
     #: empty means ``<data>/files``. A node's directory outside all of them is refused.
     file_roots: Annotated[list[str], NoDecode] = Field(default_factory=list)

@@ -1,4 +1,8 @@
-"""MQOutput: puts the message on a queue, or on every queue of the LocalEnvironment destination list."""
+"""MQOutput: puts the message on a queue, or on every queue of the LocalEnvironment destination list.
+
+What was put (queue, MsgId, CorrelId) reaches the nodes on ``out`` in
+``LocalEnvironment.WrittenDestination.MQ.DestinationData``, one entry per queue, as ACE writes it.
+"""
 
 from __future__ import annotations
 
@@ -106,8 +110,9 @@ class Node(BaseNode):
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
         flow = self.flow
         props = self.properties
+        written: list[tuple[str, bytes]] = []
         for queue in self.queues(assembly):
-            flow.put(
+            msg_id = flow.put(
                 queue,
                 assembly.root,
                 syncpoint=self.syncpoint,
@@ -115,4 +120,24 @@ class Node(BaseNode):
                 new_msg_id=bool(props.get("newMsgId", True)),
                 new_correl_id=bool(props.get("newCorrelId", False)),
             )
-        self.propagate("out", assembly)
+            written.append((queue, msg_id))
+        if not self.wires.get("out"):
+            return
+        # as ACE: what was put, for the nodes after this one (an AggregateRequest records the
+        # MsgId its reply will be correlated to)
+        local_environment = assembly.local_environment.copy()
+        holder = field(local_environment, "WrittenDestination") or local_environment.add("WrittenDestination")
+        old = holder.child("MQ")
+        if old is not None:
+            old.detach()
+        mq = holder.add("MQ")
+        correl = field_value(assembly.root, "MQMD", "CorrelId")
+        for queue, msg_id in written:
+            data = mq.add("DestinationData")
+            data.add("queueName", queue)
+            data.add("queueManagerName", "")
+            data.add("replyIdentifier", msg_id.hex().upper())
+            data.add("msgId", msg_id)
+            if not props.get("newCorrelId", False) and isinstance(correl, bytes | bytearray):
+                data.add("correlId", bytes(correl))
+        self.propagate("out", assembly.replace(local_environment=local_environment))

@@ -39,9 +39,14 @@ NODE_MODULES: tuple[str, ...] = (
     "file_output",
     "file_input",
     "timeout_notification",
+    "timeout_control",
     "http_input",
     "http_reply",
     "http_request",
+    "aggregate_control",
+    "aggregate_request",
+    "aggregate_reply",
+    "xsl_transform",
     "unsupported",
 )
 

@@ -1,32 +1,45 @@
-"""TimeoutNotification (automatic mode): an input node that starts the flow every N seconds.
+"""TimeoutNotification: an input node that starts the flow every N seconds, or when a timeout set by a
+TimeoutControl node falls due.
 
-As ACE's node in automatic operation mode: every timeout interval a message holding only a
+In automatic operation mode, as ACE's node: every timeout interval a message holding only a
 Properties folder (and ``LocalEnvironment.TimeoutNotification``: Identifier, Count, Time) is
 propagated in its own unit of work. When the flow is still busy as the next timeout falls due,
 that timeout is not skipped: each missed one is propagated in turn once the flow is free. An
 exception from ``out`` goes to ``catch`` when it is connected, else to ``failure``, else the
 unit of work is backed out, the error logged and the same timeout retried after an interval.
 However many additional instances the flow has, one flow thread propagates the timeouts.
+
+In controlled mode the node fires the timeouts the TimeoutControl nodes with the same unique
+identifier set (see :mod:`flowbroker_nodes.timeout_control`): each propagates the message stored
+with its request, with ``LocalEnvironment.TimeoutRequest`` and ``LocalEnvironment.TimeoutNotification``,
+in the unit of work that also schedules the series' next timeout, so a crash fires it again rather
+than losing it. A failing one goes to ``catch``/``failure`` as above (then the series moves on);
+with neither it is backed out and retried.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
 from esql.tree import Element
 
+from flowbroker_nodes import timeout_control
 from flowbroker_nodes.base import (
     ArrivedDescriptor,
     ArrivedMessage,
     Assembly,
     DeployProblem,
+    FlowServices,
+    QueueMessage,
     Unwinding,
     describe_exception_list,
     exception_entry,
     exception_list_with,
 )
 from flowbroker_nodes.base import Node as BaseNode
+from flowbroker_nodes.schedule import Schedule
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -49,15 +62,17 @@ SPEC = NodeSpec(
             "Unique identifier",
             default="",
             description="Names the timeouts in LocalEnvironment.TimeoutNotification.Identifier; empty: the "
-            "node's id.",
+            "node's id. In controlled mode: the unique identifier of the TimeoutControl nodes whose timeouts "
+            "this node fires.",
         ),
         Property(
             "operationMode",
             "enum",
             "Operation mode",
             default="automatic",
-            enum=("automatic",),
-            description="automatic: a message every timeout interval.",
+            enum=("automatic", "controlled"),
+            description="automatic: a message every timeout interval; controlled: the timeouts TimeoutControl "
+            "nodes set, each with the message stored with it.",
         ),
         Property(
             "timeoutInterval",
@@ -90,6 +105,10 @@ class Node(BaseNode):
         self.interval = float(interval)
         self.identifier = str(props.get("uniqueIdentifier") or "") or self.id
         self._timer = threading.Lock()
+        self.controlled = props.get("operationMode") == "controlled"
+        if self.controlled:
+            self.identifier = timeout_control.check_identifier(props.get("uniqueIdentifier"))
+            self.schedule = Schedule(timeout_control.TIMER_QUEUE, self.identifier)
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
         # a message injected on this node (tests, the designer's "inject") starts the flow here
@@ -102,6 +121,10 @@ class Node(BaseNode):
             flow.stop.wait()  # another flow thread of this node keeps the time
             return
         try:
+            if self.controlled:
+                flow.ensure_queue(timeout_control.INDEX_QUEUE)
+                self.schedule.run(flow, self._fire_controlled)
+                return
             start = time.monotonic()
             count = 1
             while not flow.stop.is_set():
@@ -172,3 +195,92 @@ class Node(BaseNode):
                 errors = again.exception_list
         flow.log(f"{self.name}: timeout backed out, retrying: {describe_exception_list(errors)}")
         return False
+
+    # -- controlled mode -----------------------------------------------------------------------
+
+    def _fire_controlled(
+        self, second: int, errors: Element | None = None, msg_id: bytes | None = None
+    ) -> bool | None:
+        """Fire one due timeout of ``second``'s bucket in its own unit of work (see Schedule.run).
+        With ``errors`` (its failed attempt's ExceptionList) it goes to ``failure`` instead."""
+        flow = self.flow
+        flow.begin(True)
+        record = self.schedule.take(flow, second, msg_id)
+        if record is None:
+            flow.commit()
+            return None
+        taken = bytes(record.md.msg_id)
+        props = dict(getattr(record, "properties", None) or {})
+        prop = timeout_control.PROP
+        generation = str(props.get(prop + "gen") or "")
+        cancelled = flow.get_message(
+            timeout_control.INDEX_QUEUE,
+            0,
+            syncpoint=True,
+            correl_id=timeout_control.tombstone_key(self.identifier, generation),
+        )
+        if cancelled is not None:
+            flow.commit()  # cancelled or replaced: the record and its tombstone go
+            return True
+        request = timeout_control.Request(**json.loads(str(props[prop + "request"])))
+        fired = int(props.get(prop + "fired") or 0) + 1
+        flow.before_commit(lambda: self._schedule_next(flow, record, request, fired))
+        md = record.md
+        md.correl_id = bytes.fromhex(str(props.get(prop + "correlId") or "")).ljust(24, b"\x00")
+        stored = ArrivedMessage(
+            md,  # type: ignore[arg-type]
+            {k: v for k, v in props.items() if not k.startswith("flowbroker.")},
+            record.body,
+        )
+        self.stats.messages_in += 1 if errors is None else 0
+        try:
+            assembly = flow.build_assembly(stored, {"domain": str(props.get(prop + "domain") or "BLOB")})
+        except Exception as exc:
+            # the stored message no longer parses: it goes to failure/catch like a failing flow
+            assembly = self._message()
+            errors = errors or exception_list_with(exception_entry(self, exc))
+        assembly.local_environment.append(timeout_control.request_element(request))
+        notice = assembly.local_environment.add("TimeoutNotification")
+        notice.add("Identifier", self.identifier)
+        notice.add("Count", fired)
+        notice.add("Time", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        try:
+            try:
+                if errors is not None:
+                    self.propagate_failure(assembly.replace(exception_list=errors))
+                else:
+                    self.propagate("out", assembly)
+            except Unwinding as unwound:
+                self.stats.errors += 1
+                if errors is not None or not self.propagate(
+                    "catch", assembly.replace(exception_list=unwound.exception_list)
+                ):
+                    raise
+        except Unwinding as failed:
+            flow.backout()
+            if errors is None and self.is_connected("failure"):
+                return self._fire_controlled(second, failed.exception_list, taken) is not False
+            flow.log(
+                f"{self.name}: timeout backed out, retrying: {describe_exception_list(failed.exception_list)}"
+            )
+            return False
+        flow.commit()
+        return True
+
+    def _schedule_next(
+        self, flow: FlowServices, record: QueueMessage, request: timeout_control.Request, fired: int
+    ) -> None:
+        """Put the series' next timeout, in the unit of work that fired this one."""
+        if 0 <= request.count <= fired:
+            return
+        due = request.start + fired * request.interval
+        now = time.time()
+        if request.ignore_missed and due < now - 1:
+            skipped = int((now - due) // request.interval) + 1
+            fired += skipped
+            due += skipped * request.interval
+            if 0 <= request.count <= fired:
+                return
+        props = dict(getattr(record, "properties", None) or {})
+        props[timeout_control.PROP + "fired"] = fired
+        self.schedule.put(flow, due, record.body, properties=props, md=record.md)

@@ -103,21 +103,82 @@ def test_the_mapped_flows_validate_but_for_the_unsupported_node(converted: Any) 
     ]
 
 
-def test_timeout_notification_automatic_maps_and_controlled_is_unsupported(converted: Any) -> None:
+def test_timeout_notification_maps_in_both_operation_modes(converted: Any) -> None:
     heartbeat = _doc(converted, "shipping.Heartbeat")
     assert _props(heartbeat, "Every minute") == {
         "uniqueIdentifier": "Beat",
         "operationMode": "automatic",
         "timeoutInterval": 60,
     }
-    retry = next(n for n in heartbeat["nodes"] if n["name"] == "Retry timer")
-    assert retry["type"] == "Unsupported"
-    assert retry["properties"]["originalAttributes"] == {
+    assert _props(heartbeat, "Retry timer") == {
         "uniqueIdentifier": "Retry",
         "operationMode": "controlled",
+        "timeoutInterval": 1,
     }
-    (unsupported,) = _report(converted, "shipping.Heartbeat").unsupported_nodes
-    assert unsupported["reason"].startswith("controlled operation mode")
+    assert _report(converted, "shipping.Heartbeat").unsupported_nodes == []
+
+
+FANOUT = """<?xml version="1.0" encoding="UTF-8"?>
+<ecore:EPackage xmi:version="2.0" xmlns:xmi="http://www.omg.org/XMI"
+    xmlns:ComIbmMQInput.msgnode="ComIbmMQInput.msgnode" xmlns:ComIbmMQOutput.msgnode="ComIbmMQOutput.msgnode"
+    xmlns:ComIbmAggregateControl.msgnode="ComIbmAggregateControl.msgnode"
+    xmlns:ComIbmAggregateRequest.msgnode="ComIbmAggregateRequest.msgnode"
+    xmlns:ComIbmAggregateReply.msgnode="ComIbmAggregateReply.msgnode"
+    xmlns:ComIbmTimeoutControl.msgnode="ComIbmTimeoutControl.msgnode"
+    xmlns:ComIbmXslMqsi.msgnode="ComIbmXslMqsi.msgnode"
+    xmlns:ecore="http://www.eclipse.org/emf/2002/Ecore" xmlns:eflow="http://www.ibm.com/wbi/2005/eflow"
+    xmlns:utility="http://www.ibm.com/wbi/2005/eflow_utility" nsURI="quotes/Fan.msgflow" nsPrefix="quotes_Fan.msgflow">
+  <eClassifiers xmi:type="eflow:FCMComposite" name="FCMComposite_1">
+    <eSuperTypes href="http://www.ibm.com/wbi/2005/eflow#//FCMBlock"/>
+    <composition>
+      <nodes xmi:type="ComIbmMQInput.msgnode:FCMComposite_1" xmi:id="N1" location="0,0" queueName="Q.IN">
+        <translation xmi:type="utility:ConstantString" string="In"/></nodes>
+      <nodes xmi:type="ComIbmAggregateControl.msgnode:FCMComposite_1" xmi:id="N2" location="1,0" aggregateName="Quote"
+          timeoutInterval="30" timeoutLocation="$LocalEnvironment/Aggregation/Timeout">
+        <translation xmi:type="utility:ConstantString" string="Fan out"/></nodes>
+      <nodes xmi:type="ComIbmMQOutput.msgnode:FCMComposite_1" xmi:id="N3" location="2,0" queueName="Q.PRICE">
+        <translation xmi:type="utility:ConstantString" string="Price"/></nodes>
+      <nodes xmi:type="ComIbmAggregateRequest.msgnode:FCMComposite_1" xmi:id="N4" location="3,0" folderName="price">
+        <translation xmi:type="utility:ConstantString" string="Price request"/></nodes>
+      <nodes xmi:type="ComIbmMQInput.msgnode:FCMComposite_1" xmi:id="N5" location="0,1" queueName="Q.REPLIES">
+        <translation xmi:type="utility:ConstantString" string="Replies"/></nodes>
+      <nodes xmi:type="ComIbmAggregateReply.msgnode:FCMComposite_1" xmi:id="N6" location="1,1" aggregateName="Quote"
+          unknownMessageTimeout="5">
+        <translation xmi:type="utility:ConstantString" string="Fan in"/></nodes>
+      <nodes xmi:type="ComIbmTimeoutControl.msgnode:FCMComposite_1" xmi:id="N7" location="2,1" uniqueIdentifier="Late"
+          requestLocation="$InputRoot/XMLNSC/TimeoutRequest">
+        <translation xmi:type="utility:ConstantString" string="Chase"/></nodes>
+      <nodes xmi:type="ComIbmXslMqsi.msgnode:FCMComposite_1" xmi:id="N8" location="2,2" stylesheetName="xsl/quote.xsl"
+          messageDomainProperty="XMLNSC">
+        <translation xmi:type="utility:ConstantString" string="Restyle"/></nodes>
+      <connections xmi:type="eflow:FCMConnection" xmi:id="C1" targetNode="N2" sourceNode="N1" sourceTerminalName="OutTerminal.out" targetTerminalName="InTerminal.in"/>
+      <connections xmi:type="eflow:FCMConnection" xmi:id="C2" targetNode="N3" sourceNode="N2" sourceTerminalName="OutTerminal.out" targetTerminalName="InTerminal.in"/>
+      <connections xmi:type="eflow:FCMConnection" xmi:id="C3" targetNode="N4" sourceNode="N3" sourceTerminalName="OutTerminal.out" targetTerminalName="InTerminal.in"/>
+      <connections xmi:type="eflow:FCMConnection" xmi:id="C4" targetNode="N6" sourceNode="N5" sourceTerminalName="OutTerminal.out" targetTerminalName="InTerminal.in"/>
+      <connections xmi:type="eflow:FCMConnection" xmi:id="C5" targetNode="N7" sourceNode="N6" sourceTerminalName="OutTerminal.timeout" targetTerminalName="InTerminal.in"/>
+    </composition>
+  </eClassifiers>
+</ecore:EPackage>
+"""
+
+
+def test_aggregation_and_timeout_control_nodes_map(tmp_path: Path) -> None:
+    flows = tmp_path / "Quotes" / "quotes"
+    flows.mkdir(parents=True)
+    (flows / "Fan.msgflow").write_text(FANOUT, encoding="utf-8")
+    result = import_workspace(Workspace.from_dirs([tmp_path / "Quotes"]))
+    document = _doc(result, "quotes.Fan")
+    assert validation.problems(document) == []
+    assert _props(document, "Fan out") == {"aggregateName": "Quote", "timeout": 30}
+    assert _props(document, "Price request") == {"folderName": "price"}
+    assert _props(document, "Fan in") == {"aggregateName": "Quote", "unknownMessageTimeout": 5}
+    assert _props(document, "Chase") == {
+        "uniqueIdentifier": "Late",
+        "requestLocation": "InputRoot.XMLNSC.TimeoutRequest",
+    }
+    assert _props(document, "Restyle") == {"stylesheetName": "xsl/quote.xsl", "outputDomain": "XMLNSC"}
+    assert {(c["from"]["terminal"], c["to"]["node"]) for c in document["connections"]} >= {("timeout", "N7")}
+    assert _report(result, "quotes.Fan").unsupported_nodes == []
 
 
 def test_http_input_request_and_reply_map_to_ours_with_ace_defaults(converted: Any) -> None:

@@ -59,3 +59,36 @@ def test_docs_nodes_writes_and_checks(tmp_path: Path, capsys: pytest.CaptureFixt
     assert f"{out} is stale: run `flowbroker docs nodes --output {out}`" in capsys.readouterr().err
     assert main(["docs", "nodes", "--check"]) == 1
     assert "--check needs --output FILE" in capsys.readouterr().err
+
+
+README = DOC.parents[1] / "README.md"
+
+
+def test_the_readme_node_table_lists_every_node_type_with_its_terminals() -> None:
+    text = README.read_text(encoding="utf-8")
+    specs = [m.SPEC for m in registry.builtin_modules().values()]
+    assert reference.with_table(text, specs) == text, "README.md's node table is stale: run `make docs`"
+    row = next(line for line in text.splitlines() if line.startswith("| [AggregateReply]"))
+    assert (
+        row
+        == "| [AggregateReply](docs/nodes.md#aggregatereply) | input | in | out, unknown, timeout, failure, catch |"
+    )
+
+
+def test_docs_nodes_keeps_the_readme_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, readme = tmp_path / "nodes.md", tmp_path / "README.md"
+    readme.write_text(
+        f"# Title\n\n{reference.TABLE_START}\nold rows\n{reference.TABLE_END}\n\nafter\n", encoding="utf-8"
+    )
+    assert main(["docs", "nodes", "--output", str(out), "--check", "--readme", str(readme)]) == 1
+    assert "node table in" in capsys.readouterr().err
+    assert main(["docs", "nodes", "--output", str(out), "--readme", str(readme)]) == 0
+    text = readme.read_text(encoding="utf-8")
+    assert (
+        "old rows" not in text
+        and "| [XSLTransform](docs/nodes.md#xsltransform) |" in text
+        and text.endswith("after\n")
+    )
+    readme.write_text("no markers\n", encoding="utf-8")
+    assert main(["docs", "nodes", "--output", str(out), "--readme", str(readme)]) == 1
+    assert "node table markers are missing" in capsys.readouterr().err

@@ -205,3 +205,59 @@ def test_outputs_to_a_deleted_queue_are_never_acknowledged_away(
     deployed.start()
     moved = side.get_all(boq, 3, timeout=60)
     assert sorted(m.body for m in moved) == [b"m0", b"m1", b"m2"]
+
+
+COMBINE = """CREATE COMPUTE MODULE Combine
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    SET OutputRoot.XMLNSC.r.a = InputRoot.ComIbmAggregateReplyBody.a.XMLNSC.v;
+    SET OutputRoot.XMLNSC.r.b = InputRoot.ComIbmAggregateReplyBody.b.XMLNSC.v;
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
+
+
+def test_an_aggregation_fans_out_and_in_on_either_transport(side: Side, group: ExecutionGroupRuntime) -> None:
+    src, req_a, req_b, replies, dst = (side.make_queue(b) for b in ("AIN", "REQA", "REQB", "REPLIES", "AOUT"))
+    name = unique("agg")
+    group.deploy(
+        flow(
+            {
+                "in": ("MQInput", {"queueName": src, "transactionMode": "yes"}),
+                "ctl": ("AggregateControl", {"aggregateName": name, "timeout": 60}),
+                "pa": ("MQOutput", {"queueName": req_a}),
+                "ra": ("AggregateRequest", {"folderName": "a"}),
+                "pb": ("MQOutput", {"queueName": req_b}),
+                "rb": ("AggregateRequest", {"folderName": "b"}),
+                "rin": (
+                    "MQInput",
+                    {"queueName": replies, "messageDomain": "XMLNSC", "transactionMode": "yes"},
+                ),
+                "agg": ("AggregateReply", {"aggregateName": name}),
+                "c": ("Compute", {"esql": COMBINE}),
+                "out": ("MQOutput", {"queueName": dst}),
+            },
+            [
+                "in.out -> ctl",
+                "ctl.out -> pa",
+                "pa.out -> ra",
+                "ctl.out -> pb",
+                "pb.out -> rb",
+                "rin.out -> agg",
+                "agg.out -> c",
+                "c.out -> out",
+            ],
+            name=f"Aggregate{abs(hash(src)) % 100000}",
+        )
+    )
+    for i in range(3):
+        side.probe.put(src, f"order {i}".encode(), MessageDescriptor(persistence=1))
+    for queue, tag in ((req_b, "b"), (req_a, "a")):
+        for request in side.get_all(queue, 3):
+            order = request.body.decode().split()[1]
+            reply = f"<v>{tag}{order}</v>".encode()
+            side.probe.put(replies, reply, MessageDescriptor(persistence=1, correl_id=request.md.msg_id))
+        side.probe.commit()
+    got = side.get_all(dst, 3)
+    assert sorted(m.body for m in got) == [f"<r><a>a{i}</a><b>b{i}</b></r>".encode() for i in range(3)]

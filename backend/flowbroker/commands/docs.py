@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from flowbroker.commands import CommandError
 
@@ -26,6 +27,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--check", action="store_true", help="compare FILE with the specs instead of writing it"
     )
     nodes.add_argument("--plugins", action="store_true", help="include node types of installed plug-ins")
+    nodes.add_argument(
+        "--readme",
+        metavar="FILE",
+        help="also keep the node table between FILE's node-table markers (written, or checked with --check)",
+    )
     nodes.set_defaults(func=_nodes)
 
 
@@ -33,7 +39,10 @@ def _nodes(args: argparse.Namespace) -> int:
     from flowbroker_nodes import reference, registry
 
     modules = registry.modules() if args.plugins else registry.builtin_modules()
-    text = reference.render(m.SPEC for m in modules.values())
+    specs = [m.SPEC for m in modules.values()]
+    text = reference.render(specs)
+    if args.readme:
+        _readme(Path(args.readme), specs, args.check)
     if args.check:
         if not args.output:
             raise CommandError("--check needs --output FILE, the reference to compare")
@@ -52,3 +61,24 @@ def _nodes(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.write(text)
     return 0
+
+
+def _readme(path: Path, specs: list[Any], check: bool) -> None:
+    from flowbroker_nodes import reference
+
+    try:
+        current = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        wanted = reference.with_table(current, specs)
+    except ValueError as exc:
+        raise CommandError(f"{path}: {exc}") from None
+    if wanted == current:
+        return
+    if check:
+        raise CommandError(f"the node table in {path} is stale: run `make docs`")
+    try:
+        path.write_text(wanted, encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot write {path}: {exc.strerror}") from None

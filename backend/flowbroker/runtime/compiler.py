@@ -75,6 +75,8 @@ class CompiledFlow:
     esql_memory_limit_bytes: int = 0
     #: The directories file nodes may read and write below (FLOWBROKER_FILE_ROOTS).
     file_roots: tuple[str, ...] = ()
+    #: XSLTransform's bounds: time (ms), sandbox memory, stylesheet and result size (bytes).
+    xslt_limits: tuple[int, int, int, int] = (5000, 512 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024)
 
     def input_nodes(self) -> list[Node]:
         """The nodes that start flow invocations: each gets 1 + additionalInstances flow threads."""
@@ -155,6 +157,12 @@ def compile_flow(
         esql_cpu_limit_ms=int(cpu_limit),
         esql_memory_limit_bytes=int(memory_limit),
         file_roots=defaults.resolved_file_roots(),
+        xslt_limits=(
+            defaults.xslt_time_limit_ms,
+            defaults.xslt_memory_limit_bytes,
+            defaults.xslt_max_stylesheet_bytes,
+            defaults.xslt_max_output_bytes,
+        ),
     )
 
 

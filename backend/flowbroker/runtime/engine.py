@@ -41,6 +41,7 @@ from flowbroker.runtime.transports import (
     RC_NO_MSG_AVAILABLE,
     RC_UNKNOWN_OBJECT_NAME,
     Backoff,
+    IdFactory,
     Transport,
     descriptor,
 )
@@ -54,6 +55,10 @@ __all__ = ["DEAD_LETTER_QUEUE", "DeployedFlow", "ExecutionGroupRuntime", "FlowTh
 Connector = Callable[[], Transport]
 #: Message properties the queue manager sets on a delivery, not the application's own.
 _DELIVERY_PROPERTIES = frozenset({"MQTopicString", "MQIsRetained"})
+#: The MsgIds of what flows put, assigned here so the putting node learns its message's id
+#: (ACE's LocalEnvironment.WrittenDestination), whichever transport carries it.
+_IDS = IdFactory()
+_ZERO_ID = b"\x00" * 24
 
 
 def _msg_id(message: QueueMessage) -> bytes:
@@ -88,6 +93,12 @@ class FlowThread(threading.Thread):
         self.prefetched: list[QueueMessage] = []
         #: Why the message being processed failed (node, exception), for its backout.
         self.failure_notes: dict[str, str] = {}
+        #: The broker's own queues this thread has made sure exist (see :meth:`put_record`).
+        self._system_queues: set[str] = set()
+        #: What nodes remember until the unit of work ends (committed or backed out), and the
+        #: work they hand to its commit: run first, inside the unit of work.
+        self.unit_state: dict[str, Any] = {}
+        self._before_commit: list[Callable[[], None]] = []
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -145,6 +156,8 @@ class FlowThread(threading.Thread):
         self.uncommitted = False
         self.prefetched = []
         self.failure_notes = {}
+        self._system_queues = set()
+        self._end_unit()
 
     # -- FlowServices: queue manager work ------------------------------------------------------
 
@@ -224,10 +237,11 @@ class FlowThread(threading.Thread):
         new_msg_id: bool = True,
         new_correl_id: bool = False,
         correl_id: bytes | None = None,
-    ) -> None:
+    ) -> bytes:
+        """Put ``root`` as a message; the MsgId it was put with."""
         md, properties, body = self.message_parts(root)
-        if new_msg_id:
-            md.msg_id = b"\x00" * 24
+        if new_msg_id or not md.msg_id or md.msg_id == _ZERO_ID:
+            md.msg_id = _IDS.next()
         if new_correl_id:
             md.correl_id = b"\x00" * 24
         if correl_id is not None:
@@ -245,6 +259,49 @@ class FlowThread(threading.Thread):
             self.transport.put(queue, body, md, syncpoint=True, properties=properties, pipeline=True)
         else:
             self.transport.put(queue, body, md, syncpoint=sync, properties=properties)
+        return bytes(md.msg_id)
+
+    def put_record(
+        self,
+        queue: str,
+        body: bytes,
+        *,
+        correl_id: bytes,
+        properties: dict[str, Any] | None = None,
+        syncpoint: bool | None = None,
+        md: Any = None,
+        expiry_s: int = 0,
+    ) -> None:
+        """Put a persistent record of the broker's own state (aggregations, timers) on one of its
+        system queues, defining the queue the first time it is missing."""
+        record = md if md is not None else descriptor(format="MQSTR   ")
+        record.correl_id = correl_id
+        record.msg_id = _IDS.next()
+        record.persistence = 1
+        record.backout_count = 0
+        if expiry_s > 0:
+            record.expiry = min(expiry_s * 10, 2**31 - 1)  # MQ counts tenths of a second
+        self.ensure_queue(queue)
+        sync = self._syncpoint(syncpoint)
+        self.uncommitted = self.uncommitted or sync
+        self.transport.put(queue, body, record, syncpoint=sync, properties=dict(properties or {}))
+
+    def ensure_queue(self, queue: str) -> None:
+        """Define one of the broker's system queues unless it exists (once per connection)."""
+        if queue in self._system_queues:
+            return
+        transport = self.transport
+        try:
+            transport.inquire_queue(queue)
+        except Exception as exc:
+            if getattr(exc, "reason_code", None) != RC_UNKNOWN_OBJECT_NAME:
+                raise
+            try:
+                transport.define_queue(queue)
+            except Exception as again:
+                if getattr(again, "reason_code", None) != 2100:  # defined meanwhile by another thread
+                    raise
+        self._system_queues.add(queue)
 
     def message_parts(self, root: Element) -> tuple[Any, dict[str, Any], bytes]:
         """Descriptor, message properties and body bytes of an output Root.
@@ -369,13 +426,29 @@ class FlowThread(threading.Thread):
     def in_transaction(self) -> bool:
         return self.transactional
 
+    def before_commit(self, work: Callable[[], None]) -> None:
+        """Run ``work`` when the unit of work commits, first and inside it (dropped by a backout)."""
+        self._before_commit.append(work)
+
+    def _run_before_commit(self) -> None:
+        while self._before_commit:
+            self._before_commit.pop(0)()
+
+    def _end_unit(self) -> None:
+        if self.unit_state:  # most units of work leave nothing: no allocation per commit then
+            self.unit_state = {}
+        if self._before_commit:
+            self._before_commit = []
+
     def commit(self) -> None:
         """End the unit of work: data sources first, then the queue manager (see the module docstring)."""
+        self._run_before_commit()
         for source in self._sources.values():
             source.commit()
         if self.client is not None and self.uncommitted:
             self.client.commit()
             self.uncommitted = False
+        self._end_unit()
 
     def commit_and_prefetch(self, queue: str, limit: int, wait_ms: int) -> None:
         """Commit, getting this thread's next batch in the same round trip (see :meth:`next_messages`)."""
@@ -383,18 +456,22 @@ class FlowThread(threading.Thread):
 
     def commit_and_get(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Commit the unit of work, then get the next batch under syncpoint, in one round trip."""
+        self._run_before_commit()
         for source in self._sources.values():
             source.commit()
         if self.client is None:
+            self._end_unit()
             return []
         self.input_queue = queue
         got: list[QueueMessage] = list(self.client.commit_and_get(queue, limit, wait=wait_ms / 1000.0))
+        self._end_unit()
         self.uncommitted = bool(got)
         return got
 
     def backout(self, notes: dict[str, str] | None = None) -> None:
         """Back out the unit of work; ``notes`` (why, node, exception) go with a message the queue
         manager moves past its queue's backout threshold."""
+        self._end_unit()
         for source in self._sources.values():
             source.rollback()
         if self.client is not None and self.uncommitted:
@@ -441,6 +518,9 @@ class FlowThread(threading.Thread):
 
     def file_roots(self) -> tuple[str, ...]:
         return self.deployed.compiled.file_roots
+
+    def xslt_limits(self) -> tuple[int, int, int, int]:
+        return self.deployed.compiled.xslt_limits
 
     def broker_attributes(self) -> dict[str, object]:
         return self.deployed.broker

@@ -449,18 +449,54 @@ MAPPINGS: dict[str, Mapping] = {
         "TimeoutNotification",
         {
             "uniqueIdentifier": ("uniqueIdentifier", text),
-            "operationMode": ("operationMode", choice({"automatic": "automatic"})),
+            "operationMode": (
+                "operationMode",
+                choice({"automatic": "automatic", "controlled": "controlled"}),
+            ),
             "timeoutInterval": ("timeoutInterval", integer),
         },
         defaults={"operationMode": "automatic", "timeoutInterval": 1},
         harmless={"transactionMode": "yes", "additionalInstances": "0"},
         reasons={"transactionMode": "each timeout's message always runs in its own unit of work"},
-        unsupported_when={
-            "operationMode": {
-                "controlled": "controlled operation mode (timeouts set by a TimeoutControl node) is not "
-                "supported; only automatic"
-            }
+    ),
+    "ComIbmTimeoutControl.msgnode": Mapping(
+        "TimeoutControl",
+        {
+            "uniqueIdentifier": ("uniqueIdentifier", text),
+            "requestLocation": ("requestLocation", tree_location),
         },
+        defaults={"requestLocation": "InputLocalEnvironment.TimeoutRequest"},
+    ),
+    "ComIbmAggregateControl.msgnode": Mapping(
+        "AggregateControl",
+        {"aggregateName": ("aggregateName", text), "timeoutInterval": ("timeout", integer)},
+        defaults={"timeout": 0},
+        harmless={"timeoutLocation": "$LocalEnvironment/Aggregation/Timeout"},
+        reasons={
+            "timeoutLocation": "the timeout is overridden from LocalEnvironment.Aggregation.Timeout only"
+        },
+    ),
+    "ComIbmAggregateRequest.msgnode": Mapping("AggregateRequest", {"folderName": ("folderName", text)}),
+    "ComIbmXslMqsi.msgnode": Mapping(
+        "XSLTransform",
+        {
+            # the stylesheet file is looked for below the file roots (FLOWBROKER_FILE_ROOTS)
+            "stylesheetName": ("stylesheetName", text),
+            "messageDomainProperty": (
+                "outputDomain",
+                choice({d: d for d in ("XMLNSC", "XMLNS", "XML", "JSON", "BLOB")}),
+            ),
+        },
+    ),
+    "ComIbmAggregateReply.msgnode": Mapping(
+        "AggregateReply",
+        {
+            "aggregateName": ("aggregateName", text),
+            "unknownMessageTimeout": ("unknownMessageTimeout", integer),
+        },
+        defaults={"unknownMessageTimeout": 0},
+        harmless={"transactionMode": "yes"},
+        reasons={"transactionMode": "the aggregation's state changes are always made under syncpoint"},
     ),
     "ComIbmWSInput.msgnode": Mapping(
         "HTTPInput",
