@@ -45,10 +45,9 @@ def _row(mode: str, count: int, size: int, wall: float, cpu: float) -> Row:
 
 
 def run(args: argparse.Namespace) -> list[Row]:
+    from flowbroker.runtime.harness import FlowHarness, flow
     from flowbroker_nodes import xslt_sandbox
     from lxml import etree
-
-    from flowbroker.runtime.harness import FlowHarness, flow
 
     count = max(1, int(args.messages))
     data = order()
