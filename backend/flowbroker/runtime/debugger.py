@@ -278,7 +278,7 @@ class FlowDebugger:
             esql_nodes = {n for n, _ in breakpoints.esql}
             for node_id in list(self._traced):
                 if node_id not in esql_nodes:
-                    del self.nodes[node_id].run_routine  # type: ignore[method-assign]
+                    del self.nodes[node_id].run_routine  # type: ignore[attr-defined]
                     del self._traced[node_id]
             for node_id in esql_nodes - set(self._traced):
                 self._trace_node(self.nodes[node_id])
