@@ -145,8 +145,17 @@ try {
     const box = panel().getByLabel('Break on in1.out->calc.in');
     await box.click();
     await until('the breakpoint shown cleared', async () => !(await box.isChecked()));
-    await panel().getByLabel('ESQL lines of SHOUT').fill('6');
-    await panel().getByRole('button', { name: 'Set' }).click();
+    // a click in the Compute editor's breakpoint gutter, beside line 6
+    await page.locator('[data-id="calc"]').click();
+    const editor = page.getByTestId('esql-editor');
+    await editor.locator('.cm-content').waitFor();
+    const number = editor.locator('.cm-lineNumbers .cm-gutterElement').filter({ hasText: /^6$/ });
+    const gutter = editor.locator('.cm-breakpoint-gutter');
+    const at = await number.boundingBox();
+    const column = await gutter.boundingBox();
+    await page.mouse.click(column.x + column.width / 2, at.y + at.height / 2);
+    await editor.locator('.cm-breakpoint').waitFor();
+    if ((await panel().getByLabel('ESQL lines of SHOUT').inputValue()) !== '6') throw new Error('the panel does not show line 6');
     await until('ESQL breakpoint armed', async () => {
       const b = (await rest('GET', `/api/deployments/${deploymentId}/breakpoints`)).body;
       return b.armed && b.esql.length === 1 && b.connections.length === 0;

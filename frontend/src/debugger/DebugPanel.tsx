@@ -4,7 +4,7 @@
  * resume, step and abort. Only a development group pauses; a production group says so.
  */
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { api, problemText, unwrap } from '../api/client';
 import { groups, type Deployment } from '../api/runtime';
 import { useCan } from '../auth';
@@ -12,6 +12,7 @@ import { useDesigner } from '../designer/store';
 import { MessageTreeView } from '../exerciser/MessageTreeView';
 import type { FieldEdit, MessageView } from '../exerciser/message-view';
 import { connectionId, debug, type Breakpoints, type DebugAction, type Pause } from './debug-api';
+import { debugTarget } from './esql-breakpoints';
 
 const ESQL_TYPES = new Set(['Compute', 'Filter', 'Database']);
 const LIVE = new Set(['running', 'waiting', 'stopped']);
@@ -88,7 +89,7 @@ function DeploymentDebugger({ deploymentId }: { deploymentId: number }) {
   const breakpoints = useQuery({
     queryKey: ['breakpoints', deploymentId],
     queryFn: () => debug.breakpoints(deploymentId),
-    refetchInterval: (q) => (q.state.data && !q.state.data.armed && hasAny(q.state.data) ? 700 : 5000),
+    refetchInterval: 1500,
   });
   const pauses = useQuery({ queryKey: ['pauses', deploymentId], queryFn: () => debug.pauses(deploymentId), refetchInterval: 800 });
   const [error, setError] = useState<string | null>(null);
@@ -113,6 +114,14 @@ function DeploymentDebugger({ deploymentId }: { deploymentId: number }) {
     }
   };
   const current = breakpoints.data;
+  // the Compute editor's breakpoint gutter follows this deployment while the panel is open
+  const saveRef = useRef(save);
+  saveRef.current = save;
+  useEffect(() => {
+    if (!current) return;
+    debugTarget.setState({ target: { deploymentId, breakpoints: current, save: (next) => saveRef.current(next) } });
+  }, [current, deploymentId]);
+  useEffect(() => () => debugTarget.setState({ target: null }), []);
   const toggle = (id: string, on: boolean) => {
     if (!current) return;
     const set = new Set(current.connections);
