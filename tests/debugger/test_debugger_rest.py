@@ -200,3 +200,34 @@ def test_debugging_over_rest_on_a_development_group_only(platform: Platform) -> 
         "POST", f"/api/deployments/{deployment}/pauses/{first['id']}", json={"action": "resume"}
     )
     assert gone.status_code == 409
+    # on a development group again, a redeploy of a changed version keeps the breakpoints it still has
+    platform.request("PATCH", f"/api/brokers/{broker_id}/groups/{group['id']}", json={"development": True})
+    doc["connections"].append(
+        {"from": {"node": "upper", "terminal": "failure"}, "to": {"node": "out", "terminal": "in"}}
+    )
+    redeployed = platform.deploy(doc)
+    assert platform.wait_status(redeployed["id"], {"running", "failed"})["status"] == "running"
+    kept = platform.request("GET", f"/api/deployments/{redeployed['id']}/breakpoints").json()
+    assert kept["connections"] == ["in.out->upper.in"]
+    platform.request("PATCH", f"/api/brokers/{broker_id}/groups/{group['id']}", json={"development": False})
+
+
+def test_a_redeploy_carries_only_the_breakpoints_its_version_still_has() -> None:
+    from flowbroker.services.debugger import carried
+
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": "Q"}),
+            "upper": ("Compute", {"esql": UPPER}),
+            "out": ("MQOutput", {"queueName": "R"}),
+        },
+        ["in.out -> upper"],
+    )
+    previous = {
+        "connections": ["in.out->upper.in", "upper.out->out.in"],
+        "esql": [{"node": "upper", "line": 6}, {"node": "upper", "line": 40}, {"node": "gone", "line": 1}],
+    }
+    assert carried(previous, doc) == {
+        "connections": ["in.out->upper.in"],
+        "esql": [{"node": "upper", "line": 6}],
+    }

@@ -92,6 +92,42 @@ def check_breakpoints(document: dict[str, Any], body: dict[str, Any]) -> dict[st
     }
 
 
+def carried(previous: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
+    """The breakpoints of a flow's previous deployment that its new version still has (a redeploy
+    from the designer keeps them; those on a connection or ESQL line that is gone are dropped)."""
+    known = set(flow_connections(document))
+    nodes = {str(n.get("id")): n for n in document.get("nodes") or []}
+    esql = []
+    for entry in previous.get("esql") or []:
+        node = nodes.get(str(entry.get("node")))
+        if node is None or node.get("type") not in ESQL_TYPES:
+            continue
+        count = len(str((node.get("properties") or {}).get("esql") or "").splitlines())
+        if 1 <= int(entry.get("line") or 0) <= count:
+            esql.append({"node": str(entry["node"]), "line": int(entry["line"])})
+    return {"connections": [c for c in previous.get("connections") or [] if c in known], "esql": esql}
+
+
+def previous_breakpoints(
+    session: Session, flow_id: int, group_id: int, document: dict[str, Any]
+) -> dict[str, Any]:
+    """What :func:`carried` keeps of the newest deployment of the flow to the group that had breakpoints."""
+    from flowbroker.repository.models import FlowVersion
+
+    rows = session.scalars(
+        select(Deployment)
+        .join(FlowVersion, Deployment.flow_version_id == FlowVersion.id)
+        .where(FlowVersion.flow_id == flow_id, Deployment.group_id == group_id)
+        .order_by(Deployment.id.desc())
+        .limit(5)
+    )
+    for row in rows:
+        if row.breakpoints and (row.breakpoints.get("connections") or row.breakpoints.get("esql")):
+            kept = carried(dict(row.breakpoints), document)
+            return kept if kept["connections"] or kept["esql"] else {}
+    return {}
+
+
 def breakpoints(session: Session, deployment_id: int) -> dict[str, Any]:
     deployment = deploy.get(session, deployment_id)
     return {
