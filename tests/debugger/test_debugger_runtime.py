@@ -184,3 +184,18 @@ def test_breakpoints_the_flow_does_not_have_are_refused(group, queues) -> None:
         group.set_breakpoints("DebugBad", Breakpoints(frozenset({"in.out->out.in"})))
     with pytest.raises(DebugError, match="no ESQL node out"):
         group.set_breakpoints("DebugBad", Breakpoints(esql=frozenset({("out", 3)})))
+
+
+def test_the_debugger_bench_measures_each_variant_without_pausing() -> None:
+    import argparse
+
+    from flowbroker.bench.core import scenarios
+
+    rows = scenarios()["debugger"].run(argparse.Namespace(messages=20, rounds=1))
+    assert [r["variant"] for r in rows] == [
+        "never debugged",
+        "breakpoints cleared",
+        "breakpoint elsewhere",
+        "ESQL breakpoint not reached",
+    ]
+    assert all(r["messages"] == 20 and r["msgs/s"] > 0 for r in rows)
