@@ -199,3 +199,16 @@ def test_the_debugger_bench_measures_each_variant_without_pausing() -> None:
         "ESQL breakpoint not reached",
     ]
     assert all(r["messages"] == 20 and r["msgs/s"] > 0 for r in rows)
+
+
+def test_breakpoints_a_compiled_flow_cannot_stop_at_are_left_out_and_the_others_kept(group, queues) -> None:
+    from flowbroker.runtime.debugger import runnable
+
+    src, dst = queues("IN"), queues("OUT")
+    deployed = group.deploy(_doc("DebugRunnable", src, dst))
+    asked = Breakpoints(
+        frozenset({"in.out->calc.in", "in.out->sub1.in"}), frozenset({("calc", 4), ("out", 2)})
+    )
+    kept, dropped = runnable(asked, deployed.compiled.nodes)
+    assert kept == Breakpoints(frozenset({"in.out->calc.in"}), frozenset({("calc", 4)}))
+    assert dropped == ["no connection in.out->sub1.in", "no ESQL line 2 of node out"]

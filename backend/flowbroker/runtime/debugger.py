@@ -222,6 +222,31 @@ class _Probe:
                 local.stepping = False
 
 
+def connections_of(nodes: dict[str, Node]) -> list[str]:
+    """Every connection between compiled nodes, as breakpoints name them (subflows expanded:
+    their inner nodes are named ``subflowNode/innerNode``)."""
+    found = []
+    for node in nodes.values():
+        for terminal, wires in node.wires.items():
+            for target, target_terminal in wires:
+                real = target.target if isinstance(target, _Probe) else target
+                found.append(connection_id(node.id, terminal, real.id, target_terminal))
+    return found
+
+
+def runnable(breakpoints: Breakpoints, nodes: dict[str, Node]) -> tuple[Breakpoints, list[str]]:
+    """The breakpoints a compiled flow can stop at, and a description of each it cannot."""
+    known = set(connections_of(nodes))
+    dropped = [f"no connection {c}" for c in sorted(breakpoints.connections - known)]
+    esql = set()
+    for node_id, line in breakpoints.esql:
+        if getattr(nodes.get(node_id), "routine", None) is None or line < 1:
+            dropped.append(f"no ESQL line {line} of node {node_id}")
+        else:
+            esql.add((node_id, line))
+    return Breakpoints(breakpoints.connections & known, frozenset(esql)), dropped
+
+
 class FlowDebugger:
     """The breakpoints and paused threads of one deployed flow."""
 
@@ -249,13 +274,7 @@ class FlowDebugger:
 
     def connections(self) -> list[str]:
         """Every connection of the compiled flow, as breakpoints name them."""
-        found = []
-        for node in self.nodes.values():
-            for terminal, wires in node.wires.items():
-                for target, target_terminal in wires:
-                    real = target.target if isinstance(target, _Probe) else target
-                    found.append(connection_id(node.id, terminal, real.id, target_terminal))
-        return found
+        return connections_of(self.nodes)
 
     def set_breakpoints(self, breakpoints: Breakpoints) -> None:
         """Replace the breakpoints; a connection or ESQL node the flow does not have is refused."""

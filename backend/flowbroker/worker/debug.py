@@ -12,7 +12,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from flowbroker.runtime.debugger import Breakpoints, DebugError, Pause
+from flowbroker.runtime.debugger import Breakpoints, DebugError, Pause, runnable
 
 log = logging.getLogger("flowbroker.worker")
 
@@ -98,9 +98,15 @@ def apply_breakpoints(state: Any, deployment_id: int) -> str:
         group = session.get(ExecutionGroup, state.group_id) if state.group_id is not None else None
         wanted = dict(row.breakpoints or {}) if row is not None else {}
         development = bool(group.development) if group is not None else False
-    breakpoints = Breakpoints.from_json(wanted) if development else Breakpoints()
-    if not breakpoints and state.runtime.flows[name].debugger is None:
+    requested = Breakpoints.from_json(wanted) if development else Breakpoints()
+    flow = state.runtime.flows[name]
+    if not requested and flow.debugger is None:
         return "no breakpoints"
+    # one the compiled flow cannot stop at (a connection into a subflow node, which the compiler
+    # expanded) is left out; the others still stop
+    breakpoints, dropped = runnable(requested, flow.compiled.nodes)
+    for reason in dropped:
+        log.warning("deployment %s: breakpoint left out: %s", deployment_id, reason)
     try:
         state.runtime.set_breakpoints(
             name, breakpoints, RepositoryPauses(state.session_factory, deployment_id)
@@ -108,8 +114,8 @@ def apply_breakpoints(state: Any, deployment_id: int) -> str:
     except DebugError as exc:
         log.warning("deployment %s: breakpoints not set: %s", deployment_id, exc)
         return str(exc)
-    if breakpoints:
-        _armed(state.session_factory, deployment_id, breakpoints)
+    if requested:
+        _armed(state.session_factory, deployment_id, requested)
     return "breakpoints set" if breakpoints else "breakpoints cleared"
 
 
