@@ -212,3 +212,23 @@ def test_breakpoints_a_compiled_flow_cannot_stop_at_are_left_out_and_the_others_
     kept, dropped = runnable(asked, deployed.compiled.nodes)
     assert kept == Breakpoints(frozenset({"in.out->calc.in"}), frozenset({("calc", 4)}))
     assert dropped == ["no connection in.out->sub1.in", "no ESQL line 2 of node out"]
+
+
+def test_abort_at_an_esql_line_backs_the_message_out(group, qm, queues) -> None:
+    import sys
+
+    src, dst = queues("IN"), queues("OUT")
+    deployed = group.deploy(_doc("DebugEsqlAbort", src, dst))
+    listener = Listener()
+    group.set_breakpoints("DebugEsqlAbort", Breakpoints(esql=frozenset({("calc", 8)})), listener)
+    qm.put(src, b"<r><a>3</a></r>", MessageDescriptor(persistence=1))
+    pause = listener.next()
+    assert (pause.kind, pause.line) == ("esql", 8)
+    deployed.debugger.command(pause.id, "abort")
+    again = listener.next()
+    assert again.line == 8 and qm.get(dst) is None
+    # clearing the breakpoints lets it through; the flow thread runs untraced again
+    group.set_breakpoints("DebugEsqlAbort", Breakpoints())
+    assert get_all(qm, dst, 1)[0].body == b"<r><a>4</a><b>sum</b></r>"
+    assert "run_routine" not in vars(deployed.compiled.nodes["calc"])
+    assert sys.gettrace() is None
