@@ -232,3 +232,21 @@ def test_abort_at_an_esql_line_backs_the_message_out(group, qm, queues) -> None:
     assert get_all(qm, dst, 1)[0].body == b"<r><a>4</a><b>sum</b></r>"
     assert "run_routine" not in vars(deployed.compiled.nodes["calc"])
     assert sys.gettrace() is None
+
+
+def test_probes_come_back_after_someone_else_put_back_saved_wires(group, queues) -> None:
+    src, dst = queues("IN"), queues("OUT")
+    deployed = group.deploy(_doc("DebugReinstall", src, dst))
+    debugger = group.set_breakpoints("DebugReinstall", Breakpoints(frozenset({"in.out->calc.in"})))
+    nodes = deployed.compiled.nodes
+    saved = {
+        node_id: {t: [(getattr(w, "target", w), tt) for w, tt in ws] for t, ws in n.wires.items()}
+        for node_id, n in nodes.items()
+    }
+    for node_id, node in nodes.items():
+        node.wires = saved[node_id]  # as a tap that saved the plain wires puts them back
+    assert _probes(deployed) == 0
+    debugger.reinstall()
+    debugger.reinstall()  # idempotent: one probe per wire
+    assert _probes(deployed) == 2
+    assert sorted(debugger.connections()) == ["calc.out->out.in", "in.out->calc.in"]

@@ -303,13 +303,26 @@ class FlowDebugger:
                 self._trace_node(self.nodes[node_id])
 
     def _install_probes(self) -> None:
+        """Put a probe on every wire that has none (so it can run again after someone else, such
+        as a recording that ended, put back wires it had saved)."""
         for node in self.nodes.values():
             for terminal, wires in node.wires.items():
                 wires[:] = [
-                    (_Probe(self, target, connection_id(node.id, terminal, target.id, tt)), tt)  # type: ignore[misc]
+                    (
+                        target
+                        if isinstance(target, _Probe)
+                        else _Probe(self, target, connection_id(node.id, terminal, target.id, tt)),
+                        tt,
+                    )  # type: ignore[misc]
                     for target, tt in wires
                 ]
         self._probed = True
+
+    def reinstall(self) -> None:
+        """Probe the wires again while breakpoints are set: for whoever replaced ``node.wires``."""
+        with self._lock:
+            if self.breakpoints:
+                self._install_probes()
 
     def _remove_probes(self) -> None:
         for node in self.nodes.values():
