@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Path
 from flowbroker_nodes.spec import PropertyType, TerminalKind
-from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, StrictBool, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import SkipJsonSchema
 
@@ -270,6 +270,9 @@ class GroupOut(Out):
     description: str
     created_at: datetime
     desired_state: Literal["running", "stopped"] = Field(description="what an operator asked for")
+    development: bool = Field(
+        default=False, description="a development group lets the step debugger pause its flows"
+    )
     state: GroupState = Field(
         description="running: the worker is up and taking work; starting; stopping; stopped; "
         "failed: it keeps exiting and is restarted with a growing back-off; unknown: no worker reports"
@@ -326,11 +329,15 @@ class BrokerPatch(Body):
 class GroupIn(Body):
     name: str = Field(min_length=1, max_length=64)
     description: str = Field(default="", max_length=4000)
+    development: StrictBool = Field(
+        default=False, description="a development group lets the step debugger pause its flows"
+    )
 
 
 class GroupPatch(Body):
     name: str | None = Field(default=None, min_length=1, max_length=64)
     description: str | None = Field(default=None, max_length=4000)
+    development: StrictBool | None = None
 
 
 class DataSourceOut(Out):

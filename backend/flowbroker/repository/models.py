@@ -129,6 +129,8 @@ class ExecutionGroup(Base):
     desired_state: Mapped[str] = mapped_column(
         String(16), default="running", server_default="running", nullable=False
     )
+    #: A development group lets the step debugger pause its flows; a production group never pauses.
+    development: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0", nullable=False)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
     broker: Mapped[Broker] = relationship(back_populates="groups")
     report: Mapped[GroupReport | None] = relationship(
@@ -205,6 +207,9 @@ class Deployment(Base):
     #: needs no repository lookup: {"subflows": [{name, version, latest, document}],
     #: "messageSets": [{name, version, document}]}.
     dependencies: Mapped[dict[str, Any]] = mapped_column(JsonDoc, default=dict, nullable=False)
+    #: The step debugger's breakpoints (development groups only): {"connections": ["a.out->b.in"],
+    #: "esql": [{"node": id, "line": n}]}.
+    breakpoints: Mapped[dict[str, Any]] = mapped_column(JsonDoc, default=dict, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
     updated_at: Mapped[datetime] = mapped_column(
         UtcDateTime(), default=utcnow, onupdate=utcnow, nullable=False
@@ -300,3 +305,31 @@ class AuditEntry(Base):
     action: Mapped[str] = mapped_column(String(64), nullable=False)
     target: Mapped[str] = mapped_column(String(300), nullable=False)
     detail: Mapped[dict[str, Any]] = mapped_column(JsonDoc, default=dict, nullable=False)
+
+
+class DebugPause(Base):
+    """A flow thread of a development group paused by the step debugger, as its worker reports it.
+
+    The worker writes the row when the thread pauses (with the message assembly's tree and, at an
+    ESQL breakpoint, the variables in scope), rewrites it after an edit, and deletes it when the
+    thread goes on; the configuration manager reads it and sends the commands back as control tasks.
+    """
+
+    __tablename__ = "debug_pauses"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    deployment_id: Mapped[int] = mapped_column(
+        ForeignKey("deployments.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    flow: Mapped[str] = mapped_column(String(255), nullable=False)
+    thread: Mapped[str] = mapped_column(String(255), default="", nullable=False)
+    #: "connection" or "esql"; where: the connection id, or the node id and ESQL line.
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    connection: Mapped[str] = mapped_column(String(512), default="", nullable=False)
+    node: Mapped[str] = mapped_column(String(255), default="", nullable=False)
+    line: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    message: Mapped[dict[str, Any]] = mapped_column(JsonDoc, default=dict, nullable=False)
+    variables: Mapped[list[Any]] = mapped_column(JsonDoc, default=list, nullable=False)
+    #: Counts the edits applied, so a reader sees the tree has changed.
+    revision: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    paused_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
+    resumes_at: Mapped[datetime] = mapped_column(UtcDateTime(), nullable=False)

@@ -34,6 +34,7 @@ from flowbroker.runtime import assembly as assemblies
 from flowbroker.runtime import backout as backouts
 from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_flow
 from flowbroker.runtime.datasources import DataSources, ThreadDataSource
+from flowbroker.runtime.debugger import Breakpoints, FlowAborted, FlowDebugger, PauseListener
 from flowbroker.runtime.dependencies import install_message_sets, subflow_resolver
 from flowbroker.runtime.http_listener import HTTPListener
 from flowbroker.runtime.transports import (
@@ -115,6 +116,12 @@ class FlowThread(threading.Thread):
                     run = self.node.run  # type: ignore[attr-defined]
                     run()
                     backoff.reset()
+                except FlowAborted as aborted:
+                    # the step debugger's abort: the message's unit of work is rolled back, and the
+                    # batch got with it (its other messages return to the queue with it)
+                    self.log(f"{self.name}: {aborted}; backing out the unit of work")
+                    self.backout()
+                    self.prefetched = []
                 except Exception as exc:
                     if self.stop.is_set():
                         break
@@ -584,6 +591,22 @@ class DeployedFlow:
         self.failures = 0
         self.failures_memo = backouts.FailureMemo()
         self.repeated_errors = backouts.RepeatedErrors(log)
+        #: The step debugger, once breakpoints were set (development groups only).
+        self.debugger: FlowDebugger | None = None
+
+    def set_breakpoints(
+        self, breakpoints: Breakpoints, listener: PauseListener | None = None
+    ) -> FlowDebugger:
+        """Set the flow's breakpoints (none: the flow runs without any probe); threads paused at a
+        breakpoint that is gone go on."""
+        if self.debugger is None:
+            self.debugger = FlowDebugger(self.name, self.compiled.nodes, self.stop_event, listener)
+        elif listener is not None:
+            self.debugger.listener = listener
+        self.debugger.set_breakpoints(breakpoints)
+        if not breakpoints:
+            self.debugger.release_all()
+        return self.debugger
 
     def record_error(self, text: str) -> None:
         self.errors = [*self.errors[-19:], text]
@@ -592,6 +615,8 @@ class DeployedFlow:
         if self.state == "running":
             return
         self.stop_event = threading.Event()
+        if self.debugger is not None:
+            self.debugger.stop = self.stop_event
         self.threads = []
         for node in self.compiled.input_nodes():
             count = 1 + self.compiled.additional_instances
@@ -803,6 +828,12 @@ class ExecutionGroupRuntime:
     def set_trace(self, name: str, level: str, mode: str) -> None:
         """Switch a flow's user trace: level none, normal or debug; mode safe (flushed) or fast (buffered)."""
         self._get(name).trace.configure(level, mode)
+
+    def set_breakpoints(
+        self, name: str, breakpoints: Breakpoints, listener: PauseListener | None = None
+    ) -> FlowDebugger:
+        """Set a flow's step-debugger breakpoints (raises DebugError for one the flow does not have)."""
+        return self._get(name).set_breakpoints(breakpoints, listener)
 
     def shutdown(self, timeout: float = 30.0) -> None:
         with self._lock:

@@ -112,7 +112,7 @@ def group_by_name(session: Session, broker_name: str, group_name: str) -> Execut
 
 
 def create_group(
-    session: Session, actor: str, broker_id: int, name: str, description: str = ""
+    session: Session, actor: str, broker_id: int, name: str, description: str = "", development: bool = False
 ) -> ExecutionGroup:
     broker = get(session, broker_id)
     check_name(name)
@@ -125,10 +125,16 @@ def create_group(
             {"pointer": "/name"},
             code="duplicate_name",
         )
-    group = ExecutionGroup(broker_id=broker.id, name=name, description=description)
+    group = ExecutionGroup(broker_id=broker.id, name=name, description=description, development=development)
     session.add(group)
     session.flush()
-    audit.record(session, actor, "group.create", f"group:{broker.name}/{name}", {"id": group.id})
+    audit.record(
+        session,
+        actor,
+        "group.create",
+        f"group:{broker.name}/{name}",
+        {"id": group.id, "development": development},
+    )
     session.commit()
     return group
 
@@ -150,10 +156,16 @@ def update_group(
                 {"pointer": "/name"},
                 code="duplicate_name",
             )
-    for key in ("name", "description"):
+    for key in ("name", "description", "development"):
         if key in changes and changes[key] is not None:
             setattr(group, key, changes[key])
-    audit.record(session, actor, "group.update", f"group:{group.broker.name}/{group.name}", {"id": group.id})
+    audit.record(
+        session,
+        actor,
+        "group.update",
+        f"group:{group.broker.name}/{group.name}",
+        {"id": group.id, **({"development": changes["development"]} if "development" in changes else {})},
+    )
     session.commit()
     return group
 

@@ -130,6 +130,8 @@ def create(
     ``define_queues``: the group defines the flow's input and output queues its queue manager
     does not have before the flow starts (otherwise a missing input queue leaves it waiting).
     """
+    from flowbroker.services import debugger as debugger_service
+
     target = brokers.group_by_name(session, broker, group)
     if document is not None:
         if isinstance(document, dict):
@@ -153,6 +155,10 @@ def create(
         status="compiling",
         diagnostics=[],
         dependencies=dependency_service.resolve(session, fv.document),
+        # a redeploy to a development group keeps the step debugger's breakpoints the new version still has
+        breakpoints=debugger_service.previous_breakpoints(session, fv.flow_id, target.id, fv.document)
+        if target.development
+        else {},
     )
     session.add(deployment)
     session.flush()

@@ -173,6 +173,7 @@ def describe_group(
         "description": group.description,
         "created_at": group.created_at,
         "desired_state": group.desired_state,
+        "development": bool(group.development),
         **process_state(
             data,
             table,

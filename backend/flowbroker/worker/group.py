@@ -119,9 +119,12 @@ class GroupState:
         """Run again every flow the repository says this group runs."""
         from flowbroker.repository import db
         from flowbroker.services import deploy
+        from flowbroker.worker import debug
 
         with db.session_scope(self.session_factory) as session:
             ids = [(d.id, d.status) for d in deploy.to_resume(session, self.broker, self.group)]
+        # threads paused in a previous process of this group are gone with it
+        debug.forget_pauses(self.session_factory, [deployment_id for deployment_id, _ in ids])
         running = self.group_running()
         try:
             for deployment_id, status in reversed(ids):
@@ -259,9 +262,33 @@ class GroupState:
             self.waiting.pop(deployment_id, None)
             deploy.report(session, deployment_id, status, problems)
         log.info("deployment %s: %s", deployment_id, status)
+        if status != "failed":
+            self.debug(deployment_id)
         if settle and status != "failed":
             heap.settle()
         return status
+
+    def debug(self, deployment_id: int) -> str:
+        """Set a deployment's step-debugger breakpoints as the repository has them (0: every deployment's,
+        after the group's development flag changed)."""
+        from flowbroker.worker import debug
+
+        ids = [deployment_id] if deployment_id else list(self.by_deployment)
+        done = ""
+        for each in ids:
+            try:
+                done = debug.apply_breakpoints(self, each)
+            except Exception as exc:  # a flow runs on without breakpoints rather than fail its deploy
+                log.warning("deployment %s: cannot set breakpoints: %s", each, exc)
+                done = str(exc)
+        return done
+
+    def debug_command(
+        self, deployment_id: int, pause_id: str, action: str, edits: list[dict[str, Any]]
+    ) -> str:
+        from flowbroker.worker import debug
+
+        return debug.command(self, deployment_id, pause_id, action, edits)
 
     def _define_queues(self, deployment_id: int, compiled: Any) -> list[dict[str, Any]]:
         """Define the queues the flow's MQInput and MQOutput nodes name that do not exist yet.

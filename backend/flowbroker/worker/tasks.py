@@ -42,3 +42,15 @@ def trace(deployment_id: int, level: str, mode: str) -> str:
 def follow_group() -> str:
     """Stop or start the group's flows as its desired state in the repository says (group stop/start)."""
     return state(wait=120).follow_group()
+
+
+@app.task(name="flowbroker.eg.debug")
+def debug(deployment_id: int) -> str:
+    """Set the deployment's step-debugger breakpoints from the repository (0: all, the group's flag changed)."""
+    return state(wait=120).debug(int(deployment_id))
+
+
+@app.task(name="flowbroker.eg.debug_command")
+def debug_command(deployment_id: int, pause_id: str, action: str, edits: list[dict[str, object]]) -> str:
+    """Edit a paused message and/or resume, step or abort its flow thread."""
+    return state(wait=120).debug_command(int(deployment_id), str(pause_id), str(action), list(edits or []))

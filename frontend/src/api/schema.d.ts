@@ -242,7 +242,8 @@ export interface paths {
         head?: never;
         /**
          * Update Group
-         * @description Rename or describe an execution group.
+         * @description Rename or describe an execution group, or mark it as a development group (one whose flows
+         *     the step debugger may pause) or a production group (one that never pauses).
          */
         patch: operations["update_group_api_brokers__broker_id__groups__group_id__patch"];
         trace?: never;
@@ -338,6 +339,70 @@ export interface paths {
          * @description Undeploy: the group stops the flow after the messages in progress.
          */
         delete: operations["delete_deployment_api_deployments__deployment_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployments/{deployment_id}/breakpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Breakpoints
+         * @description The deployment's breakpoints.
+         */
+        get: operations["get_breakpoints_api_deployments__deployment_id__breakpoints_get"];
+        /**
+         * Set Breakpoints
+         * @description Replace the deployment's breakpoints (409 on a production group).
+         */
+        put: operations["set_breakpoints_api_deployments__deployment_id__breakpoints_put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployments/{deployment_id}/pauses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Pauses
+         * @description The deployment's flow threads paused at a breakpoint, each with its message.
+         */
+        get: operations["list_pauses_api_deployments__deployment_id__pauses_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployments/{deployment_id}/pauses/{pause_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Command
+         * @description Edit the paused message and/or resume, step or abort its thread; the group carries it out.
+         */
+        post: operations["command_api_deployments__deployment_id__pauses__pause_id__post"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1278,6 +1343,33 @@ export interface components {
             /** Usedby */
             usedBy: string[];
         };
+        /** BreakpointsIn */
+        BreakpointsIn: {
+            /**
+             * Connections
+             * @description connections as `source.terminal->target.terminal`
+             */
+            connections?: string[];
+            /** Esql */
+            esql?: components["schemas"]["EsqlBreakpoint"][];
+        };
+        /** BreakpointsOut */
+        BreakpointsOut: {
+            /**
+             * Armed
+             * @description whether the group's worker has set these breakpoints in the running flow
+             */
+            armed: boolean;
+            /** Connections */
+            connections: string[];
+            /**
+             * Development
+             * @description whether the deployment's group may pause at all
+             */
+            development: boolean;
+            /** Esql */
+            esql: components["schemas"]["EsqlBreakpointOut"][];
+        };
         /** BrokerIn */
         BrokerIn: {
             /**
@@ -1353,6 +1445,18 @@ export interface components {
             diagnostics: components["schemas"]["EsqlDiagnostic"][];
             /** Valid */
             valid: boolean;
+        };
+        /** CommandIn */
+        CommandIn: {
+            /**
+             * Action
+             * @description resume; step: pause again at the next connection or ESQL line; abort: back the unit of work out; empty: only edit
+             * @default
+             * @enum {string}
+             */
+            action?: "" | "resume" | "step" | "abort";
+            /** Edits */
+            edits?: components["schemas"]["Edit"][];
         };
         /** ComponentOut */
         ComponentOut: {
@@ -1583,6 +1687,30 @@ export interface components {
              */
             property: string;
         };
+        /** Edit */
+        Edit: {
+            /**
+             * Ref
+             * @description child positions from the tree down to the field
+             */
+            ref: number[];
+            /**
+             * Tree
+             * @enum {string}
+             */
+            tree: "Root" | "LocalEnvironment" | "Environment" | "ExceptionList";
+            /**
+             * Type
+             * @default CHARACTER
+             * @enum {string}
+             */
+            type?: "CHARACTER" | "INTEGER" | "DECIMAL" | "FLOAT" | "BOOLEAN" | "BLOB" | "DATE" | "TIME" | "TIMESTAMP" | "NULL";
+            /**
+             * Value
+             * @description the new value as text (a BLOB as hex)
+             */
+            value: string | null;
+        };
         /** EnvironmentOut */
         EnvironmentOut: {
             /** Correlationnames */
@@ -1608,6 +1736,23 @@ export interface components {
             detail?: unknown;
             /** Message */
             message: string;
+        };
+        /** EsqlBreakpoint */
+        EsqlBreakpoint: {
+            /**
+             * Line
+             * @description the line of the node's ESQL, from 1
+             */
+            line: number;
+            /** Node */
+            node: string;
+        };
+        /** EsqlBreakpointOut */
+        EsqlBreakpointOut: {
+            /** Line */
+            line: number;
+            /** Node */
+            node: string;
         };
         /** EsqlDiagnostic */
         EsqlDiagnostic: {
@@ -1972,6 +2117,12 @@ export interface components {
              * @default
              */
             description?: string;
+            /**
+             * Development
+             * @description a development group lets the step debugger pause its flows
+             * @default false
+             */
+            development?: boolean;
             /** Name */
             name: string;
         };
@@ -2000,6 +2151,12 @@ export interface components {
              * @default
              */
             detail: string;
+            /**
+             * Development
+             * @description a development group lets the step debugger pause its flows
+             * @default false
+             */
+            development: boolean;
             /**
              * Host
              * @description the host name the group's worker process runs on
@@ -2032,6 +2189,8 @@ export interface components {
         GroupPatch: {
             /** Description */
             description?: string | null;
+            /** Development */
+            development?: boolean | null;
             /** Name */
             name?: string | null;
         };
@@ -2489,6 +2648,53 @@ export interface components {
             /** Newpassword */
             newPassword: string;
         };
+        /** PauseOut */
+        PauseOut: {
+            /** Connection */
+            connection: string;
+            /** Deploymentid */
+            deploymentId: number;
+            /** Flow */
+            flow: string;
+            /** Id */
+            id: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "connection" | "esql";
+            /** Line */
+            line: number;
+            /**
+             * Message
+             * @description the message view (trees and serialized body)
+             */
+            message: {
+                [key: string]: unknown;
+            };
+            /** Node */
+            node: string;
+            /**
+             * Pausedat
+             * Format: date-time
+             */
+            pausedAt: string;
+            /**
+             * Resumesat
+             * Format: date-time
+             * @description when the thread goes on by itself (FLOWBROKER_DEBUG_PAUSE_SECONDS)
+             */
+            resumesAt: string;
+            /**
+             * Revision
+             * @description how many edits were applied
+             */
+            revision: number;
+            /** Thread */
+            thread: string;
+            /** Variables */
+            variables: components["schemas"]["Variable"][];
+        };
         /** Position */
         Position: {
             /** X */
@@ -2898,6 +3104,15 @@ export interface components {
             problems: components["schemas"]["Problem"][];
             /** Valid */
             valid: boolean;
+        };
+        /** Variable */
+        Variable: {
+            /** Name */
+            name: string;
+            /** Type */
+            type: string;
+            /** Value */
+            value: string | null;
         };
     };
     responses: never;
@@ -4462,6 +4677,301 @@ export interface operations {
             };
             /** @description The named object does not exist */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_breakpoints_api_deployments__deployment_id__breakpoints_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BreakpointsOut"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    set_breakpoints_api_deployments__deployment_id__breakpoints_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BreakpointsIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BreakpointsOut"];
+                };
+            };
+            /** @description Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The change conflicts with the object's current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body, or the message, is larger than allowed */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_pauses_api_deployments__deployment_id__pauses_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseOut"][];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    command_api_deployments__deployment_id__pauses__pause_id__post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+                pause_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommandIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseOut"];
+                };
+            };
+            /** @description Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The change conflicts with the object's current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body, or the message, is larger than allowed */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -16,6 +16,7 @@ import { api, ApiProblem, problemText, unwrap, type Schemas } from '../api/clien
 import { stats } from '../api/runtime';
 import { useCan } from '../auth';
 import { ConnectDialog } from './ConnectDialog';
+import { DebugPanel } from '../debugger/DebugPanel';
 import { DeployDialog } from './DeployDialog';
 import {
   connectionProblem,
@@ -741,6 +742,7 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
         <PropertyPanel readOnly={!canEdit} serverProblems={serverProblems} onEsqlDiagnostics={onEsqlDiagnostics} />
       </div>
       <CanvasProblems specs={specs} others={others} onFocus={focusNode} />
+      {ownCounts && <DebugPanel flowName={flowName} />}
       {showVersions && store.getState().meta.flowId !== null && (
         <VersionsDialog
           flowId={store.getState().meta.flowId as number}

@@ -7,6 +7,7 @@ import { EditorState } from '@codemirror/state';
 import { EditorView, keymap, lineNumbers } from '@codemirror/view';
 import { useEffect, useRef, useState } from 'react';
 import { api, unwrap } from '../api/client';
+import { esqlBreakpoints, followBreakpoints } from '../debugger/esql-breakpoints';
 import type { Problem } from './document';
 import { esqlCompletion, esqlLanguage, offsetOf, type EsqlEnvironment } from './esql-language';
 
@@ -39,10 +40,12 @@ interface EditorProps {
   readOnly: boolean;
   onChange: (v: string) => void;
   onDiagnostics: (problems: Problem[]) => void;
+  /** The node whose ESQL this is: its lines take step-debugger breakpoints. */
+  node?: string;
 }
 
 /** One CodeMirror view of the text; the panel's and the wide overlay's are kept in sync through `value`. */
-function EsqlCode({ id, value, readOnly, onChange, onDiagnostics, external = [], className }: EditorProps & { className: string }) {
+function EsqlCode({ id, value, readOnly, onChange, onDiagnostics, external = [], node, className }: EditorProps & { className: string }) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   // The callbacks change identity each render; the editor is built once and reads them through refs.
@@ -63,6 +66,7 @@ function EsqlCode({ id, value, readOnly, onChange, onDiagnostics, external = [],
 
   useEffect(() => {
     let cancelled = false;
+    let unfollow: (() => void) | null = null;
     loadEnvironment().then((env) => {
       if (cancelled || !host.current) return;
       const lint = linter(
@@ -102,6 +106,7 @@ function EsqlCode({ id, value, readOnly, onChange, onDiagnostics, external = [],
             esqlLanguage(env),
             syntaxHighlighting(defaultHighlightStyle),
             autocompletion({ override: [esqlCompletion(env)] }),
+            ...(node ? [esqlBreakpoints(node)] : []),
             lintGutter(),
             lint,
             EditorState.readOnly.of(readOnly),
@@ -112,15 +117,17 @@ function EsqlCode({ id, value, readOnly, onChange, onDiagnostics, external = [],
           ],
         }),
       });
+      if (node) unfollow = followBreakpoints(view.current, node);
     });
     return () => {
       cancelled = true;
+      unfollow?.();
       view.current?.destroy();
       view.current = null;
     };
     // The editor is rebuilt only for another node or property; typing goes through the view itself.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [id, readOnly]);
+  }, [id, readOnly, node]);
 
   useEffect(() => {
     // An undo in the designer replaces the text from outside the editor.

@@ -126,6 +126,7 @@ export function PropertyField({
           external={compileProblems}
           skeleton={skeleton}
           label={label}
+          node={nodeId}
         />
       </Suspense>
     );

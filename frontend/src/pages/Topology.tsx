@@ -40,7 +40,33 @@ function GroupRow({
   const running = group.desiredState === 'running';
   return (
     <tr data-testid={`group-${group.name}`}>
-      <td>{group.name}</td>
+      <td>
+        {group.name}
+        {canManage ? (
+          <label className="muted development-flag" title="A development group lets the step debugger pause its flows; a production group never pauses">
+            {' '}
+            <input
+              type="checkbox"
+              checked={group.development}
+              data-testid={`group-development-${group.name}`}
+              onChange={(e) => {
+                const development = e.target.checked;
+                act(() =>
+                  unwrap(
+                    api.PATCH('/api/brokers/{broker_id}/groups/{group_id}', {
+                      params: { path: { broker_id: broker.id, group_id: group.id } },
+                      body: { development },
+                    }),
+                  ),
+                );
+              }}
+            />{' '}
+            development
+          </label>
+        ) : (
+          group.development && <span className="muted"> · development</span>
+        )}
+      </td>
       <td>
         <span className={`status status-${group.state}`} data-testid={`group-state-${group.name}`}>
           {group.state}

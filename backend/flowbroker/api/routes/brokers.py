@@ -9,7 +9,7 @@ from fastapi import APIRouter, status
 from flowbroker.api.deps import DbSession, Reader, SettingsDep, TopologyManager
 from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.schemas import BrokerIn, BrokerOut, BrokerPatch, GroupIn, GroupOut, GroupPatch, Id
-from flowbroker.services import brokers, groups
+from flowbroker.services import brokers, debugger, groups
 from flowbroker.settings import Settings
 
 router = APIRouter(prefix="/api/brokers", tags=["brokers"], responses=responses(*AUTHENTICATED))
@@ -78,7 +78,9 @@ def create_group(
     broker_id: Id, body: GroupIn, user: TopologyManager, session: DbSession, settings: SettingsDep
 ) -> Any:
     """Define an execution group on a broker; on the local broker `flowbroker up` starts its process."""
-    group = brokers.create_group(session, user.username, broker_id, body.name, body.description)
+    group = brokers.create_group(
+        session, user.username, broker_id, body.name, body.description, body.development
+    )
     return _group(group, settings)
 
 
@@ -97,9 +99,15 @@ def update_group(
     session: DbSession,
     settings: SettingsDep,
 ) -> Any:
-    """Rename or describe an execution group."""
+    """Rename or describe an execution group, or mark it as a development group (one whose flows
+    the step debugger may pause) or a production group (one that never pauses)."""
     changes = body.model_dump(exclude_unset=True, exclude_none=True)
-    return _group(brokers.update_group(session, user.username, broker_id, group_id, changes), settings)
+    was = brokers.get_group(session, broker_id, group_id).development
+    group = brokers.update_group(session, user.username, broker_id, group_id, changes)
+    if group.development != was:
+        # the worker sets or clears its flows' breakpoints; a production group's paused threads go on
+        debugger.sync_group(group, settings.data)
+    return _group(group, settings)
 
 
 @router.delete(
