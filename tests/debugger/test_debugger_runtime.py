@@ -189,7 +189,7 @@ def test_breakpoints_the_flow_does_not_have_are_refused(group, queues) -> None:
 def test_the_debugger_bench_measures_each_variant_without_pausing() -> None:
     import argparse
 
-    from flowbroker.bench.core import scenarios
+    from flowbroker_bench.core import scenarios
 
     rows = scenarios()["debugger"].run(argparse.Namespace(messages=20, rounds=1))
     assert [r["variant"] for r in rows] == [
