@@ -14,7 +14,18 @@ from collections.abc import Sequence
 from flowbroker.commands import CommandError
 
 #: Modules under flowbroker.commands that add subcommands (each has ``register(subparsers)``).
-COMMAND_MODULES = ("platform", "qm", "esql", "msgset", "flows", "flowtests", "imports", "worker", "bench", "docs")
+COMMAND_MODULES = (
+    "platform",
+    "qm",
+    "esql",
+    "msgset",
+    "flows",
+    "flowtests",
+    "imports",
+    "worker",
+    "bench",
+    "docs",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

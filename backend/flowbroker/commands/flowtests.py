@@ -17,10 +17,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "test",
         help="run flow tests (NAME.tests.json beside NAME.json, or the document's tests) on a private engine",
     )
-    test.add_argument("paths", nargs="+", metavar="FLOW_OR_DIR", help="flow documents, or directories of them")
+    test.add_argument(
+        "paths", nargs="+", metavar="FLOW_OR_DIR", help="flow documents, or directories of them"
+    )
     test.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
-    test.add_argument("--case", action="append", default=[], metavar="NAME", help="run only this case (repeatable)")
-    test.add_argument("--scratch", metavar="DIR", help="keep the engine's data directory here (default: a temporary one)")
+    test.add_argument(
+        "--case", action="append", default=[], metavar="NAME", help="run only this case (repeatable)"
+    )
+    test.add_argument(
+        "--scratch", metavar="DIR", help="keep the engine's data directory here (default: a temporary one)"
+    )
     test.set_defaults(func=cmd_test)
 
 
@@ -111,4 +117,3 @@ def _print(flow_file: Path, result: Any) -> None:
     for line in result.report_lines():
         print(f"    {line}")
     sys.stdout.flush()
-

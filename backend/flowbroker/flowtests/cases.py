@@ -36,7 +36,7 @@ from flowbroker.formats import mqmd
 MQMD_FIELDS = {name: attr for name, attr, _ in mqmd._FIELDS if name != "BackoutCount"}
 _ID_FIELDS = {"MsgId", "CorrelId"}
 _INT_FIELDS = {"Expiry", "Encoding", "CodedCharSetId", "Priority", "Persistence"}
-_SEGMENT = re.compile(r"^(\(text\)|[^.\[\]()]+)(\[(\d+|\*)\])?$")
+_SEGMENT = re.compile(r"^(\(text\)|\(properties\)|[^.\[\]()]+)(\[(\d+|\*)\])?$")
 #: Bounds that keep one test file from taking the runner's memory or time.
 MAX_CASES = 500
 MAX_MESSAGES = 100
@@ -58,6 +58,8 @@ class CaseError(ValueError):
 @dataclass(frozen=True)
 class TestMessage:
     """A message as a test gives it: body bytes, MQMD fields, RFH2 folders, queue properties."""
+
+    __test__ = False  # not a pytest class
 
     body: bytes = b""
     mqmd: dict[str, Any] = field(default_factory=dict)
@@ -100,6 +102,8 @@ class Expectation:
 
 @dataclass(frozen=True)
 class TestCase:
+    __test__ = False  # not a pytest class
+
     name: str
     input_node: str
     input: TestMessage
@@ -125,6 +129,8 @@ class Subscription:
 @dataclass(frozen=True)
 class TestSuite:
     """The cases of one flow and what the engine needs before they run."""
+
+    __test__ = False  # not a pytest class
 
     source: str
     cases: tuple[TestCase, ...]
@@ -159,7 +165,9 @@ def parse(data: Any, document: dict[str, Any], source: str) -> TestSuite:
     reader.only(obj, "", {"flow", "cases", "setup"})
     flow_name = obj.get("flow")
     if flow_name is not None and flow_name != document.get("name"):
-        raise CaseError(source, "/flow", f"names flow {flow_name!r}, but the flow is {document.get('name')!r}")
+        raise CaseError(
+            source, "/flow", f"names flow {flow_name!r}, but the flow is {document.get('name')!r}"
+        )
     cases = reader.list(obj.get("cases"), "/cases", MAX_CASES)
     parsed = [reader.case(item, f"/cases/{n}") for n, item in enumerate(cases)]
     names = [case.name for case in parsed]
@@ -211,7 +219,9 @@ class _Reader:
     def only(self, obj: dict[str, Any], pointer: str, allowed: set[str]) -> None:
         for key in obj:
             if key not in allowed:
-                raise self.fail(f"{pointer}/{key}", f"unknown field; expected one of {', '.join(sorted(allowed))}")
+                raise self.fail(
+                    f"{pointer}/{key}", f"unknown field; expected one of {', '.join(sorted(allowed))}"
+                )
 
     def case(self, value: Any, pointer: str) -> TestCase:
         obj = self.object(value, pointer)
@@ -244,7 +254,9 @@ class _Reader:
         if node_id not in self.nodes:
             raise self.fail(pointer, f"the flow has no node {node_id!r}")
         if self.nodes[node_id].get("type") != "MQInput":
-            raise self.fail(pointer, f"node {node_id!r} is a {self.nodes[node_id].get('type')}, not an MQInput")
+            raise self.fail(
+                pointer, f"node {node_id!r} is a {self.nodes[node_id].get('type')}, not an MQInput"
+            )
         return node_id
 
     def expectation(self, value: Any, pointer: str, domain: str) -> Expectation:
@@ -258,7 +270,9 @@ class _Reader:
                 raise self.fail(f"{pointer}/node", f"the flow has no node {node_id!r}")
             queue = str((node.get("properties") or {}).get("queueName") or "")
             if node.get("type") != "MQOutput" or not queue:
-                raise self.fail(f"{pointer}/node", f"node {node_id!r} is not an MQOutput node with a queue name")
+                raise self.fail(
+                    f"{pointer}/node", f"node {node_id!r} is not an MQOutput node with a queue name"
+                )
             if "queue" in obj and obj["queue"] != queue:
                 raise self.fail(f"{pointer}/queue", f"node {node_id!r} puts to {queue}, not {obj['queue']}")
         elif "queue" in obj:
@@ -266,16 +280,22 @@ class _Reader:
         else:
             raise self.fail(pointer, "required: queue or node")
         messages = [
-            self.message(self.object(item, f"{pointer}/messages/{n}"), f"{pointer}/messages/{n}", set(), domain)
+            self.message(
+                self.object(item, f"{pointer}/messages/{n}"), f"{pointer}/messages/{n}", set(), domain
+            )
             for n, item in enumerate(self.list(obj.get("messages"), f"{pointer}/messages", MAX_MESSAGES))
         ]
         return Expectation(queue, node_id, tuple(messages))
 
     def message(self, obj: dict[str, Any], pointer: str, extra: set[str], domain: str) -> TestMessage:
-        self.only(obj, pointer, {"body", "bodyBase64", "bodyHex", "mqmd", "rfh2", "properties", "domain", *extra})
+        self.only(
+            obj, pointer, {"body", "bodyBase64", "bodyHex", "mqmd", "rfh2", "properties", "domain", *extra}
+        )
         given = [key for key in ("body", "bodyBase64", "bodyHex") if key in obj]
         if len(given) > 1:
-            raise self.fail(f"{pointer}/{given[1]}", f"give one of body, bodyBase64, bodyHex (also {given[0]})")
+            raise self.fail(
+                f"{pointer}/{given[1]}", f"give one of body, bodyBase64, bodyHex (also {given[0]})"
+            )
         body = b""
         if given:
             body = self.body(given[0], obj[given[0]], f"{pointer}/{given[0]}")
@@ -322,7 +342,9 @@ class _Reader:
         for name, item in obj.items():
             where = f"{pointer}/{name}"
             if name not in MQMD_FIELDS:
-                raise self.fail(where, f"not an MQMD field a test sets; expected one of {', '.join(MQMD_FIELDS)}")
+                raise self.fail(
+                    where, f"not an MQMD field a test sets; expected one of {', '.join(MQMD_FIELDS)}"
+                )
             if name in _INT_FIELDS:
                 if not isinstance(item, int) or isinstance(item, bool):
                     raise self.fail(where, "must be an integer")
@@ -346,7 +368,8 @@ class _Reader:
         for segment in segments:
             if not _SEGMENT.match(segment):
                 raise self.fail(
-                    pointer, f"{text!r} is not a tree path (names joined by '.', each optionally with [n] or [*])"
+                    pointer,
+                    f"{text!r} is not a tree path (names joined by '.', each optionally with [n] or [*])",
                 )
         if not segments:
             raise self.fail(pointer, "a path below Root is needed, e.g. MQMD.MsgId")
@@ -364,7 +387,9 @@ class _Reader:
             self.only(source_obj, where, {"statements"})
             statements = [
                 self.text(item, f"{where}/statements/{n}")
-                for n, item in enumerate(self.list(source_obj.get("statements", []), f"{where}/statements", 100))
+                for n, item in enumerate(
+                    self.list(source_obj.get("statements", []), f"{where}/statements", 100)
+                )
             ]
             sources.append(DataSourceSetup(name, tuple(statements)))
         subscriptions = []
@@ -372,7 +397,12 @@ class _Reader:
             where = f"{pointer}/subscriptions/{n}"
             sub = self.object(item, where)
             self.only(sub, where, {"topic", "queue"})
-            subscriptions.append(Subscription(self.text(sub.get("topic"), f"{where}/topic"), self.text(sub.get("queue"), f"{where}/queue")))
+            subscriptions.append(
+                Subscription(
+                    self.text(sub.get("topic"), f"{where}/topic"),
+                    self.text(sub.get("queue"), f"{where}/queue"),
+                )
+            )
         return tuple(sources), tuple(subscriptions)
 
 
@@ -390,12 +420,17 @@ def tests_file(flow_file: Path) -> Path:
 # -- a case from messages seen (a recording, or messages taken off queues) ----------------------
 
 
-def message_json(message: Any, *, domain: str = "") -> dict[str, Any]:
-    """A queue message (descriptor, properties, body) as a test file gives one."""
+def message_json(message: Any, *, domain: str = "", skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A queue message (descriptor, properties, body) as a test file gives one.
+
+    MQMD fields named in ``skip``, and empty ones, are left out (so not compared).
+    """
     md = message.md
     fields: dict[str, Any] = {}
     for name, attr in MQMD_FIELDS.items():
         value = getattr(md, attr)
+        if name in skip or value == "":
+            continue
         if name in _ID_FIELDS:
             if value.rstrip(b"\x00") == b"":
                 continue
@@ -409,15 +444,42 @@ def message_json(message: Any, *, domain: str = "") -> dict[str, Any]:
                 continue
         fields[name] = value
     out: dict[str, Any] = {"mqmd": fields}
+    body = bytes(message.body)
+    folders = _rfh2_folders(md, body)
+    if folders is not None:
+        out["rfh2"], inner, body = folders
+        fields["Format"] = inner
     try:
-        out["body"] = message.body.decode("utf-8")
+        out["body"] = body.decode("utf-8")
     except UnicodeDecodeError:
-        out["bodyBase64"] = base64.b64encode(message.body).decode("ascii")
+        out["bodyBase64"] = base64.b64encode(body).decode("ascii")
     if message.properties:
         out["properties"] = dict(message.properties)
     if domain:
         out["domain"] = domain
     return out
+
+
+def _rfh2_folders(md: Any, body: bytes) -> tuple[dict[str, dict[str, str]], str, bytes] | None:
+    """(folders, inner format, body after the header) of a message with a flat MQRFH2; else None."""
+    if str(md.format).strip() != mqmd.FORMAT_RFH2.strip():
+        return None
+    from flowbroker.formats import rfh2 as rfh2_format
+
+    try:
+        header, rest = rfh2_format.parse(body, encoding=md.encoding, ccsid=md.coded_char_set_id)
+    except Exception:  # a header this cannot read: the message is kept as bytes
+        return None
+    folders: dict[str, dict[str, str]] = {}
+    inner = ""
+    for kid in header.children():
+        if kid.name == "Format":
+            inner = str(kid.value or "").strip()
+        elif kid.has_children():
+            if any(field.has_children() for field in kid.children()):
+                return None
+            folders[kid.name] = {field.name: _folder_text(field.value) for field in kid.children()}
+    return folders, inner, rest
 
 
 #: Fields that differ on every run: a case made from messages seen ignores them.
@@ -438,15 +500,25 @@ def case_from_messages(
     A recording of a flow's path or messages taken off its output queues feed this the same way;
     ``ignore`` adds tree paths to the run-dependent ones left out always.
     """
-    given = message_json(input_message, domain=domain)
-    given["mqmd"] = {key: value for key, value in given["mqmd"].items() if key != "MsgId"}
+    from flowbroker.qm.protocol import MessageDescriptor
+
+    defaults = MessageDescriptor()
+    unset = tuple(
+        name
+        for name, attr in MQMD_FIELDS.items()
+        if getattr(input_message.md, attr) == getattr(defaults, attr)
+    )
+    given = message_json(input_message, domain=domain, skip=("MsgId", *unset))
+    if not given["mqmd"]:
+        del given["mqmd"]
+    volatile = tuple(path.partition(".")[2] for path in VOLATILE_PATHS)
     if input_node:
         given["node"] = input_node
     return {
         "name": name,
         "input": given,
         "expect": [
-            {"queue": queue, "messages": [message_json(m, domain=domain) for m in messages]}
+            {"queue": queue, "messages": [message_json(m, domain=domain, skip=volatile) for m in messages]}
             for queue, messages in outputs.items()
         ],
         "ignore": [*VOLATILE_PATHS, *(ignore or [])],

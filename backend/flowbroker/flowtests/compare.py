@@ -22,6 +22,8 @@ from flowbroker.flowtests.cases import TestMessage
 
 #: Differences listed per message; more are counted, not listed.
 MAX_DIFFERENCES = 50
+#: Where a difference of the queue message's own properties (not a tree) is named.
+PROPERTIES = "(properties)"
 #: The path segment of a field without a name (the text of an XML element).
 TEXT = "(text)"
 _INDEX = re.compile(r"^(.*?)(?:\[(\d+|\*)\])?$")
@@ -176,7 +178,13 @@ def _scope(leaves: list[Leaf], mqmd_fields: set[str]) -> dict[str, Leaf]:
     return kept
 
 
-def compare(expected: TestMessage, md: Any, body: bytes, ignore: tuple[str, ...]) -> list[Difference]:
+def compare(
+    expected: TestMessage,
+    md: Any,
+    body: bytes,
+    ignore: tuple[str, ...],
+    properties: dict[str, Any] | None = None,
+) -> list[Difference]:
     """The differences of the message (``md``, ``body``) from ``expected``; none means equal.
 
     Raises :class:`UnparsableMessage` (naming which side) when either does not parse.
@@ -184,11 +192,15 @@ def compare(expected: TestMessage, md: Any, body: bytes, ignore: tuple[str, ...]
     try:
         want_leaves = flatten(expected_root(expected))
     except UnparsableMessage as exc:
-        raise UnparsableMessage(f"the expected message does not parse as {expected.domain or 'BLOB'}: {exc}") from None
+        raise UnparsableMessage(
+            f"the expected message does not parse as {expected.domain or 'BLOB'}: {exc}"
+        ) from None
     try:
         got_leaves = flatten(root_of(md, body, expected.domain))
     except UnparsableMessage as exc:
-        raise UnparsableMessage(f"the output message does not parse as {expected.domain or 'BLOB'}: {exc}") from None
+        raise UnparsableMessage(
+            f"the output message does not parse as {expected.domain or 'BLOB'}: {exc}"
+        ) from None
     fields = set(expected.mqmd)
     want = {p: leaf for p, leaf in _scope(want_leaves, fields).items() if not ignored(p, ignore)}
     got = {p: leaf for p, leaf in _scope(got_leaves, fields).items() if not ignored(p, ignore)}
@@ -202,9 +214,19 @@ def compare(expected: TestMessage, md: Any, body: bytes, ignore: tuple[str, ...]
     for path, leaf in got.items():
         if path not in want:
             differences.append(Difference(path, "unexpected", None, leaf.value))
+    # the queue message's own properties: those the expectation names
+    for key, value in expected.properties.items():
+        path = f"{PROPERTIES}.{key}"
+        if ignored(path, ignore):
+            continue
+        have = (properties or {}).get(key)
+        if key not in (properties or {}):
+            differences.append(Difference(path, "missing", value_text(value), None))
+        elif have != value:
+            differences.append(Difference(path, "changed", value_text(value), value_text(have)))
     order = {leaf.path: n for n, leaf in enumerate(got_leaves)}
     order.update({leaf.path: n for n, leaf in enumerate(want_leaves)})
-    differences.sort(key=lambda d: order.get(d.path, 0))
+    differences.sort(key=lambda d: order.get(d.path, len(order)))
     return differences
 
 

@@ -104,6 +104,8 @@ class CaseResult:
 class TestEngine:
     """Start with ``with TestEngine() as engine:``; then :meth:`run_suite` for each flow."""
 
+    __test__ = False  # not a pytest class
+
     def __init__(self, *, scratch: Path | None = None) -> None:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._scratch = scratch
@@ -168,7 +170,10 @@ class TestEngine:
             self._prepare(document, suite)
             deployment_id = self._deploy(document)
         except RuntimeError as exc:
-            return [CaseResult(name, case.name, time.monotonic() - started, error=str(exc)) for case in suite.cases]
+            return [
+                CaseResult(name, case.name, time.monotonic() - started, error=str(exc))
+                for case in suite.cases
+            ]
         try:
             results = [self.run_case(document, case) for case in suite.cases]
         finally:
@@ -197,7 +202,9 @@ class TestEngine:
                     for statement in source.statements:
                         conn.execute(sa.text(statement))
             except sa.exc.SQLAlchemyError as exc:
-                raise RuntimeError(f"data source {source.name}: setup statement failed: {exc.orig or exc}") from None
+                raise RuntimeError(
+                    f"data source {source.name}: setup statement failed: {getattr(exc, 'orig', None) or exc}"
+                ) from None
             finally:
                 engine.dispose()
             with self._session() as session:
@@ -209,9 +216,7 @@ class TestEngine:
         with self.qm.client() as qm:
             for subscription in suite.subscriptions:
                 qm.define_queue(subscription.queue, replace=True)
-                qm.subscribe(
-                    subscription.topic, subscription.queue, name=f"flowtest.{subscription.queue}"
-                )
+                qm.subscribe(subscription.topic, subscription.queue, name=f"flowtest.{subscription.queue}")
 
     def _deploy(self, document: dict[str, Any], timeout: float = 60.0) -> int:
         from flowbroker.services import deploy
@@ -236,7 +241,9 @@ class TestEngine:
                 status, diagnostics = found.status, found.diagnostics
         if status != "running":
             problems = "; ".join(str(d.get("message", "")) for d in diagnostics or [])
-            raise RuntimeError(f"the flow did not start: deployment {status}{': ' + problems if problems else ''}")
+            raise RuntimeError(
+                f"the flow did not start: deployment {status}{': ' + problems if problems else ''}"
+            )
         return int(deployment_id)
 
     def _undeploy(self, deployment_id: int, timeout: float = 30.0) -> None:
@@ -264,7 +271,12 @@ class TestEngine:
             for expectation in case.expect:
                 self._drain(qm, expectation.queue)
             message = case.input
-            qm.put(in_queue, message.wire_body(), MessageDescriptor(**message.descriptor_fields()), properties=message.properties or None)
+            qm.put(
+                in_queue,
+                message.wire_body(),
+                MessageDescriptor(**message.descriptor_fields()),
+                properties=message.properties or None,
+            )
             deadline = time.monotonic() + case_timeout()
             for expectation in case.expect:
                 self._collect(qm, expectation, case, deadline, result)
@@ -302,7 +314,7 @@ class TestEngine:
             else:
                 got = arrived[n]
                 try:
-                    outcome.differences = compare(wanted, got.md, got.body, case.ignore)
+                    outcome.differences = compare(wanted, got.md, got.body, case.ignore, got.properties)
                 except UnparsableMessage as exc:
                     outcome.problem = str(exc)
             result.messages.append(outcome)
@@ -313,3 +325,58 @@ class TestEngine:
             result.problems.append(
                 f"{expectation.queue}: {more} more message(s) than the {len(expectation.messages)} expected"
             )
+
+    # -- making a case -----------------------------------------------------------------------------
+
+    def record_case(
+        self,
+        document: dict[str, Any],
+        suite: TestSuite,
+        name: str,
+        input_node: str,
+        message: Any,
+        queues: list[str],
+        *,
+        ignore: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Run ``message`` (a :class:`TestMessage`) through the flow and make a case of what came out.
+
+        Every message that arrives on ``queues`` within the settle time becomes an expected one;
+        the case is what :func:`flowbroker.flowtests.cases.case_from_messages` makes of them.
+        """
+        from flowbroker.flowtests.cases import case_from_messages
+        from flowbroker.qm.protocol import Message, MessageDescriptor
+
+        document = {key: value for key, value in document.items() if key not in ("tests", "version")}
+        self._prepare(document, suite)
+        deployment_id = self._deploy(document)
+        node = next(n for n in document["nodes"] if n.get("id") == input_node)
+        outputs: dict[str, list[Any]] = {}
+        try:
+            with self.qm.client() as qm:
+                for queue in queues:
+                    self._drain(qm, queue)
+                md = MessageDescriptor(**message.descriptor_fields())
+                qm.put(
+                    str(node["properties"]["queueName"]),
+                    message.wire_body(),
+                    md,
+                    properties=message.properties or None,
+                )
+                for queue in queues:
+                    first = qm.get(queue, wait=case_timeout())
+                    outputs[queue] = [first] if first is not None else []
+                    while first is not None and (more := qm.get(queue, wait=settle_time())) is not None:
+                        outputs[queue].append(more)
+        finally:
+            self._undeploy(deployment_id)
+        from flowbroker.flowtests.cases import MQMD_FIELDS
+
+        given = {MQMD_FIELDS[key]: value for key, value in message.mqmd.items()}
+        sent = Message(MessageDescriptor(**given), message.properties, message.body)
+        case = case_from_messages(
+            name, sent, outputs, input_node=input_node, ignore=ignore, domain=message.domain
+        )
+        if message.rfh2 is not None:
+            case["input"]["rfh2"] = message.rfh2
+        return case

@@ -23,7 +23,9 @@ def to_xml(results: list[CaseResult]) -> bytes:
         suite.set("errors", str(flow_errors))
         suite.set("time", f"{sum(c.seconds for c in cases):.3f}")
         for case in cases:
-            element = ET.SubElement(suite, "testcase", classname=flow, name=case.case, time=f"{case.seconds:.3f}")
+            element = ET.SubElement(
+                suite, "testcase", classname=flow, name=case.case, time=f"{case.seconds:.3f}"
+            )
             lines = case.report_lines()
             if case.error:
                 ET.SubElement(element, "error", message=case.error).text = "\n".join(lines)
