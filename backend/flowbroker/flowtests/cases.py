@@ -180,10 +180,12 @@ def parse(data: Any, document: dict[str, Any], source: str) -> TestSuite:
 
 def check(data: Any, document: dict[str, Any]) -> list[dict[str, Any]]:
     """The problems of a flow document's ``tests`` (pointers below ``/tests``), for the validator."""
+    if not isinstance(data, list):
+        return [{"pointer": "/tests", "message": "must be a list of test cases"}]
     try:
         parse(data, document, "tests")
     except CaseError as exc:
-        return [{"pointer": "/tests" + exc.pointer, "message": exc.message}]
+        return [{"pointer": "/tests" + exc.pointer.removeprefix("/cases"), "message": exc.message}]
     return []
 
 
@@ -522,4 +524,28 @@ def case_from_messages(
             for queue, messages in outputs.items()
         ],
         "ignore": [*VOLATILE_PATHS, *(ignore or [])],
+    }
+
+
+def case_from_views(
+    name: str,
+    input_message: dict[str, Any],
+    outputs: dict[str, list[dict[str, Any]]],
+    *,
+    input_node: str | None = None,
+    ignore: list[str] | None = None,
+) -> dict[str, Any]:
+    """A test case from messages already in a test file's form (as a recording's view gives them).
+
+    The run-dependent fields (:data:`VOLATILE_PATHS`) are ignored besides ``ignore``; the case is
+    checked when it is stored with its flow.
+    """
+    given = dict(input_message)
+    if input_node:
+        given["node"] = input_node
+    return {
+        "name": name,
+        "input": given,
+        "expect": [{"queue": queue, "messages": list(messages)} for queue, messages in outputs.items()],
+        "ignore": [*VOLATILE_PATHS, *(p for p in ignore or [] if p not in VOLATILE_PATHS)],
     }
