@@ -27,6 +27,7 @@ import {
   type Problem,
 } from './document';
 import { FlowNode } from './FlowNode';
+import { FlowTestsButton } from './FlowTestsPanel';
 import { layoutPositions } from './layout';
 import { DRAG_TYPE, Palette } from './Palette';
 import { PropertyPanel } from './PropertyPanel';
@@ -370,6 +371,7 @@ function Toolbar({
       <button type="button" onClick={onOpenVersions} disabled={meta.flowId === null}>
         Versions
       </button>
+      <FlowTestsButton />
       {canEdit && (
         <>
           <button type="button" onClick={() => store.getState().undo()} disabled={!canUndo} title="Undo (Ctrl+Z)">
