@@ -27,7 +27,6 @@ import {
   type Problem,
 } from './document';
 import { FlowNode } from './FlowNode';
-import { FlowTestsButton } from './FlowTestsPanel';
 import { layoutPositions } from './layout';
 import { DRAG_TYPE, Palette } from './Palette';
 import { PropertyPanel } from './PropertyPanel';
@@ -371,7 +370,6 @@ function Toolbar({
       <button type="button" onClick={onOpenVersions} disabled={meta.flowId === null}>
         Versions
       </button>
-      <FlowTestsButton />
       {canEdit && (
         <>
           <button type="button" onClick={() => store.getState().undo()} disabled={!canUndo} title="Undo (Ctrl+Z)">

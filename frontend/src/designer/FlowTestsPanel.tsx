@@ -14,8 +14,14 @@ export function FlowTestsButton() {
   const count = useDesigner((s) => (Array.isArray(s.meta.tests) ? s.meta.tests.length : 0));
   return (
     <>
-      <button type="button" onClick={() => setOpen(true)} disabled={flowId === null} title="The flow's test cases">
-        Tests ({count})
+      <button
+        type="button"
+        onClick={() => setOpen(true)}
+        disabled={flowId === null}
+        aria-label={`Tests (${count})`}
+        title={`The flow's test cases (${count})`}
+      >
+        {count === 1 ? '1 test case' : `${count} test cases`}…
       </button>
       {open && flowId !== null && <FlowTestsDialog flowId={flowId} onClose={() => setOpen(false)} />}
     </>
@@ -66,7 +72,7 @@ export function FlowTestsDialog({ flowId, onClose }: { flowId: number; onClose: 
                   <td>{row.name}</td>
                   <td>{row.summary}</td>
                   <td>
-                    {row.status}
+                    {row.status}{' '}
                     {row.result && !row.result.passed && (
                       <button
                         type="button"
