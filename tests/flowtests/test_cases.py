@@ -171,3 +171,10 @@ def test_a_case_made_from_messages_seen_runs_as_a_case() -> None:
     assert compare(wanted, out.md, out.body, case.ignore, out.properties) == []
     other = compare(wanted, out.md, b"<Order><Id>3</Id></Order>", case.ignore, {})
     assert [d.path for d in other] == ["XMLNSC.Order.Id", "(properties).k"]
+
+
+def test_an_attribute_is_not_an_element_of_the_same_value() -> None:
+    differences = compare(TestMessage(b'<a x="1"/>', domain="XMLNSC"), *_out(b"<a><x>1</x></a>"), ())
+    (found,) = [d for d in differences if d.path == "XMLNSC.a.x"]
+    assert found.path == "XMLNSC.a.x" and found.expected != found.actual
+    assert found.expected is not None and found.expected.startswith("field type 0x")

@@ -37,7 +37,9 @@ def _flow_files(paths: list[str]) -> list[Path]:
         if path.is_dir():
             found += sorted(p for p in path.glob("*.json") if not p.name.endswith(".tests.json"))
         elif path.is_file():
-            found.append(path)
+            # a test file stands for the flow document beside it
+            flow = path.with_name(path.name.removesuffix(".tests.json") + ".json")
+            found.append(flow if path.name.endswith(".tests.json") else path)
         else:
             raise CommandError(f"{name}: no such file or directory")
     return found

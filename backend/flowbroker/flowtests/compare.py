@@ -209,8 +209,12 @@ def compare(
         other = got.get(path)
         if other is None:
             differences.append(Difference(path, "missing", leaf.value, None))
-        elif _normal(path, other.value) != _normal(path, leaf.value) or other.type != leaf.type:
+        elif _normal(path, other.value) != _normal(path, leaf.value):
             differences.append(Difference(path, "changed", leaf.value, other.value))
+        elif other.type != leaf.type:  # same value, another kind of field (an attribute for an element)
+            differences.append(
+                Difference(path, "changed", f"field type 0x{leaf.type:08X}", f"field type 0x{other.type:08X}")
+            )
     for path, leaf in got.items():
         if path not in want:
             differences.append(Difference(path, "unexpected", None, leaf.value))
