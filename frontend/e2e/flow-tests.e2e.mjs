@@ -91,6 +91,11 @@ try {
       JSON.stringify(cells) === JSON.stringify([`${flow}.OUT #1`, 'XMLNSC.Order.Total', 'changed', '9', '6']),
       `diff row: ${JSON.stringify(cells)}`,
     );
+    // the message that arrived, as the message view shows it, with the differing field marked
+    await page.getByTestId('test-actual').locator('summary').click();
+    const tree = page.getByTestId('test-actual').getByTestId('message-view');
+    await tree.waitFor();
+    expect((await tree.innerText()).includes('Total'), 'the actual tree shows the Total field');
     await shot('flow-tests-01-run');
     await page.getByRole('button', { name: 'Close' }).click();
   });

@@ -83,4 +83,8 @@ def test_run_from_the_api_passes_and_fails_with_a_tree_diff(sqlite_api: Api, uni
     assert failed["messages"][0]["differences"] == [
         {"path": "XMLNSC.Order.Total", "kind": "changed", "expected": "9", "actual": "6"}
     ]
+    # the message that arrived comes with the failure, as the message view shows it
+    actual = failed["messages"][0]["actual"]
+    assert actual["trees"][0]["name"] == "Root" and "<Total>6</Total>" in actual["body"]["text"]
+    assert [r["messages"][0]["actual"] for r in body["results"] if r["passed"]] == [None]
     assert api.as_("viewer", "POST", f"/api/flows/{flow_id}/tests/run", json={}).status_code == 403  # type: ignore[attr-defined]

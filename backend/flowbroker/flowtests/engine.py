@@ -48,6 +48,8 @@ class MessageResult:
     index: int
     differences: list[Difference] = field(default_factory=list)
     problem: str = ""
+    #: The message that arrived, as the message view shows it (only when it differs).
+    actual: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -60,6 +62,7 @@ class MessageResult:
             "passed": self.passed,
             "problem": self.problem,
             "differences": [d.to_json() for d in self.differences],
+            "actual": self.actual,
         }
 
 
@@ -99,6 +102,25 @@ class CaseResult:
             "problems": self.problems,
             "messages": [m.to_json() for m in self.messages],
         }
+
+
+#: How much of a differing output message a result shows: its diff names every difference anyway.
+VIEW_LIMITS_FIELDS = 2000
+VIEW_LIMITS_BODY = 64 * 1024
+
+
+def actual_view(message: Any, domain: str) -> dict[str, Any] | None:
+    """The message view (trees with types and values, serialized body) of an output message, bounded."""
+    from flowbroker_nodes.base import Assembly
+
+    from flowbroker.flowtests.compare import root_of
+    from flowbroker.runtime import message_view
+
+    limits = message_view.Limits(max_fields=VIEW_LIMITS_FIELDS, max_body_bytes=VIEW_LIMITS_BODY)
+    try:
+        return message_view.view_assembly(Assembly(root_of(message.md, message.body, domain)), limits)
+    except Exception:  # a body that does not parse: its problem is reported; the view is left out
+        return None
 
 
 class TestEngine:
@@ -317,6 +339,8 @@ class TestEngine:
                     outcome.differences = compare(wanted, got.md, got.body, case.ignore, got.properties)
                 except UnparsableMessage as exc:
                     outcome.problem = str(exc)
+                if not outcome.passed:
+                    outcome.actual = actual_view(got, wanted.domain)
             result.messages.append(outcome)
         if extra is not None:
             more = 1

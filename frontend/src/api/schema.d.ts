@@ -2345,6 +2345,13 @@ export interface components {
         };
         /** MessageResultOut */
         MessageResultOut: {
+            /**
+             * Actual
+             * @description the message that arrived as the message view shows it, when it differs from the expected
+             */
+            actual: {
+                [key: string]: unknown;
+            } | null;
             /** Differences */
             differences: components["schemas"]["DifferenceOut"][];
             /** Index */

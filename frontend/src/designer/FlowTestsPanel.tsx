@@ -3,6 +3,8 @@ import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, problemText, unwrap } from '../api/client';
 import { useCan } from '../auth';
+import { MessageTreeView } from '../exerciser/MessageTreeView';
+import type { MessageView } from '../exerciser/message-view';
 import { caseRows, diffRows, type TestRun } from './flow-tests';
 import { useDesigner } from './store';
 
@@ -121,6 +123,22 @@ export function FlowTestsDialog({ flowId, onClose }: { flowId: number; onClose: 
                   ))}
                 </tbody>
               </table>
+            ))}
+        {opened !== null &&
+          rows
+            .filter((row) => row.name === opened && row.result)
+            .flatMap((row) => row.result!.messages)
+            .filter((m) => m.actual)
+            .map((m) => (
+              <details key={`${m.queue}-${m.index}`} className="test-actual" data-testid="test-actual">
+                <summary>
+                  The message that arrived on {m.queue} #{m.index + 1} (differing fields marked)
+                </summary>
+                <MessageTreeView
+                  view={m.actual as unknown as MessageView}
+                  marked={new Set(m.differences.map((d) => `Root.${d.path}`))}
+                />
+              </details>
             ))}
         {run.error && <p className="error">{problemText(run.error)}</p>}
         {run.data && (

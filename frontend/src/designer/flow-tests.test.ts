@@ -22,6 +22,7 @@ const run: TestRun = {
           index: 0,
           passed: false,
           problem: '',
+          actual: null,
           differences: [
             { path: 'XMLNSC.Order.Total', kind: 'changed', expected: '9', actual: '6' },
             { path: 'XMLNSC.Order.Note', kind: 'unexpected', expected: null, actual: null },

@@ -39,6 +39,9 @@ class MessageResultOut(Out):
     passed: bool
     problem: str
     differences: list[DifferenceOut]
+    actual: dict[str, Any] | None = Field(
+        description="the message that arrived as the message view shows it, when it differs from the expected"
+    )
 
 
 class CaseResultOut(Out):
