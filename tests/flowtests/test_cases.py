@@ -26,6 +26,7 @@ def _flow(domain: str = "XMLNSC") -> dict[str, Any]:
             },
             {"id": "out", "type": "MQOutput", "properties": {"queueName": "ORDERS.OUT"}},
             {"id": "calc", "type": "Compute", "properties": {"esql": "RETURN TRUE;"}},
+            {"id": "bare", "type": "MQInput", "properties": {}},
         ],
     }
 
@@ -33,7 +34,7 @@ def _flow(domain: str = "XMLNSC") -> dict[str, Any]:
 def _case(**changes: Any) -> dict[str, Any]:
     case: dict[str, Any] = {
         "name": "one order",
-        "input": {"body": "<Order><Id>1</Id></Order>"},
+        "input": {"node": "in", "body": "<Order><Id>1</Id></Order>"},
         "expect": [{"node": "out", "messages": [{"body": "<Order><Id>1</Id></Order>"}]}],
     }
     case.update(changes)
@@ -60,13 +61,19 @@ def test_a_good_case_resolves_the_output_node_to_its_queue_and_the_domain_from_t
         ({"name": ""}, "/cases/0/name", "non-empty string"),
         ({"input": {"node": "calc", "body": "x"}}, "/cases/0/input/node", "not an MQInput"),
         ({"input": {"node": "nope"}}, "/cases/0/input/node", "no node 'nope'"),
-        ({"input": {"body": 5}}, "/cases/0/input/body", "text, or a JSON object"),
-        ({"input": {"bodyHex": "zz"}}, "/cases/0/input/bodyHex", "not valid hex"),
-        ({"input": {"body": "a", "bodyHex": "00"}}, "/cases/0/input/bodyHex", "give one of"),
-        ({"input": {"mqmd": {"Priority": "high"}}}, "/cases/0/input/mqmd/Priority", "integer"),
-        ({"input": {"mqmd": {"MsgSeq": 1}}}, "/cases/0/input/mqmd/MsgSeq", "not an MQMD field"),
-        ({"input": {"mqmd": {"CorrelId": "x" * 25}}}, "/cases/0/input/mqmd/CorrelId", "at most 24"),
-        ({"input": {"domain": "YAML"}}, "/cases/0/input/domain", "unknown message domain"),
+        ({"input": {"node": "bare"}}, "/cases/0/input/node", "no queue name"),
+        ({"input": {"body": "x"}}, "/cases/0/input/node", "the flow has 2 MQInput nodes"),
+        ({"input": {"node": "in", "body": 5}}, "/cases/0/input/body", "text, or a JSON object"),
+        ({"input": {"node": "in", "bodyHex": "zz"}}, "/cases/0/input/bodyHex", "not valid hex"),
+        ({"input": {"node": "in", "body": "a", "bodyHex": "00"}}, "/cases/0/input/bodyHex", "give one of"),
+        ({"input": {"node": "in", "mqmd": {"Priority": "high"}}}, "/cases/0/input/mqmd/Priority", "integer"),
+        ({"input": {"node": "in", "mqmd": {"MsgSeq": 1}}}, "/cases/0/input/mqmd/MsgSeq", "not an MQMD field"),
+        (
+            {"input": {"node": "in", "mqmd": {"CorrelId": "x" * 25}}},
+            "/cases/0/input/mqmd/CorrelId",
+            "at most 24",
+        ),
+        ({"input": {"node": "in", "domain": "YAML"}}, "/cases/0/input/domain", "unknown message domain"),
         ({"expect": [{"node": "calc", "messages": []}]}, "/cases/0/expect/0/node", "not an MQOutput"),
         ({"expect": [{"messages": []}]}, "/cases/0/expect/0", "queue or node"),
         ({"expect": []}, "/cases/0/expect", "at least one"),

@@ -259,6 +259,8 @@ class _Reader:
             raise self.fail(
                 pointer, f"node {node_id!r} is a {self.nodes[node_id].get('type')}, not an MQInput"
             )
+        if not (self.nodes[node_id].get("properties") or {}).get("queueName"):
+            raise self.fail(pointer, f"node {node_id!r} has no queue name to put the input message on")
         return node_id
 
     def expectation(self, value: Any, pointer: str, domain: str) -> Expectation:

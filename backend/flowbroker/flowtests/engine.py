@@ -197,7 +197,7 @@ class TestEngine:
                 for case in suite.cases
             ]
         try:
-            results = [self.run_case(document, case) for case in suite.cases]
+            results = [self._run_or_report(document, case) for case in suite.cases]
         finally:
             self._undeploy(deployment_id)
         return results
@@ -281,6 +281,17 @@ class TestEngine:
             time.sleep(0.05)
 
     # -- one case ----------------------------------------------------------------------------------
+
+    def _run_or_report(self, document: dict[str, Any], case: TestCase) -> CaseResult:
+        """:meth:`run_case`, with a queue manager that fails meanwhile reported as the case's error."""
+        from flowbroker.qm.protocol import QMError
+
+        try:
+            return self.run_case(document, case)
+        except (QMError, OSError) as exc:
+            return CaseResult(
+                str(document.get("name")), case.name, error=f"the test engine's queue manager: {exc}"
+            )
 
     def run_case(self, document: dict[str, Any], case: TestCase) -> CaseResult:
         from flowbroker.qm.protocol import MessageDescriptor
