@@ -9,12 +9,12 @@ STAMP := $(VENV)/.installed
 PIP_VERSION := 26.3
 FRONTEND_SRC := $(shell find frontend/src frontend/scripts frontend/index.html frontend/package.json frontend/tsconfig.json frontend/vite.config.ts -type f 2>/dev/null)
 
-.PHONY: up test setup frontend lint typecheck pytest frontend-check docs docs-check clean
+.PHONY: up test setup frontend lint typecheck pytest frontend-check docs docs-check flow-tests clean
 
 up: setup frontend
 	$(BIN)/flowbroker up
 
-test: setup frontend lint typecheck docs-check frontend-check pytest
+test: setup frontend lint typecheck docs-check frontend-check flow-tests pytest
 
 setup: $(STAMP)
 
@@ -63,6 +63,10 @@ docs-check: setup
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist); every test already picks its own
 # ports, queue names and data directories, so two run side by side on a 2-core machine.
 PYTEST_WORKERS ?= 2
+
+# every example flow's test cases, on one private engine the command starts; JUnit XML for CI
+flow-tests: setup
+	$(BIN)/flowbroker test examples/flows --junit $(VENV)/flow-tests.xml
 
 pytest: setup
 	$(BIN)/pytest -q -rs -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=15

@@ -21,7 +21,7 @@ from importlib.metadata import EntryPoint, entry_points
 from flowbroker.commands import CommandError
 
 #: Modules under flowbroker.commands that add subcommands (each has ``register(subparsers)``).
-COMMAND_MODULES = ("platform", "qm", "esql", "msgset", "flows", "imports", "worker", "docs")
+COMMAND_MODULES = ("platform", "qm", "esql", "msgset", "flows", "flowtests", "imports", "worker", "docs")
 
 #: Entry-point group of subcommands that other distributions contribute.
 PLUGIN_GROUP = "flowbroker.commands"

@@ -12,7 +12,10 @@ from flowbroker.api.schemas import ConnectionDoc, FlowDocument, FlowNodeDoc, Flo
 from flowbroker.services import validation
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted((ROOT / "examples" / "flows").glob("*.json"))
+# flow documents, not the test cases kept beside them
+EXAMPLES = sorted(
+    p for p in (ROOT / "examples" / "flows").glob("*.json") if not p.name.endswith(".tests.json")
+)
 #: Answers that are not JSON: they say what they are through their media type instead.
 NOT_JSON = {
     ("get", "/api/archives/export"),

@@ -157,6 +157,9 @@ class FlowDocument(Doc):
     nodes: list[FlowNodeDoc]
     connections: list[ConnectionDoc] | SkipJsonSchema[None] = Field(default=None)
     ui: dict[str, Any] | SkipJsonSchema[None] = Field(default=None)
+    tests: list[dict[str, Any]] | SkipJsonSchema[None] = Field(
+        default=None, description="the flow's test cases (see `flowbroker test`), versioned with it"
+    )
 
 
 class Terminal(Out):

@@ -16,7 +16,7 @@ SpecLookup = Callable[[str], NodeSpec | None]
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
 NODE_ID_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
-TOP_FIELDS = {"name", "version", "description", "properties", "nodes", "connections", "ui"}
+TOP_FIELDS = {"name", "version", "description", "properties", "nodes", "connections", "ui", "tests"}
 FLOW_PROPERTIES = {
     "coordinatedTransaction": bool,
     "additionalInstances": int,
@@ -80,6 +80,11 @@ def problems(document: Any, lookup: SpecLookup | None = None) -> list[dict[str, 
         _derived(document, specs, NodeSpec.derived_inputs),
     )
     found.extend(configuration_problems(document, lookup, {p["pointer"] for p in found}))
+    if "tests" in document and isinstance(document.get("nodes"), list):
+        from flowbroker.flowtests import cases
+
+        # the flow's test cases are kept with it, so a version never holds a case that cannot run
+        found.extend(problem(p["pointer"], p["message"]) for p in cases.check(document["tests"], document))
     return found
 
 

@@ -604,6 +604,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/flows/{flow_id}/tests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add Test
+         * @description Add a test case made from an input message and the output messages seen; the flow's next version.
+         *
+         *     The run-dependent MQMD fields (MsgId, PutDate, PutTime, Expiry, BackoutCount) are ignored
+         *     besides the paths given.
+         */
+        post: operations["add_test_api_flows__flow_id__tests_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flows/{flow_id}/tests/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run Tests
+         * @description Run the flow's test cases on a private queue manager and execution group; each case's result.
+         *
+         *     Takes as long as starting that engine and running the cases (seconds); one run at a time.
+         */
+        post: operations["run_tests_api_flows__flow_id__tests_run_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/flows/{flow_id}/versions": {
         parameters: {
             query?: never;
@@ -1309,6 +1354,17 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
+        /** AddedTestOut */
+        AddedTestOut: {
+            /** Case */
+            case: {
+                [key: string]: unknown;
+            };
+            /** Flowid */
+            flowId: number;
+            /** Version */
+            version: number;
+        };
         /** AuditOut */
         AuditOut: {
             /** Action */
@@ -1425,6 +1481,23 @@ export interface components {
              * @description the transport of the broker's execution groups: empty or fbqm://user:password@host:port for the embedded queue manager, amqp:// or amqps://user:password@host:port/vhost for RabbitMQ
              */
             qmUrl?: string | null;
+        };
+        /** CaseResultOut */
+        CaseResultOut: {
+            /** Case */
+            case: string;
+            /** Error */
+            error: string;
+            /** Flow */
+            flow: string;
+            /** Messages */
+            messages: components["schemas"]["MessageResultOut"][];
+            /** Passed */
+            passed: boolean;
+            /** Problems */
+            problems: string[];
+            /** Seconds */
+            seconds: number;
         };
         /** CheckIn */
         CheckIn: {
@@ -1687,6 +1760,20 @@ export interface components {
              */
             property: string;
         };
+        /** DifferenceOut */
+        DifferenceOut: {
+            /** Actual */
+            actual: string | null;
+            /** Expected */
+            expected: string | null;
+            /**
+             * Kind
+             * @description changed, missing (expected, not there) or unexpected (there, not expected)
+             */
+            kind: string;
+            /** Path */
+            path: string;
+        };
         /** Edit */
         Edit: {
             /**
@@ -1795,6 +1882,13 @@ export interface components {
             nodes: components["schemas"]["FlowNodeDoc"][];
             /** Properties */
             properties?: components["schemas"]["FlowProperties"];
+            /**
+             * Tests
+             * @description the flow's test cases (see `flowbroker test`), versioned with it
+             */
+            tests?: {
+                [key: string]: unknown;
+            }[];
             /** Ui */
             ui?: {
                 [key: string]: unknown;
@@ -2429,6 +2523,26 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        /** MessageResultOut */
+        MessageResultOut: {
+            /**
+             * Actual
+             * @description the message that arrived as the message view shows it, when it differs from the expected
+             */
+            actual: {
+                [key: string]: unknown;
+            } | null;
+            /** Differences */
+            differences: components["schemas"]["DifferenceOut"][];
+            /** Index */
+            index: number;
+            /** Passed */
+            passed: boolean;
+            /** Problem */
+            problem: string;
+            /** Queue */
+            queue: string;
+        };
         /** MessageSetImportIn */
         MessageSetImportIn: {
             /**
@@ -2925,6 +3039,83 @@ export interface components {
             node: string;
             /** Terminal */
             terminal: string;
+        };
+        /**
+         * TestCaseIn
+         * @description A case from an input message and what came out, per queue (e.g. taken from a recording).
+         */
+        TestCaseIn: {
+            /**
+             * Ignore
+             * @description tree paths left out of the comparison
+             */
+            ignore?: string[];
+            input: components["schemas"]["TestMessageIn"];
+            /** Inputnode */
+            inputNode?: string | null;
+            /** Name */
+            name: string;
+            /**
+             * Outputs
+             * @description queue name → the messages expected on it, in order (an empty list: none may arrive)
+             */
+            outputs: {
+                [key: string]: components["schemas"]["TestMessageIn"][];
+            };
+        };
+        /**
+         * TestMessageIn
+         * @description A message in a test file's form: body as text (or base64, hex), MQMD fields, RFH2 folders.
+         */
+        TestMessageIn: {
+            /** Body */
+            body?: unknown;
+            /** Bodybase64 */
+            bodyBase64?: string | null;
+            /** Bodyhex */
+            bodyHex?: string | null;
+            /** Domain */
+            domain?: string | null;
+            /** Mqmd */
+            mqmd?: {
+                [key: string]: unknown;
+            } | null;
+            /** Properties */
+            properties?: {
+                [key: string]: unknown;
+            } | null;
+            /** Rfh2 */
+            rfh2?: {
+                [key: string]: {
+                    [key: string]: unknown;
+                };
+            } | null;
+        };
+        /** TestRunIn */
+        TestRunIn: {
+            /**
+             * Cases
+             * @description names of the cases to run (none: all)
+             */
+            cases?: string[];
+            /**
+             * Version
+             * @description the flow version (default: current)
+             */
+            version?: number | null;
+        };
+        /** TestRunOut */
+        TestRunOut: {
+            /** Flow */
+            flow: string;
+            /** Passed */
+            passed: boolean;
+            /** Results */
+            results: components["schemas"]["CaseResultOut"][];
+            /** Seconds */
+            seconds: number;
+            /** Version */
+            version: number | null;
         };
         /** TokenOut */
         TokenOut: {
@@ -5826,6 +6017,193 @@ export interface operations {
             };
             /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    add_test_api_flows__flow_id__tests_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                flow_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestCaseIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddedTestOut"];
+                };
+            };
+            /** @description Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The change conflicts with the object's current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body, or the message, is larger than allowed */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    run_tests_api_flows__flow_id__tests_run_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                flow_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestRunIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestRunOut"];
+                };
+            };
+            /** @description Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The change conflicts with the object's current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body, or the message, is larger than allowed */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The queue manager is not reachable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -6,6 +6,7 @@ import { seenValue } from './problems';
 import { propertyProblem, type PropertySpec } from './spec';
 import { useSpecs } from './specs-context';
 import { useDesigner } from './store';
+import { FlowTestsButton } from './FlowTestsPanel';
 
 const EsqlEditor = lazy(() => import('./EsqlEditor'));
 
@@ -226,6 +227,10 @@ export function PropertyPanel({
             />{' '}
             Coordinated transaction
           </label>
+        </div>
+        <div className="field">
+          <span className="field-label">Tests</span>
+          <FlowTestsButton />
         </div>
         <p className="muted">Select a node to edit its properties.</p>
       </aside>

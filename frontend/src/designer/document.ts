@@ -93,7 +93,13 @@ export function toCanvas(doc: FlowDocument): { nodes: FlowCanvasNode[]; edges: F
 }
 
 export function toDocument(
-  meta: { name: string; version?: number; description?: string; properties?: FlowDocument['properties'] },
+  meta: {
+    name: string;
+    version?: number;
+    description?: string;
+    properties?: FlowDocument['properties'];
+    tests?: FlowDocument['tests'];
+  },
   nodes: FlowCanvasNode[],
   edges: FlowCanvasEdge[],
 ): FlowDocument {
@@ -115,6 +121,7 @@ export function toDocument(
   if (meta.version !== undefined) doc.version = meta.version;
   if (meta.description) doc.description = meta.description;
   if (meta.properties) doc.properties = meta.properties;
+  if (meta.tests) doc.tests = meta.tests;
   return doc;
 }
 

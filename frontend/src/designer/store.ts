@@ -36,6 +36,8 @@ export interface FlowMeta {
   version: number | undefined;
   description: string;
   properties: Record<string, unknown>;
+  /** The flow's test cases: not drawn on the canvas, but kept with every version saved. */
+  tests?: FlowDocument['tests'];
   /** Loaded from a file: not the document whatever runs under the name runs, until reopened. */
   imported?: boolean;
 }
@@ -140,6 +142,7 @@ export function createDesignerStore(initial?: Partial<DesignerState>): DesignerS
             version: version ?? doc.version,
             description: doc.description ?? '',
             properties: doc.properties ?? {},
+            ...(doc.tests ? { tests: doc.tests } : {}),
           },
           nodes,
           edges,

@@ -1,0 +1,553 @@
+"""Test-case documents: reading and checking them, and making a case from messages seen.
+
+A test file (``NAME.tests.json``, or a flow document's ``tests`` list) holds cases::
+
+    {"cases": [{
+        "name": "the bytes pass unchanged",
+        "input": {"node": "in", "body": "hello", "mqmd": {"Format": "MQSTR"}},
+        "expect": [{"queue": "PASSTHROUGH.OUT", "messages": [{"body": "hello"}]}],
+        "ignore": ["MQMD.MsgId"]
+    }], "setup": {...}}
+
+A message gives its body as text (``body``, a JSON value for the JSON domain), ``bodyBase64`` or
+``bodyHex``; ``mqmd`` fields by their tree names; ``rfh2`` folders put before the body in an
+MQRFH2 header; ``properties`` the queue message's own properties. An expectation names a queue,
+or an MQOutput node (its queue), and the messages that must arrive there, in order (none: nothing
+may arrive). ``ignore`` lists tree paths left out of the comparison (``*`` matches any name, a
+path without ``[n]`` any index, a path its whole subtree). ``setup`` prepares the engine: data
+sources with their SQL, subscriptions.
+
+Every problem is reported as :class:`CaseError` naming the source and the field's JSON pointer.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flowbroker.formats import mqmd
+
+#: MQMD fields a test message may set, by tree name, with the descriptor attribute each fills.
+MQMD_FIELDS = {name: attr for name, attr, _ in mqmd._FIELDS if name != "BackoutCount"}
+_ID_FIELDS = {"MsgId", "CorrelId"}
+_INT_FIELDS = {"Expiry", "Encoding", "CodedCharSetId", "Priority", "Persistence"}
+_SEGMENT = re.compile(r"^(\(text\)|\(properties\)|[^.\[\]()]+)(\[(\d+|\*)\])?$")
+#: Bounds that keep one test file from taking the runner's memory or time.
+MAX_CASES = 500
+MAX_MESSAGES = 100
+
+
+class CaseError(ValueError):
+    """A malformed test file: ``source`` (file or flow), ``pointer`` (JSON pointer) and what is wrong."""
+
+    def __init__(self, source: str, pointer: str, message: str) -> None:
+        super().__init__(f"{source}: {pointer or '/'}: {message}")
+        self.source = source
+        self.pointer = pointer
+        self.message = message
+
+    def problem(self) -> dict[str, Any]:
+        return {"pointer": self.pointer, "message": self.message}
+
+
+@dataclass(frozen=True)
+class TestMessage:
+    """A message as a test gives it: body bytes, MQMD fields, RFH2 folders, queue properties."""
+
+    __test__ = False  # not a pytest class
+
+    body: bytes = b""
+    mqmd: dict[str, Any] = field(default_factory=dict)
+    rfh2: dict[str, dict[str, str]] | None = None
+    properties: dict[str, Any] = field(default_factory=dict)
+    domain: str = ""
+
+    def descriptor_fields(self) -> dict[str, Any]:
+        """The MQMD fields as :class:`MessageDescriptor` keyword arguments."""
+        fields = {MQMD_FIELDS[name]: value for name, value in self.mqmd.items()}
+        if self.rfh2 is not None:
+            fields["format"] = mqmd.FORMAT_RFH2
+        return fields
+
+    def wire_body(self) -> bytes:
+        """The body as it is put: behind its MQRFH2 header when it has one."""
+        if self.rfh2 is None:
+            return self.body
+        from esql.tree import Element
+
+        from flowbroker.formats import rfh2 as rfh2_format
+
+        header = Element("MQRFH2")
+        header.add("Format", str(self.mqmd.get("Format") or mqmd.FORMAT_STRING))
+        for name, folder_fields in self.rfh2.items():
+            folder = header.add(name, type=0x01000000)
+            for key, value in folder_fields.items():
+                folder.add(key, value)
+        return rfh2_format.serialize(header, encoding=546, ccsid=1208) + self.body
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """The messages that must arrive on one queue (``node``: the MQOutput node that names it)."""
+
+    queue: str
+    node: str
+    messages: tuple[TestMessage, ...]
+
+
+@dataclass(frozen=True)
+class TestCase:
+    __test__ = False  # not a pytest class
+
+    name: str
+    input_node: str
+    input: TestMessage
+    expect: tuple[Expectation, ...]
+    ignore: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class DataSourceSetup:
+    """A data source the flow uses: a fresh SQLite database prepared with ``statements``."""
+
+    name: str
+    statements: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Subscription:
+    topic: str
+    queue: str
+
+
+@dataclass(frozen=True)
+class TestSuite:
+    """The cases of one flow and what the engine needs before they run."""
+
+    __test__ = False  # not a pytest class
+
+    source: str
+    cases: tuple[TestCase, ...]
+    data_sources: tuple[DataSourceSetup, ...] = ()
+    subscriptions: tuple[Subscription, ...] = ()
+
+
+def load_file(path: Path, document: dict[str, Any]) -> TestSuite:
+    """Read and check the test file ``path`` of the flow ``document``."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CaseError(source, "", exc.strerror or str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise CaseError(source, "", f"not UTF-8 text (byte offset {exc.start})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CaseError(
+            source, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    return parse(data, document, source)
+
+
+def parse(data: Any, document: dict[str, Any], source: str) -> TestSuite:
+    """A test file's content (an object with ``cases``, or a bare list of cases) for ``document``."""
+    if isinstance(data, list):
+        data = {"cases": data}
+    reader = _Reader(source, document)
+    obj = reader.object(data, "")
+    reader.only(obj, "", {"flow", "cases", "setup"})
+    flow_name = obj.get("flow")
+    if flow_name is not None and flow_name != document.get("name"):
+        raise CaseError(
+            source, "/flow", f"names flow {flow_name!r}, but the flow is {document.get('name')!r}"
+        )
+    cases = reader.list(obj.get("cases"), "/cases", MAX_CASES)
+    parsed = [reader.case(item, f"/cases/{n}") for n, item in enumerate(cases)]
+    names = [case.name for case in parsed]
+    for n, name in enumerate(names):
+        if name in names[:n]:
+            raise CaseError(source, f"/cases/{n}/name", f"another case is already named {name!r}")
+    data_sources, subscriptions = reader.setup(obj.get("setup"), "/setup")
+    return TestSuite(source, tuple(parsed), data_sources, subscriptions)
+
+
+def check(data: Any, document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The problems of a flow document's ``tests`` (pointers below ``/tests``), for the validator."""
+    if not isinstance(data, list):
+        return [{"pointer": "/tests", "message": "must be a list of test cases"}]
+    try:
+        parse(data, document, "tests")
+    except CaseError as exc:
+        return [{"pointer": "/tests" + exc.pointer.removeprefix("/cases"), "message": exc.message}]
+    return []
+
+
+class _Reader:
+    def __init__(self, source: str, document: dict[str, Any]) -> None:
+        self.source = source
+        self.nodes = {
+            str(node.get("id")): node for node in document.get("nodes") or [] if isinstance(node, dict)
+        }
+
+    def fail(self, pointer: str, message: str) -> CaseError:
+        return CaseError(self.source, pointer, message)
+
+    def object(self, value: Any, pointer: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(pointer, "must be an object")
+        return value
+
+    def list(self, value: Any, pointer: str, most: int) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(pointer, "required: a list")
+        if len(value) > most:
+            raise self.fail(pointer, f"at most {most} entries")
+        return value
+
+    def text(self, value: Any, pointer: str, *, required: bool = True) -> str:
+        if value is None and not required:
+            return ""
+        if not isinstance(value, str) or (required and not value.strip()):
+            raise self.fail(pointer, "required: a non-empty string" if required else "must be a string")
+        return value
+
+    def only(self, obj: dict[str, Any], pointer: str, allowed: set[str]) -> None:
+        for key in obj:
+            if key not in allowed:
+                raise self.fail(
+                    f"{pointer}/{key}", f"unknown field; expected one of {', '.join(sorted(allowed))}"
+                )
+
+    def case(self, value: Any, pointer: str) -> TestCase:
+        obj = self.object(value, pointer)
+        self.only(obj, pointer, {"name", "description", "input", "expect", "ignore"})
+        name = self.text(obj.get("name"), f"{pointer}/name")
+        inputs = self.object(obj.get("input"), f"{pointer}/input")
+        node_id = self.input_node(inputs.get("node"), f"{pointer}/input/node")
+        domain = str(self.nodes[node_id].get("properties", {}).get("messageDomain") or "")
+        message = self.message(inputs, f"{pointer}/input", {"node"}, domain)
+        expect = [
+            self.expectation(item, f"{pointer}/expect/{n}", domain)
+            for n, item in enumerate(self.list(obj.get("expect"), f"{pointer}/expect", 50))
+        ]
+        if not expect:
+            raise self.fail(f"{pointer}/expect", "name at least one queue or output node")
+        ignore = [
+            self.path(item, f"{pointer}/ignore/{n}")
+            for n, item in enumerate(self.list(obj.get("ignore", []), f"{pointer}/ignore", 200))
+        ]
+        description = self.text(obj.get("description"), f"{pointer}/description", required=False)
+        return TestCase(name, node_id, message, tuple(expect), tuple(ignore), description)
+
+    def input_node(self, value: Any, pointer: str) -> str:
+        inputs = [nid for nid, node in self.nodes.items() if node.get("type") == "MQInput"]
+        if value is None:
+            if len(inputs) != 1:
+                raise self.fail(pointer, f"required: the flow has {len(inputs)} MQInput nodes")
+            return inputs[0]
+        node_id = self.text(value, pointer)
+        if node_id not in self.nodes:
+            raise self.fail(pointer, f"the flow has no node {node_id!r}")
+        if self.nodes[node_id].get("type") != "MQInput":
+            raise self.fail(
+                pointer, f"node {node_id!r} is a {self.nodes[node_id].get('type')}, not an MQInput"
+            )
+        if not (self.nodes[node_id].get("properties") or {}).get("queueName"):
+            raise self.fail(pointer, f"node {node_id!r} has no queue name to put the input message on")
+        return node_id
+
+    def expectation(self, value: Any, pointer: str, domain: str) -> Expectation:
+        obj = self.object(value, pointer)
+        self.only(obj, pointer, {"queue", "node", "messages"})
+        node_id = ""
+        if "node" in obj:
+            node_id = self.text(obj["node"], f"{pointer}/node")
+            node = self.nodes.get(node_id)
+            if node is None:
+                raise self.fail(f"{pointer}/node", f"the flow has no node {node_id!r}")
+            queue = str((node.get("properties") or {}).get("queueName") or "")
+            if node.get("type") != "MQOutput" or not queue:
+                raise self.fail(
+                    f"{pointer}/node", f"node {node_id!r} is not an MQOutput node with a queue name"
+                )
+            if "queue" in obj and obj["queue"] != queue:
+                raise self.fail(f"{pointer}/queue", f"node {node_id!r} puts to {queue}, not {obj['queue']}")
+        elif "queue" in obj:
+            queue = self.text(obj["queue"], f"{pointer}/queue")
+        else:
+            raise self.fail(pointer, "required: queue or node")
+        messages = [
+            self.message(
+                self.object(item, f"{pointer}/messages/{n}"), f"{pointer}/messages/{n}", set(), domain
+            )
+            for n, item in enumerate(self.list(obj.get("messages"), f"{pointer}/messages", MAX_MESSAGES))
+        ]
+        return Expectation(queue, node_id, tuple(messages))
+
+    def message(self, obj: dict[str, Any], pointer: str, extra: set[str], domain: str) -> TestMessage:
+        self.only(
+            obj, pointer, {"body", "bodyBase64", "bodyHex", "mqmd", "rfh2", "properties", "domain", *extra}
+        )
+        given = [key for key in ("body", "bodyBase64", "bodyHex") if key in obj]
+        if len(given) > 1:
+            raise self.fail(
+                f"{pointer}/{given[1]}", f"give one of body, bodyBase64, bodyHex (also {given[0]})"
+            )
+        body = b""
+        if given:
+            body = self.body(given[0], obj[given[0]], f"{pointer}/{given[0]}")
+        fields = self.mqmd(obj.get("mqmd", {}), f"{pointer}/mqmd")
+        rfh2 = None
+        if "rfh2" in obj:
+            rfh2 = {}
+            for name, folder in self.object(obj["rfh2"], f"{pointer}/rfh2").items():
+                folder_obj = self.object(folder, f"{pointer}/rfh2/{name}")
+                for key, item in folder_obj.items():
+                    if not isinstance(item, str | int | float | bool):
+                        raise self.fail(f"{pointer}/rfh2/{name}/{key}", "must be a string, number or boolean")
+                rfh2[name] = {key: _folder_text(item) for key, item in folder_obj.items()}
+        properties = self.object(obj.get("properties", {}), f"{pointer}/properties")
+        message_domain = self.text(obj.get("domain"), f"{pointer}/domain", required=False) or domain
+        if message_domain:
+            import esql.domains
+
+            from flowbroker.formats import load_all
+
+            load_all()
+            if message_domain.upper() not in esql.domains.known():
+                raise self.fail(f"{pointer}/domain", f"unknown message domain {message_domain!r}")
+        return TestMessage(body, fields, rfh2, dict(properties), message_domain.upper())
+
+    def body(self, key: str, value: Any, pointer: str) -> bytes:
+        if key == "body":
+            if isinstance(value, str):
+                return value.encode("utf-8")
+            if isinstance(value, dict | list):
+                return json.dumps(value, ensure_ascii=False).encode("utf-8")
+            raise self.fail(pointer, "must be text, or a JSON object or list")
+        text = self.text(value, pointer, required=False)
+        try:
+            if key == "bodyHex":
+                return bytes.fromhex(text)
+            return base64.b64decode(text, validate=True)
+        except (ValueError, binascii.Error) as exc:
+            raise self.fail(pointer, f"not valid {'hex' if key == 'bodyHex' else 'base64'}: {exc}") from None
+
+    def mqmd(self, value: Any, pointer: str) -> dict[str, Any]:
+        obj = self.object(value, pointer)
+        fields: dict[str, Any] = {}
+        for name, item in obj.items():
+            where = f"{pointer}/{name}"
+            if name not in MQMD_FIELDS:
+                raise self.fail(
+                    where, f"not an MQMD field a test sets; expected one of {', '.join(MQMD_FIELDS)}"
+                )
+            if name in _INT_FIELDS:
+                if not isinstance(item, int) or isinstance(item, bool):
+                    raise self.fail(where, "must be an integer")
+            elif not isinstance(item, str):
+                raise self.fail(where, "must be a string")
+            if name in _ID_FIELDS:
+                raw = item.encode("utf-8")
+                if len(raw) > 24:
+                    raise self.fail(where, f"is {len(raw)} bytes; at most 24")
+                item = raw.ljust(24, b"\x00")
+            elif name == "Format" and len(item) > 8:
+                raise self.fail(where, "at most 8 characters")
+            fields[name] = item
+        return fields
+
+    def path(self, value: Any, pointer: str) -> str:
+        text = self.text(value, pointer)
+        segments = text.split(".")
+        if segments[0] == "Root":
+            segments = segments[1:]
+        for segment in segments:
+            if not _SEGMENT.match(segment):
+                raise self.fail(
+                    pointer,
+                    f"{text!r} is not a tree path (names joined by '.', each optionally with [n] or [*])",
+                )
+        if not segments:
+            raise self.fail(pointer, "a path below Root is needed, e.g. MQMD.MsgId")
+        return ".".join(segments)
+
+    def setup(self, value: Any, pointer: str) -> tuple[tuple[DataSourceSetup, ...], tuple[Subscription, ...]]:
+        if value is None:
+            return (), ()
+        obj = self.object(value, pointer)
+        self.only(obj, pointer, {"dataSources", "subscriptions"})
+        sources = []
+        for name, source in self.object(obj.get("dataSources", {}), f"{pointer}/dataSources").items():
+            where = f"{pointer}/dataSources/{name}"
+            source_obj = self.object(source, where)
+            self.only(source_obj, where, {"statements"})
+            statements = [
+                self.text(item, f"{where}/statements/{n}")
+                for n, item in enumerate(
+                    self.list(source_obj.get("statements", []), f"{where}/statements", 100)
+                )
+            ]
+            sources.append(DataSourceSetup(name, tuple(statements)))
+        subscriptions = []
+        for n, item in enumerate(self.list(obj.get("subscriptions", []), f"{pointer}/subscriptions", 50)):
+            where = f"{pointer}/subscriptions/{n}"
+            sub = self.object(item, where)
+            self.only(sub, where, {"topic", "queue"})
+            subscriptions.append(
+                Subscription(
+                    self.text(sub.get("topic"), f"{where}/topic"),
+                    self.text(sub.get("queue"), f"{where}/queue"),
+                )
+            )
+        return tuple(sources), tuple(subscriptions)
+
+
+def _folder_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def tests_file(flow_file: Path) -> Path:
+    """Where the tests of the flow document ``flow_file`` are kept: ``NAME.tests.json`` beside it."""
+    return flow_file.with_name(f"{flow_file.stem}.tests.json")
+
+
+# -- a case from messages seen (a recording, or messages taken off queues) ----------------------
+
+
+def message_json(message: Any, *, domain: str = "", skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A queue message (descriptor, properties, body) as a test file gives one.
+
+    MQMD fields named in ``skip``, and empty ones, are left out (so not compared).
+    """
+    md = message.md
+    fields: dict[str, Any] = {}
+    for name, attr in MQMD_FIELDS.items():
+        value = getattr(md, attr)
+        if name in skip or value == "":
+            continue
+        if name in _ID_FIELDS:
+            if value.rstrip(b"\x00") == b"":
+                continue
+            try:
+                value = value.rstrip(b"\x00").decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # an id that is not text: left out, and its comparison ignored
+        elif name == "Format":
+            value = str(value).strip()
+            if not value:
+                continue
+        fields[name] = value
+    out: dict[str, Any] = {"mqmd": fields}
+    body = bytes(message.body)
+    folders = _rfh2_folders(md, body)
+    if folders is not None:
+        out["rfh2"], inner, body = folders
+        fields["Format"] = inner
+    try:
+        out["body"] = body.decode("utf-8")
+    except UnicodeDecodeError:
+        out["bodyBase64"] = base64.b64encode(body).decode("ascii")
+    if message.properties:
+        out["properties"] = dict(message.properties)
+    if domain:
+        out["domain"] = domain
+    return out
+
+
+def _rfh2_folders(md: Any, body: bytes) -> tuple[dict[str, dict[str, str]], str, bytes] | None:
+    """(folders, inner format, body after the header) of a message with a flat MQRFH2; else None."""
+    if str(md.format).strip() != mqmd.FORMAT_RFH2.strip():
+        return None
+    from flowbroker.formats import rfh2 as rfh2_format
+
+    try:
+        header, rest = rfh2_format.parse(body, encoding=md.encoding, ccsid=md.coded_char_set_id)
+    except Exception:  # a header this cannot read: the message is kept as bytes
+        return None
+    folders: dict[str, dict[str, str]] = {}
+    inner = ""
+    for kid in header.children():
+        if kid.name == "Format":
+            inner = str(kid.value or "").strip()
+        elif kid.has_children():
+            if any(field.has_children() for field in kid.children()):
+                return None
+            folders[kid.name] = {field.name: _folder_text(field.value) for field in kid.children()}
+    return folders, inner, rest
+
+
+#: Fields that differ on every run: a case made from messages seen ignores them.
+VOLATILE_PATHS = ("MQMD.MsgId", "MQMD.PutDate", "MQMD.PutTime", "MQMD.Expiry", "MQMD.BackoutCount")
+
+
+def case_from_messages(
+    name: str,
+    input_message: Any,
+    outputs: dict[str, list[Any]],
+    *,
+    input_node: str | None = None,
+    ignore: list[str] | None = None,
+    domain: str = "",
+) -> dict[str, Any]:
+    """A test case (as stored) from an input message and the messages that came out, per queue.
+
+    A recording of a flow's path or messages taken off its output queues feed this the same way;
+    ``ignore`` adds tree paths to the run-dependent ones left out always.
+    """
+    from flowbroker.qm.protocol import MessageDescriptor
+
+    defaults = MessageDescriptor()
+    unset = tuple(
+        name
+        for name, attr in MQMD_FIELDS.items()
+        if getattr(input_message.md, attr) == getattr(defaults, attr)
+    )
+    given = message_json(input_message, domain=domain, skip=("MsgId", *unset))
+    if not given["mqmd"]:
+        del given["mqmd"]
+    volatile = tuple(path.partition(".")[2] for path in VOLATILE_PATHS)
+    if input_node:
+        given["node"] = input_node
+    return {
+        "name": name,
+        "input": given,
+        "expect": [
+            {"queue": queue, "messages": [message_json(m, domain=domain, skip=volatile) for m in messages]}
+            for queue, messages in outputs.items()
+        ],
+        "ignore": [*VOLATILE_PATHS, *(ignore or [])],
+    }
+
+
+def case_from_views(
+    name: str,
+    input_message: dict[str, Any],
+    outputs: dict[str, list[dict[str, Any]]],
+    *,
+    input_node: str | None = None,
+    ignore: list[str] | None = None,
+) -> dict[str, Any]:
+    """A test case from messages already in a test file's form (as a recording's view gives them).
+
+    The run-dependent fields (:data:`VOLATILE_PATHS`) are ignored besides ``ignore``; the case is
+    checked when it is stored with its flow.
+    """
+    given = dict(input_message)
+    if input_node:
+        given["node"] = input_node
+    return {
+        "name": name,
+        "input": given,
+        "expect": [{"queue": queue, "messages": list(messages)} for queue, messages in outputs.items()],
+        "ignore": [*VOLATILE_PATHS, *(p for p in ignore or [] if p not in VOLATILE_PATHS)],
+    }

@@ -1,0 +1,424 @@
+"""A private engine for flow tests: a repository, a queue manager and an execution group in a scratch directory.
+
+One engine runs the tests of many flows: each flow is deployed to its group as a user would
+deploy it, its cases put their input messages on the input node's queue and take what arrives
+on the expected queues, and the flow is undeployed before the next one. Nothing of it touches
+a running system: the queue manager listens on a free loopback port and every file lives in the
+scratch directory, removed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flowbroker.flowtests.cases import Expectation, TestCase, TestSuite
+from flowbroker.flowtests.compare import Difference, UnparsableMessage, compare
+
+ACTOR = "flowtest"
+
+
+def case_timeout() -> float:
+    """Seconds a case waits for its expected messages (FLOWBROKER_TEST_CASE_TIMEOUT, 1..600)."""
+    try:
+        value = float(os.environ.get("FLOWBROKER_TEST_CASE_TIMEOUT", "10"))
+    except ValueError:
+        value = 10.0
+    return min(max(value, 1.0), 600.0)
+
+
+def settle_time() -> float:
+    """Seconds a case waits for messages it does not expect (FLOWBROKER_TEST_SETTLE, 0..10)."""
+    try:
+        value = float(os.environ.get("FLOWBROKER_TEST_SETTLE", "0.3"))
+    except ValueError:
+        value = 0.3
+    return min(max(value, 0.0), 10.0)
+
+
+@dataclass
+class MessageResult:
+    """One expected message of a queue: how the one that arrived differs (or why none could be compared)."""
+
+    queue: str
+    index: int
+    differences: list[Difference] = field(default_factory=list)
+    problem: str = ""
+    #: The message that arrived, as the message view shows it (only when it differs).
+    actual: dict[str, Any] | None = None
+
+    @property
+    def passed(self) -> bool:
+        return not self.differences and not self.problem
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "queue": self.queue,
+            "index": self.index,
+            "passed": self.passed,
+            "problem": self.problem,
+            "differences": [d.to_json() for d in self.differences],
+            "actual": self.actual,
+        }
+
+
+@dataclass
+class CaseResult:
+    flow: str
+    case: str
+    seconds: float = 0.0
+    messages: list[MessageResult] = field(default_factory=list)
+    #: Problems not tied to one expected message: a message too many, a flow that did not deploy.
+    problems: list[str] = field(default_factory=list)
+    #: ``error``: the case could not be run (deploy failed, engine gone); else pass or fail.
+    error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.error and not self.problems and all(m.passed for m in self.messages)
+
+    def report_lines(self) -> list[str]:
+        """What went wrong, one line each (empty when the case passed)."""
+        lines = [self.error] if self.error else []
+        lines += self.problems
+        for message in self.messages:
+            where = f"{message.queue} message {message.index + 1}"
+            if message.problem:
+                lines.append(f"{where}: {message.problem}")
+            lines += [f"{where}: {d.describe()}" for d in message.differences]
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "flow": self.flow,
+            "case": self.case,
+            "passed": self.passed,
+            "seconds": round(self.seconds, 3),
+            "error": self.error,
+            "problems": self.problems,
+            "messages": [m.to_json() for m in self.messages],
+        }
+
+
+#: How much of a differing output message a result shows: its diff names every difference anyway.
+VIEW_LIMITS_FIELDS = 2000
+VIEW_LIMITS_BODY = 64 * 1024
+
+
+def actual_view(message: Any, domain: str) -> dict[str, Any] | None:
+    """The message view (trees with types and values, serialized body) of an output message, bounded."""
+    from flowbroker_nodes.base import Assembly
+
+    from flowbroker.flowtests.compare import root_of
+    from flowbroker.runtime import message_view
+
+    limits = message_view.Limits(max_fields=VIEW_LIMITS_FIELDS, max_body_bytes=VIEW_LIMITS_BODY)
+    try:
+        return message_view.view_assembly(Assembly(root_of(message.md, message.body, domain)), limits)
+    except Exception:  # a body that does not parse: its problem is reported; the view is left out
+        return None
+
+
+class TestEngine:
+    """Start with ``with TestEngine() as engine:``; then :meth:`run_suite` for each flow."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, *, scratch: Path | None = None) -> None:
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._scratch = scratch
+        self.data = Path()
+        self.qm: Any = None
+        self.worker: Any = None
+        self.settings: Any = None
+        self._repo: Any = None
+
+    def __enter__(self) -> TestEngine:
+        from flowbroker.commands.platform import prepare_repository
+        from flowbroker.qm.harness import QueueManagerProcess
+        from flowbroker.repository import db
+        from flowbroker.settings import Settings
+        from flowbroker.worker.harness import WorkerProcess
+
+        if self._scratch is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="flowbroker-test-")
+            self.data = Path(self._tmp.name)
+        else:
+            self.data = self._scratch
+            self.data.mkdir(parents=True, exist_ok=True)
+        try:
+            self.settings = Settings(data=self.data, database_url="", admin_password="flow-tests-only-0000")
+            prepare_repository(self.settings)
+            self._repo = db.engine_from_settings(self.settings)
+            self.qm = QueueManagerProcess(self.data, fsync=False).start()
+            # the group's own environment: the scratch directory, its queue manager, not the caller's
+            env = {
+                "FLOWBROKER_DATA": str(self.data),
+                "FLOWBROKER_DATABASE_URL": "",
+                "FLOWBROKER_CELERY_BROKER": "",
+                "FLOWBROKER_QM": "",
+            }
+            self.worker = WorkerProcess(self.data, env=env).start(timeout=60)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.worker is not None:
+            self.worker.stop(timeout=20)
+        if self.qm is not None:
+            self.qm.stop()
+        if self._repo is not None:
+            self._repo.dispose()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def worker_log(self) -> str:
+        return str(self.worker.log_tail(2000)) if self.worker is not None else ""
+
+    # -- one flow ----------------------------------------------------------------------------------
+
+    def run_suite(self, document: dict[str, Any], suite: TestSuite) -> list[CaseResult]:
+        """Deploy ``document``, run every case of ``suite`` against it, undeploy it."""
+        name = str(document.get("name"))
+        document = {key: value for key, value in document.items() if key not in ("tests", "version")}
+        started = time.monotonic()
+        try:
+            self._prepare(document, suite)
+            deployment_id = self._deploy(document)
+        except RuntimeError as exc:
+            return [
+                CaseResult(name, case.name, time.monotonic() - started, error=str(exc))
+                for case in suite.cases
+            ]
+        try:
+            results = [self._run_or_report(document, case) for case in suite.cases]
+        finally:
+            self._undeploy(deployment_id, timeout=0)
+        return results
+
+    def _session(self) -> Any:
+        from flowbroker.repository import db
+
+        return db.session_scope(db.session_factory(self._repo))
+
+    def _prepare(self, document: dict[str, Any], suite: TestSuite) -> None:
+        import sqlalchemy as sa
+
+        from flowbroker.services import datasources
+        from flowbroker.services.errors import NotFound
+
+        for source in suite.data_sources:
+            path = self.data / "datasources" / f"{document['name']}-{source.name}.db"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.unlink(missing_ok=True)
+            url = f"sqlite:///{path}"
+            engine = sa.create_engine(url)
+            try:
+                with engine.begin() as conn:
+                    for statement in source.statements:
+                        conn.execute(sa.text(statement))
+            except sa.exc.SQLAlchemyError as exc:
+                raise RuntimeError(
+                    f"data source {source.name}: setup statement failed: {getattr(exc, 'orig', None) or exc}"
+                ) from None
+            finally:
+                engine.dispose()
+            with self._session() as session:
+                try:
+                    existing = datasources.by_name(session, source.name)
+                    datasources.update(session, ACTOR, existing.id, {"url": url})
+                except NotFound:
+                    datasources.create(session, ACTOR, source.name, url, "flow test")
+        with self.qm.client() as qm:
+            for subscription in suite.subscriptions:
+                qm.define_queue(subscription.queue, replace=True)
+                qm.subscribe(subscription.topic, subscription.queue, name=f"flowtest.{subscription.queue}")
+
+    def _deploy(self, document: dict[str, Any], timeout: float = 60.0) -> int:
+        from flowbroker.services import deploy
+        from flowbroker.services.errors import ServiceError
+
+        try:
+            with self._session() as session:
+                row = deploy.create(session, ACTOR, document=document, data=self.data, define_queues=True)
+                deployment_id, status, diagnostics = row.id, row.status, row.diagnostics
+        except ServiceError as exc:
+            details = "; ".join(
+                f"{p.get('node') or p.get('pointer') or 'flow'}: {p.get('message')}"
+                for p in (exc.detail if isinstance(exc.detail, list) else [])
+                if isinstance(p, dict)
+            )
+            raise RuntimeError(f"the flow was refused: {exc}{': ' + details if details else ''}") from None
+        deadline = time.monotonic() + timeout
+        while status in ("pending", "compiling") and time.monotonic() < deadline:
+            time.sleep(0.05)
+            with self._session() as session:
+                found = deploy.get(session, deployment_id)
+                status, diagnostics = found.status, found.diagnostics
+        if status != "running":
+            problems = "; ".join(str(d.get("message", "")) for d in diagnostics or [])
+            raise RuntimeError(
+                f"the flow did not start: deployment {status}{': ' + problems if problems else ''}"
+            )
+        return int(deployment_id)
+
+    def _undeploy(self, deployment_id: int, timeout: float = 30.0) -> None:
+        """Undeploy; without waiting, since the group carries out its control tasks in order.
+
+        The next flow's deployment is seen running only after this undeploy was carried out, so
+        two flows reading one queue never run at once.
+        """
+        from flowbroker.services import deploy
+
+        with self._session() as session:
+            deploy.undeploy(session, ACTOR, deployment_id, data=self.data)
+        if timeout <= 0:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._session() as session:
+                if deploy.get(session, deployment_id).status in ("undeployed", "failed"):
+                    return
+            time.sleep(0.05)
+
+    # -- one case ----------------------------------------------------------------------------------
+
+    def _run_or_report(self, document: dict[str, Any], case: TestCase) -> CaseResult:
+        """:meth:`run_case`, with a queue manager that fails meanwhile reported as the case's error."""
+        from flowbroker.qm.protocol import QMError
+
+        try:
+            return self.run_case(document, case)
+        except (QMError, OSError) as exc:
+            return CaseResult(
+                str(document.get("name")), case.name, error=f"the test engine's queue manager: {exc}"
+            )
+
+    def run_case(self, document: dict[str, Any], case: TestCase) -> CaseResult:
+        from flowbroker.qm.protocol import MessageDescriptor
+
+        result = CaseResult(str(document.get("name")), case.name)
+        started = time.monotonic()
+        node = next(n for n in document["nodes"] if n.get("id") == case.input_node)
+        in_queue = str(node["properties"]["queueName"])
+        with self.qm.client() as qm:
+            for expectation in case.expect:
+                self._drain(qm, expectation.queue)
+            message = case.input
+            qm.put(
+                in_queue,
+                message.wire_body(),
+                MessageDescriptor(**message.descriptor_fields()),
+                properties=message.properties or None,
+            )
+            deadline = time.monotonic() + case_timeout()
+            for expectation in case.expect:
+                self._collect(qm, expectation, case, deadline, result)
+        result.seconds = time.monotonic() - started
+        return result
+
+    @staticmethod
+    def _drain(qm: Any, queue: str) -> None:
+        from flowbroker.qm.protocol import QMError
+
+        try:
+            qm.purge(queue)
+        except QMError:
+            qm.define_queue(queue)
+
+    def _collect(
+        self, qm: Any, expectation: Expectation, case: TestCase, deadline: float, result: CaseResult
+    ) -> None:
+        arrived: list[Any] = []
+        while len(arrived) < len(expectation.messages):
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                break
+            message = qm.get(expectation.queue, wait=min(wait, 1.0))
+            if message is not None:
+                arrived.append(message)
+        extra = qm.get(expectation.queue, wait=settle_time())
+        for n, wanted in enumerate(expectation.messages):
+            outcome = MessageResult(expectation.queue, n)
+            if n >= len(arrived):
+                outcome.problem = (
+                    f"no message arrived within {case_timeout():.0f}s "
+                    f"({len(arrived)} of {len(expectation.messages)} expected)"
+                )
+            else:
+                got = arrived[n]
+                try:
+                    outcome.differences = compare(wanted, got.md, got.body, case.ignore, got.properties)
+                except UnparsableMessage as exc:
+                    outcome.problem = str(exc)
+                if not outcome.passed:
+                    outcome.actual = actual_view(got, wanted.domain)
+            result.messages.append(outcome)
+        if extra is not None:
+            more = 1
+            while qm.get(expectation.queue) is not None:
+                more += 1
+            result.problems.append(
+                f"{expectation.queue}: {more} more message(s) than the {len(expectation.messages)} expected"
+            )
+
+    # -- making a case -----------------------------------------------------------------------------
+
+    def record_case(
+        self,
+        document: dict[str, Any],
+        suite: TestSuite,
+        name: str,
+        input_node: str,
+        message: Any,
+        queues: list[str],
+        *,
+        ignore: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Run ``message`` (a :class:`TestMessage`) through the flow and make a case of what came out.
+
+        Every message that arrives on ``queues`` within the settle time becomes an expected one;
+        the case is what :func:`flowbroker.flowtests.cases.case_from_messages` makes of them.
+        """
+        from flowbroker.flowtests.cases import case_from_messages
+        from flowbroker.qm.protocol import Message, MessageDescriptor
+
+        document = {key: value for key, value in document.items() if key not in ("tests", "version")}
+        self._prepare(document, suite)
+        deployment_id = self._deploy(document)
+        node = next(n for n in document["nodes"] if n.get("id") == input_node)
+        outputs: dict[str, list[Any]] = {}
+        try:
+            with self.qm.client() as qm:
+                for queue in queues:
+                    self._drain(qm, queue)
+                md = MessageDescriptor(**message.descriptor_fields())
+                qm.put(
+                    str(node["properties"]["queueName"]),
+                    message.wire_body(),
+                    md,
+                    properties=message.properties or None,
+                )
+                for queue in queues:
+                    first = qm.get(queue, wait=case_timeout())
+                    outputs[queue] = [first] if first is not None else []
+                    while first is not None and (more := qm.get(queue, wait=settle_time())) is not None:
+                        outputs[queue].append(more)
+        finally:
+            self._undeploy(deployment_id)
+        from flowbroker.flowtests.cases import MQMD_FIELDS
+
+        given = {MQMD_FIELDS[key]: value for key, value in message.mqmd.items()}
+        sent = Message(MessageDescriptor(**given), message.properties, message.body)
+        case = case_from_messages(
+            name, sent, outputs, input_node=input_node, ignore=ignore, domain=message.domain
+        )
+        if message.rfh2 is not None:
+            case["input"]["rfh2"] = message.rfh2
+        return case

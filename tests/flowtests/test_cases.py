@@ -1,0 +1,187 @@
+"""Test-case files are checked field by field, and messages are compared as parsed trees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flowbroker.flowtests import cases
+from flowbroker.flowtests.cases import CaseError, TestMessage
+from flowbroker.flowtests.compare import UnparsableMessage, compare, ignored
+from flowbroker.qm.protocol import Message, MessageDescriptor
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "flows"
+
+
+def _flow(domain: str = "XMLNSC") -> dict[str, Any]:
+    return {
+        "name": "Orders",
+        "nodes": [
+            {
+                "id": "in",
+                "type": "MQInput",
+                "properties": {"queueName": "ORDERS.IN", "messageDomain": domain},
+            },
+            {"id": "out", "type": "MQOutput", "properties": {"queueName": "ORDERS.OUT"}},
+            {"id": "calc", "type": "Compute", "properties": {"esql": "RETURN TRUE;"}},
+            {"id": "bare", "type": "MQInput", "properties": {}},
+        ],
+    }
+
+
+def _case(**changes: Any) -> dict[str, Any]:
+    case: dict[str, Any] = {
+        "name": "one order",
+        "input": {"node": "in", "body": "<Order><Id>1</Id></Order>"},
+        "expect": [{"node": "out", "messages": [{"body": "<Order><Id>1</Id></Order>"}]}],
+    }
+    case.update(changes)
+    return case
+
+
+def _error(data: Any, flow: dict[str, Any] | None = None) -> CaseError:
+    with pytest.raises(CaseError) as caught:
+        cases.parse(data, flow or _flow(), "orders.tests.json")
+    return caught.value
+
+
+def test_a_good_case_resolves_the_output_node_to_its_queue_and_the_domain_from_the_input() -> None:
+    suite = cases.parse({"cases": [_case(ignore=["Root.MQMD.MsgId"])]}, _flow(), "f")
+    (case,) = suite.cases
+    assert case.input_node == "in" and case.input.domain == "XMLNSC"
+    assert case.expect[0].queue == "ORDERS.OUT" and case.expect[0].node == "out"
+    assert case.ignore == ("MQMD.MsgId",)
+
+
+@pytest.mark.parametrize(
+    ("change", "pointer", "words"),
+    [
+        ({"name": ""}, "/cases/0/name", "non-empty string"),
+        ({"input": {"node": "calc", "body": "x"}}, "/cases/0/input/node", "not an MQInput"),
+        ({"input": {"node": "nope"}}, "/cases/0/input/node", "no node 'nope'"),
+        ({"input": {"node": "bare"}}, "/cases/0/input/node", "no queue name"),
+        ({"input": {"body": "x"}}, "/cases/0/input/node", "the flow has 2 MQInput nodes"),
+        ({"input": {"node": "in", "body": 5}}, "/cases/0/input/body", "text, or a JSON object"),
+        ({"input": {"node": "in", "bodyHex": "zz"}}, "/cases/0/input/bodyHex", "not valid hex"),
+        ({"input": {"node": "in", "body": "a", "bodyHex": "00"}}, "/cases/0/input/bodyHex", "give one of"),
+        ({"input": {"node": "in", "mqmd": {"Priority": "high"}}}, "/cases/0/input/mqmd/Priority", "integer"),
+        ({"input": {"node": "in", "mqmd": {"MsgSeq": 1}}}, "/cases/0/input/mqmd/MsgSeq", "not an MQMD field"),
+        (
+            {"input": {"node": "in", "mqmd": {"CorrelId": "x" * 25}}},
+            "/cases/0/input/mqmd/CorrelId",
+            "at most 24",
+        ),
+        ({"input": {"node": "in", "domain": "YAML"}}, "/cases/0/input/domain", "unknown message domain"),
+        ({"expect": [{"node": "calc", "messages": []}]}, "/cases/0/expect/0/node", "not an MQOutput"),
+        ({"expect": [{"messages": []}]}, "/cases/0/expect/0", "queue or node"),
+        ({"expect": []}, "/cases/0/expect", "at least one"),
+        (
+            {"expect": [{"queue": "Q", "messages": [{"colour": 1}]}]},
+            "/cases/0/expect/0/messages/0/colour",
+            "unknown",
+        ),
+        ({"ignore": ["MQMD..MsgId"]}, "/cases/0/ignore/0", "not a tree path"),
+        ({"ignore": "MQMD.MsgId"}, "/cases/0/ignore", "a list"),
+    ],
+)
+def test_a_malformed_case_is_named_by_its_field(change: dict[str, Any], pointer: str, words: str) -> None:
+    problem = _error({"cases": [_case(**change)]})
+    assert problem.pointer == pointer and words in problem.message
+    assert str(problem).startswith(f"orders.tests.json: {pointer}: ")
+
+
+def test_file_level_problems_name_the_file_and_line(tmp_path: Path) -> None:
+    broken = tmp_path / "orders.tests.json"
+    broken.write_text('{"cases": [\n  {"name": "x",}\n]}')
+    with pytest.raises(CaseError) as caught:
+        cases.load_file(broken, _flow())
+    assert caught.value.source == str(broken) and "line 2" in caught.value.message
+    assert _error({"flow": "Other", "cases": []}).pointer == "/flow"
+    assert _error({"cases": [_case(), _case()]}).pointer == "/cases/1/name"
+    assert _error({"cases": [], "setup": {"dataSources": {"DB": {"statements": [""]}}}}).pointer == (
+        "/setup/dataSources/DB/statements/0"
+    )
+
+
+def test_every_example_flow_has_a_test_file_that_parses() -> None:
+    flows = sorted(p for p in EXAMPLES.glob("*.json") if not p.name.endswith(".tests.json"))
+    assert flows
+    for flow_file in flows:
+        document = json.loads(flow_file.read_text())
+        suite = cases.load_file(cases.tests_file(flow_file), document)
+        assert suite.cases, flow_file
+
+
+def _out(body: bytes, **md: Any) -> tuple[MessageDescriptor, bytes]:
+    return MessageDescriptor(**md), body
+
+
+def test_trees_compare_equal_across_layout_and_name_each_difference_by_path() -> None:
+    expected = TestMessage(
+        b'<Order>\n  <Id>1</Id>\n  <Item sku="a">2</Item>\n  <Item sku="b">3</Item>\n</Order>',
+        domain="XMLNSC",
+    )
+    same = b'<Order><Id>1</Id><Item sku="a">2</Item><Item sku="b">3</Item></Order>'
+    assert compare(expected, *_out(same), ()) == []
+    changed = b'<Order><Id>1</Id><Item sku="a">2</Item><Item sku="c">4</Item><Note/></Order>'
+    found = [d.describe() for d in compare(expected, *_out(changed), ())]
+    assert found == [
+        "XMLNSC.Order.Item[2]: expected '3', got '4'",
+        "XMLNSC.Order.Item[2].sku: expected 'b', got 'c'",
+        "XMLNSC.Order.Note: not expected (got '')",
+    ]
+    assert compare(expected, *_out(changed), ("XMLNSC.Order.Item[2]", "XMLNSC.Order.Note")) == []
+
+
+def test_json_and_mqmd_fields_named_by_the_expectation_are_compared() -> None:
+    expected = TestMessage(b'{"a": 1, "b": [true, "x"]}', mqmd={"Priority": 5}, domain="JSON")
+    assert compare(expected, *_out(b'{ "b": [true, "x"], "a": 1 }', priority=5), ()) == []
+    found = compare(expected, *_out(b'{"a": 2, "b": [true, "x"]}', priority=1), ())
+    assert [(d.path, d.expected, d.actual) for d in found] == [
+        ("MQMD.Priority", "5", "1"),
+        ("JSON.Data.a", "1", "2"),
+    ]
+
+
+def test_an_output_that_does_not_parse_says_so_with_the_parser_error() -> None:
+    with pytest.raises(UnparsableMessage) as caught:
+        compare(TestMessage(b"<a/>", domain="XMLNSC"), *_out(b"<a><b></a>"), ())
+    assert "the output message does not parse as XMLNSC" in str(caught.value)
+
+
+def test_ignore_patterns_cover_subtrees_names_and_indexes() -> None:
+    assert ignored("MQMD.MsgId", ["MQMD.MsgId"])
+    assert ignored("XMLNSC.Order.Item[2].Price", ["XMLNSC.Order.Item"])
+    assert ignored("XMLNSC.Order.Item[2].Price", ["XMLNSC.*.Item[*].Price"])
+    assert not ignored("XMLNSC.Order.Item[2].Price", ["XMLNSC.Order.Item[1]"])
+    assert not ignored("MQMD.CorrelId", ["MQMD.MsgId"])
+
+
+def test_a_case_made_from_messages_seen_runs_as_a_case() -> None:
+    sent = Message(MessageDescriptor(format="MQSTR", priority=3), {}, b"<Order><Id>1</Id></Order>")
+    out = Message(
+        MessageDescriptor(format="MQSTR", msg_id=b"x" * 24), {"k": "v"}, b"<Order><Id>2</Id></Order>"
+    )
+    made = cases.case_from_messages(
+        "seen", sent, {"ORDERS.OUT": [out]}, input_node="in", ignore=["MQMD.CorrelId"]
+    )
+    assert made["input"] == {
+        "mqmd": {"Format": "MQSTR", "Priority": 3},
+        "body": "<Order><Id>1</Id></Order>",
+        "node": "in",
+    }
+    (case,) = cases.parse([made], _flow(), "made").cases
+    (wanted,) = case.expect[0].messages
+    assert "MsgId" not in wanted.mqmd and wanted.properties == {"k": "v"}
+    assert compare(wanted, out.md, out.body, case.ignore, out.properties) == []
+    other = compare(wanted, out.md, b"<Order><Id>3</Id></Order>", case.ignore, {})
+    assert [d.path for d in other] == ["XMLNSC.Order.Id", "(properties).k"]
+
+
+def test_an_attribute_is_not_an_element_of_the_same_value() -> None:
+    differences = compare(TestMessage(b'<a x="1"/>', domain="XMLNSC"), *_out(b"<a><x>1</x></a>"), ())
+    (found,) = [d for d in differences if d.path == "XMLNSC.a.x"]
+    assert found.path == "XMLNSC.a.x" and found.expected != found.actual
+    assert found.expected is not None and found.expected.startswith("field type 0x")
