@@ -36,6 +36,7 @@ from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_f
 from flowbroker.runtime.datasources import DataSources, ThreadDataSource
 from flowbroker.runtime.dependencies import install_message_sets, subflow_resolver
 from flowbroker.runtime.http_listener import HTTPListener
+from flowbroker.runtime.recorder import Recording, RecordingSpec
 from flowbroker.runtime.transports import (
     DEAD_LETTER_QUEUE,
     RC_NO_MSG_AVAILABLE,
@@ -504,6 +505,25 @@ class DeployedFlow:
         self.failures = 0
         self.failures_memo = backouts.FailureMemo()
         self.repeated_errors = backouts.RepeatedErrors(log)
+        #: The flow exerciser's recording running now; None (the usual case) taps nothing.
+        self.recording: Recording | None = None
+
+    def start_recording(self, directory: Path, spec: RecordingSpec) -> Recording:
+        """Record what crosses each connection (a recording already running is ended first)."""
+        self.stop_recording("a new recording was started")
+        recording = Recording(self.name, self.compiled.nodes, directory, spec)
+        recording.start()
+        self.recording = recording
+        return recording
+
+    def stop_recording(self, reason: str, recording_id: str | None = None) -> bool:
+        """End the running recording (only if it is ``recording_id``, when given)."""
+        recording = self.recording
+        if recording is None or (recording_id is not None and recording.spec.id != recording_id):
+            return False
+        recording.stop(reason)
+        self.recording = None
+        return True
 
     def record_error(self, text: str) -> None:
         self.errors = [*self.errors[-19:], text]
@@ -593,6 +613,9 @@ class DeployedFlow:
             "nodes": nodes,
             "last_errors": list(self.errors[-5:]),
             "trace": {"level": self.trace.level, "mode": self.trace.mode},
+            "recording": self.recording.spec.id
+            if self.recording is not None and self.recording.active
+            else None,
         }
 
 
@@ -605,6 +628,7 @@ class ExecutionGroupRuntime:
         *,
         data_sources: DataSources | None = None,
         trace_dir: Path | None = None,
+        recording_dir: Path | None = None,
         resolve_subflow: SubflowResolver | None = None,
         broker: dict[str, object] | None = None,
         http: HTTPListener | None = None,
@@ -618,6 +642,7 @@ class ExecutionGroupRuntime:
         self.broker = dict(broker or {})
         self.data_sources = data_sources or DataSources()
         self.trace_dir = trace_dir or Path("trace")
+        self.recording_dir = recording_dir or Path("recordings")
         self.resolve_subflow = resolve_subflow
         self.flows: dict[str, DeployedFlow] = {}
         self._lock = threading.RLock()
@@ -652,6 +677,7 @@ class ExecutionGroupRuntime:
             old = self.flows.get(compiled.name)
             trace = old.trace if old is not None else UserTrace(self.trace_dir / f"{compiled.name}.trace")
             if old is not None:
+                old.stop_recording("the flow was redeployed")
                 old.stop()
             deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace, self.broker, self.http)
             self.flows[compiled.name] = deployed
@@ -704,6 +730,7 @@ class ExecutionGroupRuntime:
             deployed = self.flows.pop(name, None)
         if deployed is None:
             return False
+        deployed.stop_recording("the flow was undeployed")
         deployed.stop()
         deployed.trace.close()
         return True
@@ -724,10 +751,18 @@ class ExecutionGroupRuntime:
         """Switch a flow's user trace: level none, normal or debug; mode safe (flushed) or fast (buffered)."""
         self._get(name).trace.configure(level, mode)
 
+    def start_recording(self, name: str, spec: RecordingSpec) -> None:
+        """Start the flow exerciser's recording of a flow: its files go to ``recording_dir/<flow>``."""
+        self._get(name).start_recording(self.recording_dir / name, spec)
+
+    def stop_recording(self, name: str, recording_id: str, reason: str) -> bool:
+        return self._get(name).stop_recording(reason, recording_id)
+
     def shutdown(self, timeout: float = 30.0) -> None:
         with self._lock:
             flows = list(self.flows.values())
         for deployed in flows:
+            deployed.stop_recording("the execution group stopped")
             deployed.stop_event.set()
         for deployed in flows:
             deployed.stop(timeout)
