@@ -73,6 +73,8 @@ def _viewer(platform) -> dict[str, str]:
 
 def test_test_message_is_recorded_at_each_connection_in_the_group(platform, worker) -> None:
     deployment, _, dst = _deployed(platform, "Exercised")
+    listed = platform.request("GET", f"/api/flows/{deployment['flowId']}/deployments").json()
+    assert [(d["id"], d["status"]) for d in listed] == [(deployment["id"], "running")]
     sent = platform.request(
         "POST",
         f"/api/deployments/{deployment['id']}/test-messages",
@@ -88,7 +90,7 @@ def test_test_message_is_recorded_at_each_connection_in_the_group(platform, work
     assert b"<qty>6</qty>" in out.body
     found = _finished(platform, deployment["id"], recording["id"])
     assert found["status"] == "complete", found
-    assert found["reason"] == "1 messages recorded"
+    assert found["reason"] == "1 message recorded"
     crossings = {c["connection"]: c for c in found["crossingsList"]}
     assert set(crossings) == {"in.out->c.in", "c.out->out.in"}
     assert {c["message"] for c in crossings.values()} == {1}

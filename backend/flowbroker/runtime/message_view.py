@@ -170,9 +170,16 @@ def _view_tree(
 
 def _field(element: Element, domain: str, path: str, ref: list[int], budget: _Budget) -> dict[str, Any]:
     budget.fields += 1
-    text = value_text(element.value)
-    cut = False
+    value = element.value
     limit = budget.limits.max_value_chars
+    cut = False
+    if isinstance(value, bytes | bytearray) and len(value) * 2 > limit:
+        # hex only what is kept: a 10 MB BLOB is never turned into 20 MB of text
+        text: str | None = bytes(value[: limit // 2]).hex().upper()
+        cut = True
+        budget.values_cut += 1
+    else:
+        text = value_text(value)
     if text is not None and len(text) > limit:
         text = text[:limit]
         cut = True

@@ -258,7 +258,8 @@ class Recording:
         still belongs to it."""
         message = getattr(self._local, "message", 0)
         if message and message >= self.spec.max_messages and self.active:
-            self.stop(f"{self.spec.max_messages} messages recorded")
+            count = self.spec.max_messages
+            self.stop(f"{count} message{'' if count == 1 else 's'} recorded")
 
     # -- state ---------------------------------------------------------------------------------
 

@@ -34,6 +34,27 @@ def directory(data: Path, deployment: Deployment) -> Path:
     )
 
 
+def flow_deployments(session: Session, flow_id: int) -> list[Deployment]:
+    """The flow's current deployments, one per execution group: where it can be recorded."""
+    from sqlalchemy import select
+
+    from flowbroker.repository.models import FlowVersion
+
+    rows = session.scalars(
+        select(Deployment)
+        .join(FlowVersion, Deployment.flow_version_id == FlowVersion.id)
+        .where(FlowVersion.flow_id == flow_id, Deployment.status.in_((*deploy.ACTIVE, "failed")))
+        .order_by(Deployment.id.desc())
+    ).all()
+    seen: set[int] = set()
+    current = []
+    for row in rows:
+        if row.group_id not in seen:
+            seen.add(row.group_id)
+            current.append(row)
+    return current
+
+
 def start(
     session: Session,
     actor: str,

@@ -41,6 +41,7 @@ import { AceImportDialog } from './AceImportDialog';
 import { ImportDialog } from './ImportDialog';
 import { applyImport, findConflicts, restImportApi, type Choice, type NameConflict } from './import-flow';
 import { VersionsDialog } from './VersionsDialog';
+import { ExerciserPanel } from '../exerciser/ExerciserPanel';
 
 // Module scope: a new object each render would make React Flow rebuild every node.
 const nodeTypes = { flowNode: FlowNode };
@@ -741,6 +742,7 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
         <PropertyPanel readOnly={!canEdit} serverProblems={serverProblems} onEsqlDiagnostics={onEsqlDiagnostics} />
       </div>
       <CanvasProblems specs={specs} others={others} onFocus={focusNode} />
+      <ExerciserPanel />
       {showVersions && store.getState().meta.flowId !== null && (
         <VersionsDialog
           flowId={store.getState().meta.flowId as number}

@@ -10,9 +10,10 @@ from pydantic import Field
 from flowbroker.api.deps import DbSession, Deployer, QueueWriter, Reader, SettingsDep
 from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.message_views import MessageViewOut
+from flowbroker.api.routes.deployments import DeploymentOut
 from flowbroker.api.routes.queue_messages import PutIn, to_test_message
 from flowbroker.api.schemas import Body, Id, Out, StrictInt
-from flowbroker.services import recordings, test_messages
+from flowbroker.services import deploy, recordings, test_messages
 
 router = APIRouter(tags=["recordings"], responses=responses(*AUTHENTICATED))
 
@@ -43,7 +44,7 @@ class RecordingOut(Out):
     bytes: int = 0
 
 
-class Terminal(Out):
+class CrossingEnd(Out):
     node: str
     terminal: str
 
@@ -52,8 +53,8 @@ class CrossingSummaryOut(Out):
     seq: int
     message: int = Field(description="which recorded message (flow invocation), from 1")
     connection: str = Field(description="the designer's edge id: from.terminal->to.terminal")
-    from_: Terminal = Field(alias="from")
-    to: Terminal
+    from_: CrossingEnd = Field(alias="from")
+    to: CrossingEnd
     time: float
     truncated: bool
 
@@ -65,6 +66,12 @@ class RecordingDetailOut(RecordingOut):
 class CrossingOut(CrossingSummaryOut):
     thread: str = ""
     view: MessageViewOut
+
+
+@router.get("/api/flows/{flow_id}/deployments", response_model=list[DeploymentOut])
+def flow_deployments(flow_id: Id, _: Reader, session: DbSession) -> Any:
+    """The flow's current deployment in each execution group (what the designer records and tests)."""
+    return [deploy.describe(row) for row in recordings.flow_deployments(session, flow_id)]
 
 
 @router.post(
