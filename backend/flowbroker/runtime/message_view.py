@@ -317,14 +317,18 @@ def _pretty(text: str, fmt: str) -> str:
         return text
 
 
+#: Each byte as hex_dump shows it on the right: itself when printable ASCII, else a dot.
+_PRINTABLE = bytes(b if 32 <= b < 127 else 0x2E for b in range(256))
+
+
 def hex_dump(data: bytes, width: int = 16) -> str:
     """Offset, hex bytes and printable ASCII, ``width`` bytes a line."""
     lines = []
+    view = memoryview(data)
     for offset in range(0, len(data), width):
-        chunk = data[offset : offset + width]
-        hexes = " ".join(f"{b:02X}" for b in chunk)
-        ascii_ = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
-        lines.append(f"{offset:08X}  {hexes:<{width * 3 - 1}}  {ascii_}")
+        chunk = bytes(view[offset : offset + width])
+        hexes = chunk.hex(" ").upper()
+        lines.append(f"{offset:08X}  {hexes:<{width * 3 - 1}}  {chunk.translate(_PRINTABLE).decode('ascii')}")
     return "\n".join(lines)
 
 
