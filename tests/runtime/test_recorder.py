@@ -118,3 +118,34 @@ def test_ten_megabyte_message_is_recorded_truncated(tmp_path: Path) -> None:
     assert view["body"]["bytes"] == 10 * 1024 * 1024
     assert "the body is 10,485,760 bytes: only the first 262,144 are shown" in view["notices"]
     assert (tmp_path / f"{spec.id}.jsonl").stat().st_size < 4 << 20
+
+
+def test_recordings_expire_and_a_lost_one_says_so(tmp_path: Path) -> None:
+    import time
+
+    from flowbroker.runtime.recorder import write_json
+    from flowbroker.services import recordings
+
+    old, fresh, lost = (uuid.uuid4().hex for _ in range(3))
+    now = time.time()
+    write_json(
+        tmp_path / f"{old}.json", {"id": old, "status": "complete", "requestedAt": now - 7200, "seconds": 60}
+    )
+    (tmp_path / f"{old}.jsonl").write_text("{}\n")
+    (tmp_path / f"{old}.index.jsonl").write_text("{}\n")
+    write_json(
+        tmp_path / f"{fresh}.json",
+        {"id": fresh, "status": "complete", "requestedAt": now - 10, "seconds": 60},
+    )
+    write_json(
+        tmp_path / f"{lost}.json",
+        {"id": lost, "status": "recording", "requestedAt": now - 600, "seconds": 60},
+    )
+    assert recordings.expire(tmp_path, ttl=3600) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{fresh}.json", f"{lost}.json"])
+    gone = recordings.describe(tmp_path, lost)
+    assert (gone["status"], gone["reason"]) == (
+        "failed",
+        "the execution group stopped before the recording ended",
+    )
+    assert recordings.describe(tmp_path, fresh)["status"] == "complete"

@@ -164,3 +164,55 @@ def test_viewers_see_recordings_only_operators_start_them_and_bounds_are_checked
     assert platform.client.delete(f"{path}/{recording['id']}", headers=viewer).status_code == 403
     assert platform.request("DELETE", f"{path}/{recording['id']}").status_code == 204
     assert platform.request("GET", f"{path}/{recording['id']}").status_code == 404
+
+
+def test_test_message_to_an_http_input_is_posted_to_its_group_listener_and_recorded(platform) -> None:
+    brokers = platform.request("GET", "/api/brokers").json()
+    default = next(b for b in brokers if b["name"] == "default")
+    made = platform.request("POST", f"/api/brokers/{default['id']}/groups", json={"name": "rechttp"})
+    assert made.status_code in (201, 409), made.text
+    n = next(_ids)
+    document = flow(
+        {
+            "in": ("HTTPInput", {"path": f"/exercise/{n}", "messageDomain": "JSON"}),
+            "reply": ("HTTPReply", {}),
+        },
+        ["in.out -> reply"],
+        name=f"HttpExercised{n}",
+    )
+    env = {"FLOWBROKER_HTTP_PORT": "0", "FLOWBROKER_STATS_INTERVAL": "1"}
+    with WorkerProcess(platform.data, group="rechttp", env=env):
+        created = platform.deploy(document, group="rechttp")
+        platform.wait_status(created["id"], {"running"})
+        request = {
+            "node": "in",
+            "message": {"body": '{"order": {"qty": 5}}'},
+            "http": {"method": "POST", "contentType": "application/json", "headers": {"X-Test": "yes"}},
+        }
+        bad = platform.request(
+            "POST",
+            f"/api/deployments/{created['id']}/test-messages",
+            json={**request, "message": {"body": '{"order": }'}},
+        )
+        assert bad.status_code == 422 and bad.json()["detail"][0]["line"] == 1, bad.text
+        deadline = time.monotonic() + 30
+        while True:  # the listener's address arrives with the group's next statistics
+            sent = platform.request("POST", f"/api/deployments/{created['id']}/test-messages", json=request)
+            if sent.status_code != 409 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert sent.status_code == 201, sent.text
+        answer = sent.json()
+        assert answer["kind"] == "http" and answer["httpStatus"] == 200
+        assert '"qty":5' in answer["httpReply"].replace(" ", "")
+        found = _finished(platform, created["id"], answer["recording"]["id"])
+        (crossing,) = found["crossingsList"]
+        assert crossing["connection"] == "in.out->reply.in"
+        shown = platform.request(
+            "GET", f"/api/deployments/{created['id']}/recordings/{answer['recording']['id']}/crossings/1"
+        ).json()
+        assert shown["view"]["body"]["format"] == "json"
+        headers = next(f for f in shown["view"]["trees"][0]["children"] if f["name"] == "HTTPInputHeader")
+        assert ("X-Test", "yes") in [(f["name"], f["value"]) for f in headers["children"]]
+        platform.request("DELETE", f"/api/deployments/{created['id']}")
+        platform.wait_status(created["id"], {"undeployed"})

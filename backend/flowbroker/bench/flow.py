@@ -97,11 +97,6 @@ class Bench:
         from flowbroker.settings import Settings
 
         os.environ["FLOWBROKER_DATA"] = str(self.data)
-        if getattr(self.args, "record", "off") != "off":
-            # a recording row records every message of its window: bounds of the run, not of an operator
-            os.environ.setdefault("FLOWBROKER_RECORDING_MAX_MESSAGES", "100000")
-            os.environ.setdefault("FLOWBROKER_RECORDING_MAX_SECONDS", "3600")
-            os.environ.setdefault("FLOWBROKER_RECORDING_MAX_BYTES", str(4 * 1024**3))
         self.settings = Settings(data=self.data, admin_password="bench-password-1234")
         prepare_repository(self.settings)
         core = getattr(self.args, "engine_core", None)
@@ -293,7 +288,14 @@ class Bench:
         from flowbroker.services import deploy, recordings
         from flowbroker.settings import Settings
 
-        settings = Settings(data=self.data, admin_password="bench-password-1234")
+        # a recording row records every message of its window: bounds of the run, not an operator's
+        settings = Settings(
+            data=self.data,
+            admin_password="bench-password-1234",
+            recording_max_messages=100_000,
+            recording_max_seconds=3600,
+            recording_max_bytes=4 * 1024**3,
+        )
         repo = db.engine_from_settings(settings)
         with db.session_scope(db.session_factory(repo)) as session:
             started = recordings.start(

@@ -25,6 +25,8 @@ from flowbroker.services.errors import Invalid, NotFound, problem
 from flowbroker.settings import Settings
 
 _SUFFIXES = (".json", ".jsonl", ".index.jsonl")
+#: How long after its time is up a recording may still say it records before it is taken as lost.
+_GRACE_SECONDS = 60.0
 
 
 def directory(data: Path, deployment: Deployment) -> Path:
@@ -174,9 +176,8 @@ def listing(session: Session, deployment_id: int, settings: Settings) -> list[di
     for path in where.glob("*.json") if where.is_dir() else ():
         recording_id = path.name.removesuffix(".json")
         if ID_PATTERN.match(recording_id):
-            state = describe(where, recording_id)
-            if state.get("deployment") == deployment.id:
-                found.append(state)
+            # recordings of earlier deployments of the flow in this group stay listed until they expire
+            found.append(describe(where, recording_id))
     return sorted(found, key=lambda s: -float(s.get("requestedAt") or 0))
 
 
@@ -222,6 +223,14 @@ def describe(where: Path, recording_id: str) -> dict[str, Any]:
         state = json.loads((where / f"{recording_id}.json").read_text())
     except (OSError, ValueError):
         raise NotFound(f"no recording {recording_id} (it may have expired)") from None
+    started = float(state.get("requestedAt") or 0)
+    if (
+        state.get("status") in ("requested", "recording")
+        and time.time() > started + float(state.get("seconds") or 0) + _GRACE_SECONDS
+    ):
+        # the group would have ended it by now: it stopped (or never got the request) meanwhile
+        state["status"] = "failed"
+        state["reason"] = "the execution group stopped before the recording ended"
     if state.get("status") == "recording":
         # counts of a running recording come from its index, which grows as messages cross
         entries = _index(where, recording_id)

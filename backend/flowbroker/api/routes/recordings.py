@@ -188,11 +188,13 @@ def send_test_message(
     deployment_id: Id,
     body: TestMessageIn,
     user: QueueWriter,
-    _: Deployer,
     session: DbSession,
     settings: SettingsDep,
 ) -> Any:
-    """Check the body parses in the input node's domain, start a recording, then put or post the message."""
+    """Check the body parses in the input node's domain, start a recording, then put or post the message.
+
+    Putting on a queue is what this needs (queues.write); it is the operator's, as recording is.
+    """
     http = None
     if body.http is not None:
         http = test_messages.HttpRequest(
