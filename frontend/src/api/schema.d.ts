@@ -483,6 +483,8 @@ export interface paths {
         /**
          * Send Test Message
          * @description Check the body parses in the input node's domain, start a recording, then put or post the message.
+         *
+         *     Putting on a queue is what this needs (queues.write); it is the operator's, as recording is.
          */
         post: operations["send_test_message_api_deployments__deployment_id__test_messages_post"];
         delete?: never;
