@@ -74,10 +74,17 @@ async function openFlow(flowId) {
   await page.goto(`${base}/#/designer/${flowId}`);
   await page.reload();
   await page.locator('[data-id="c"]').waitFor();
+  await openPanel();
   await page.locator('section[aria-label="Flow exerciser"]').getByText('default/default v1').waitFor({ timeout: 15000 });
 }
 
 const panel = () => page.locator('section[aria-label="Flow exerciser"]');
+
+/** The panel starts closed (floating in the corner); once opened it stays open. */
+async function openPanel() {
+  const toggle = panel().getByRole('button', { name: 'Flow exerciser' });
+  if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click();
+}
 
 async function clickEdge(id) {
   await page.getByRole('button', { name: 'Fit', exact: true }).click();
@@ -187,6 +194,7 @@ try {
     await page.goto(`${base}/#/designer/${flowId}`);
     await page.reload();
     await page.locator('[data-id="c"]').waitFor();
+    await openPanel();
     await panel().getByText('default/default').waitFor({ timeout: 15000 });
     if (await panel().getByRole('button', { name: 'Record' }).count()) throw new Error('a viewer is offered Record');
     await page.locator('[data-id="in"]').click();

@@ -13,6 +13,7 @@ import { MessageTreeView } from './MessageTreeView';
 import { TestMessageDialog, type NamedTestMessage } from './TestMessageDialog';
 
 const SENDABLE = new Set(['MQInput', 'HTTPInput']);
+const OPEN_KEY = 'flowbroker.exerciser.open';
 
 function when(seconds: number): string {
   return new Date(seconds * 1000).toLocaleTimeString();
@@ -42,7 +43,12 @@ export function ExerciserPanel() {
   const canSend = useCan('queues.write') && canRecord;
   const canEdit = useCan('flows.edit');
   const queryClient = useQueryClient();
-  const [open, setOpen] = useState(true);
+  // Closed, it floats over the page's corner and takes no room from the canvas; the choice is remembered.
+  const [open, setOpenState] = useState(() => localStorage.getItem(OPEN_KEY) === 'true');
+  const setOpen = (value: boolean) => {
+    localStorage.setItem(OPEN_KEY, String(value));
+    setOpenState(value);
+  };
   const [deploymentId, setDeploymentId] = useState<number | null>(null);
   const [recordingId, setRecordingId] = useState<string | null>(null);
   const [seq, setSeq] = useState<number | null>(null);
