@@ -149,3 +149,34 @@ def test_recordings_expire_and_a_lost_one_says_so(tmp_path: Path) -> None:
         "the execution group stopped before the recording ended",
     )
     assert recordings.describe(tmp_path, fresh)["status"] == "complete"
+
+
+def test_connections_into_and_out_of_a_subflow_are_named_as_its_canvas_draws_them(tmp_path: Path) -> None:
+    inner = flow(
+        {
+            "i": ("Input", {"terminalName": "in"}),
+            "p": ("Passthrough", {}),
+            "o": ("Output", {"terminalName": "done"}),
+        },
+        ["i.out -> p", "p.out -> o"],
+        name="Inner",
+    )
+    h = FlowHarness(
+        flow(
+            {
+                "in": ("MQInput", {"queueName": "UNUSED"}),
+                "s": ("Subflow", {"flow": inner}),
+                "after": ("Passthrough", {}),
+            },
+            ["in.out -> s.in", "s.done -> after"],
+        )
+    )
+    spec = _spec(max_messages=1)
+    h.deployed.start_recording(tmp_path, spec)
+    h.inject("in", b"x")
+    crossed = [
+        c["connection"]
+        for c in _lines(tmp_path / f"{spec.id}.jsonl")
+        if not c["to"]["node"].startswith("tap:")
+    ]
+    assert crossed == ["in.out->s.in", "s/i.out->s/p.in", "s/p.out->s/o.in", "s.done->after.in"]

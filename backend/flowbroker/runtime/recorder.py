@@ -55,6 +55,31 @@ def connection_id(source: str, terminal: str, target: str, target_terminal: str)
     return f"{source}.{terminal}->{target}.{target_terminal}"
 
 
+def canvas_connection(source: Node, terminal: str, target: Node, target_terminal: str) -> str:
+    """The connection as the flow's own canvas draws it.
+
+    The compiler replaces a subflow node by its nodes (ids ``sub/inner``) and rewires the
+    connections into it to its Input node and out of it from its Output node; those two are named
+    here by the subflow node and its terminal again. A connection inside a subflow keeps the
+    inner ids (it is on the subflow's canvas, not on this one).
+    """
+    outer_source = _outer(source, terminal, "Output", "out")
+    outer_target = _outer(target, target_terminal, "Input", "in")
+    if outer_source is None or outer_target is None:
+        return connection_id(source.id, terminal, target.id, target_terminal)
+    return connection_id(*outer_source, *outer_target)
+
+
+def _outer(node: Node, terminal: str, boundary: str, default: str) -> tuple[str, str] | None:
+    """(id, terminal) on the top canvas: the node itself, or the subflow it is the boundary node of."""
+    if "/" not in node.id:
+        return node.id, terminal
+    parent, _, inner = node.id.partition("/")
+    if "/" in inner or node.SPEC.type != boundary:
+        return None
+    return parent, str(node.properties.get("terminalName") or default)
+
+
 def write_json(path: Path, document: dict[str, Any]) -> None:
     """Replace ``path`` atomically, so a reader never sees half a state file."""
     tmp = path.with_name(path.name + ".tmp")
@@ -82,7 +107,7 @@ class Tap:
         self.source = source
         self.terminal = terminal
         self.target = target
-        self.connection = connection_id(source.id, terminal, target.id, target_terminal)
+        self.connection = canvas_connection(source, terminal, target, target_terminal)
         # a flow invocation starts where an input node propagates a message it got (on its first
         # wire of the terminal) and has ended when the last wire's path returns
         from_input = source.SPEC.is_input and terminal not in _SAME_MESSAGE_TERMINALS
