@@ -83,6 +83,18 @@ class Settings(BaseSettings):
     #: Seconds an idle keep-alive HTTP connection stays open.
     http_keep_alive_seconds: float = Field(default=5.0, gt=0)
 
+    #: The flow exerciser: most messages (flow invocations) and seconds one recording may ask for,
+    #: the bytes its file may reach, and how long a recording is kept before it expires.
+    recording_max_messages: int = Field(default=100, ge=1, le=100_000)
+    recording_max_seconds: float = Field(default=600.0, gt=0, le=86_400)
+    recording_max_bytes: int = Field(default=32 * 1024 * 1024, ge=64 * 1024, le=4 * 1024**3)
+    recording_ttl_seconds: float = Field(default=3600.0, gt=0, le=30 * 86_400)
+    #: What one recorded message keeps: fields over its trees, bytes of its serialized body, and the
+    #: largest unparsed body parsed to show its tree.
+    recording_max_fields: int = Field(default=5000, ge=10, le=1_000_000)
+    recording_max_body_bytes: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
+    recording_max_parse_bytes: int = Field(default=1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+
     @field_validator("cors_origins", "file_roots", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:

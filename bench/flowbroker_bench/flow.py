@@ -86,6 +86,8 @@ class Bench:
         self.db_url = ""
         self.db_kind = ""
         self._schema = ""
+        #: (deployment id, recording id, its directory) of the recording running for a row
+        self.recording: tuple[int, str, Path] = (0, "", Path())
 
     # -- set up and tear down ------------------------------------------------------------------
 
@@ -278,6 +280,63 @@ class Bench:
         with db.session_scope(db.session_factory(repo)) as session:
             deploy.set_trace(session, "bench", deployment_id, level, mode, data=self.data)
         repo.dispose()
+
+    def start_recording(self, deployment_id: int, timeout: float = 30.0) -> str:
+        """Start a flow exerciser recording as an operator would, bounded only by the run; its id once it records."""
+        from flowbroker.repository import db
+        from flowbroker.services import deploy, recordings
+        from flowbroker.settings import Settings
+
+        # a recording row records every message of its window: bounds of the run, not an operator's
+        settings = Settings(
+            data=self.data,
+            admin_password="bench-password-1234",
+            recording_max_messages=100_000,
+            recording_max_seconds=3600,
+            recording_max_bytes=4 * 1024**3,
+        )
+        repo = db.engine_from_settings(settings)
+        with db.session_scope(db.session_factory(repo)) as session:
+            started = recordings.start(
+                session,
+                "bench",
+                deployment_id,
+                settings,
+                max_messages=settings.recording_max_messages,
+                seconds=settings.recording_max_seconds,
+            )
+            deployment = deploy.get(session, deployment_id)
+            where = recordings.directory(self.data, deployment)
+        repo.dispose()
+        deadline = time.monotonic() + timeout
+        while recordings.describe(where, started["id"])["status"] == "requested":
+            if time.monotonic() > deadline:
+                raise RuntimeError("the execution group did not start the recording")
+            time.sleep(0.05)
+        self.recording = (deployment_id, started["id"], where)
+        return str(started["id"])
+
+    def stop_recording(self) -> dict[str, Any]:
+        """End the recording the last :meth:`start_recording` started; its state as the group left it."""
+        from flowbroker.repository import db
+        from flowbroker.services import recordings
+        from flowbroker.settings import Settings
+
+        deployment_id, recording_id, where = self.recording
+        during = recordings.describe(where, recording_id)
+        settings = Settings(data=self.data, admin_password="bench-password-1234")
+        repo = db.engine_from_settings(settings)
+        with db.session_scope(db.session_factory(repo)) as session:
+            recordings.stop(session, "bench", deployment_id, recording_id, settings)
+        repo.dispose()
+        deadline = time.monotonic() + 30
+        while (
+            recordings.describe(where, recording_id)["status"] == "recording" and time.monotonic() < deadline
+        ):
+            time.sleep(0.1)
+        final = recordings.describe(where, recording_id)
+        final["stillRecordingAtEnd"] = during["status"] == "recording"
+        return final
 
     def trace_path(self, flow_name: str, group: str = "default") -> Path:
         return self.data / "trace" / "default" / group / f"{flow_name}.trace"
@@ -493,7 +552,14 @@ def _ms(value: float | None) -> float | None:
     return round(value, 3) if value is not None else None
 
 
-def _row(case: Case, persistent: bool, size: int, result: dict[str, Any] | None, note: str) -> Row:
+def _row(
+    case: Case,
+    persistent: bool,
+    size: int,
+    result: dict[str, Any] | None,
+    note: str,
+    recording: str | None = None,
+) -> Row:
     """Appendix B's columns for one cell; ``result`` None for a cell that could not be measured."""
     row: Row = {
         "case": case.key,
@@ -502,6 +568,8 @@ def _row(case: Case, persistent: bool, size: int, result: dict[str, Any] | None,
         "persistence": "p" if persistent else "np",
         "message_size": size,
     }
+    if recording is not None:
+        row["recording"] = recording
     if case.table.startswith("7.8-"):
         row["execution_groups"] = case.groups
     if case.table.startswith("7.11-"):
@@ -597,9 +665,19 @@ def run_cases(cases: list[Case], args: argparse.Namespace) -> list[Row]:
                     unmeasured = f"not measured: {problem}"
                     rows.append(_row(case, persistent, size, None, unmeasured))
                     continue
-                result = _run_driver(_drive(bench, case, persistent, size, args))
-                rows.append(_row(case, persistent, size, result, note))
-                bench.settle(case)
+                for mode in _record_modes(args):
+                    if mode == "off":
+                        result = _run_driver(_drive(bench, case, persistent, size, args))
+                        rows.append(_row(case, persistent, size, result, note, _recording_column(args, mode)))
+                    else:
+                        bench.start_recording(bench.apply(case, size))
+                        result = _run_driver(_drive(bench, case, persistent, size, args))
+                        state = bench.stop_recording()
+                        said = _recording_note(state)
+                        rows.append(
+                            _row(case, persistent, size, result, "; ".join(filter(None, [note, said])), mode)
+                        )
+                    bench.settle(case)
         time.sleep(1.0)
         deployed = sorted({name for _, name in bench.deployed})
         rows.append(
@@ -611,6 +689,26 @@ def run_cases(cases: list[Case], args: argparse.Namespace) -> list[Row]:
             }
         )
     return rows
+
+
+def _record_modes(args: argparse.Namespace) -> list[str]:
+    return {"off": ["off"], "on": ["on"], "both": ["off", "on"]}[getattr(args, "record", "off")]
+
+
+def _recording_column(args: argparse.Namespace, mode: str) -> str | None:
+    """The row's recording column: only when the run asked about recordings at all."""
+    return mode if getattr(args, "record", "off") != "off" else None
+
+
+def _recording_note(state: dict[str, Any]) -> str:
+    """What the recording held, and whether it covered the whole window (else the figure is not all recorded)."""
+    said = (
+        f"recorded {state.get('messages', 0):,} messages, {state.get('crossings', 0):,} crossings, "
+        f"{int(state.get('bytes') or 0) / 2**20:.0f} MiB"
+    )
+    if not state.get("stillRecordingAtEnd"):
+        said += f"; the recording ended before the window did: {state.get('reason')}"
+    return said
 
 
 def _prepare_trace(bench: Bench, case: Case, persistent: bool, size: int) -> str | None:
@@ -713,6 +811,13 @@ def add_arguments(p: argparse.ArgumentParser, *, sizes: str = "all", persistence
         "--engine-core", type=int, default=None, help="pin the queue manager and groups to this CPU"
     )
     p.add_argument("--load-core", type=int, default=None, help="pin the driver to this CPU")
+    p.add_argument(
+        "--record",
+        choices=("off", "on", "both"),
+        default="off",
+        help="flow exerciser recording during each row: off (never started), on (every message of the "
+        "window recorded at every connection), or both (each cell measured off, then on)",
+    )
 
 
 def _flow_arguments(p: argparse.ArgumentParser) -> None:

@@ -127,3 +127,12 @@ def test_bad_edits_say_why(tree: str, ref: list[int], text: str, kind: str, mess
     with pytest.raises(EditError) as caught:
         set_value(assembly, tree, ref, text, kind)
     assert str(caught.value).startswith(message)
+
+
+def test_a_large_blob_value_is_cut_before_it_becomes_hex() -> None:
+    assembly = Assembly(Element("Root"))
+    assembly.root.add("BLOB").add("BLOB", b"\xab" * (10 * 1024 * 1024))
+    view = view_assembly(assembly, Limits(max_value_chars=64))
+    field = _find(view["trees"][0], "Root.BLOB.BLOB")
+    assert field["value"] == "AB" * 32 and field["valueCut"] is True
+    assert "1 values longer than 64 characters are cut short" in view["notices"]

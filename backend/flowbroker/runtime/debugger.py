@@ -319,10 +319,13 @@ class FlowDebugger:
         self._probed = True
 
     def reinstall(self) -> None:
-        """Probe the wires again while breakpoints are set: for whoever replaced ``node.wires``."""
+        """Probe the wires again while breakpoints are set, or take the probes out when none are:
+        for whoever replaced ``node.wires`` (a recording that ended puts back the wires it saved)."""
         with self._lock:
             if self.breakpoints:
                 self._install_probes()
+            elif self._probed:
+                self._remove_probes()
 
     def _remove_probes(self) -> None:
         for node in self.nodes.values():

@@ -37,6 +37,7 @@ from flowbroker.runtime.datasources import DataSources, ThreadDataSource
 from flowbroker.runtime.debugger import Breakpoints, FlowAborted, FlowDebugger, PauseListener
 from flowbroker.runtime.dependencies import install_message_sets, subflow_resolver
 from flowbroker.runtime.http_listener import HTTPListener
+from flowbroker.runtime.recorder import Recording, RecordingSpec
 from flowbroker.runtime.transports import (
     DEAD_LETTER_QUEUE,
     RC_NO_MSG_AVAILABLE,
@@ -608,6 +609,30 @@ class DeployedFlow:
             self.debugger.release_all()
         return self.debugger
 
+        #: The flow exerciser's recording running now; None (the usual case) taps nothing.
+        self.recording: Recording | None = None
+
+    def start_recording(self, directory: Path, spec: RecordingSpec) -> Recording:
+        """Record what crosses each connection (a recording already running is ended first)."""
+        self.stop_recording("a new recording was started")
+        recording = Recording(self.name, self.compiled.nodes, directory, spec, on_stop=self._wires_restored)
+        recording.start()
+        self.recording = recording
+        return recording
+
+    def _wires_restored(self) -> None:
+        if self.debugger is not None:
+            self.debugger.reinstall()
+
+    def stop_recording(self, reason: str, recording_id: str | None = None) -> bool:
+        """End the running recording (only if it is ``recording_id``, when given)."""
+        recording = self.recording
+        if recording is None or (recording_id is not None and recording.spec.id != recording_id):
+            return False
+        recording.stop(reason)
+        self.recording = None
+        return True
+
     def record_error(self, text: str) -> None:
         self.errors = [*self.errors[-19:], text]
 
@@ -698,6 +723,9 @@ class DeployedFlow:
             "nodes": nodes,
             "last_errors": list(self.errors[-5:]),
             "trace": {"level": self.trace.level, "mode": self.trace.mode},
+            "recording": self.recording.spec.id
+            if self.recording is not None and self.recording.active
+            else None,
         }
 
 
@@ -710,6 +738,7 @@ class ExecutionGroupRuntime:
         *,
         data_sources: DataSources | None = None,
         trace_dir: Path | None = None,
+        recording_dir: Path | None = None,
         resolve_subflow: SubflowResolver | None = None,
         broker: dict[str, object] | None = None,
         http: HTTPListener | None = None,
@@ -723,6 +752,7 @@ class ExecutionGroupRuntime:
         self.broker = dict(broker or {})
         self.data_sources = data_sources or DataSources()
         self.trace_dir = trace_dir or Path("trace")
+        self.recording_dir = recording_dir or Path("recordings")
         self.resolve_subflow = resolve_subflow
         self.flows: dict[str, DeployedFlow] = {}
         self._lock = threading.RLock()
@@ -757,6 +787,7 @@ class ExecutionGroupRuntime:
             old = self.flows.get(compiled.name)
             trace = old.trace if old is not None else UserTrace(self.trace_dir / f"{compiled.name}.trace")
             if old is not None:
+                old.stop_recording("the flow was redeployed")
                 old.stop()
             deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace, self.broker, self.http)
             self.flows[compiled.name] = deployed
@@ -809,6 +840,7 @@ class ExecutionGroupRuntime:
             deployed = self.flows.pop(name, None)
         if deployed is None:
             return False
+        deployed.stop_recording("the flow was undeployed")
         deployed.stop()
         deployed.trace.close()
         return True
@@ -835,10 +867,18 @@ class ExecutionGroupRuntime:
         """Set a flow's step-debugger breakpoints (raises DebugError for one the flow does not have)."""
         return self._get(name).set_breakpoints(breakpoints, listener)
 
+    def start_recording(self, name: str, spec: RecordingSpec) -> None:
+        """Start the flow exerciser's recording of a flow: its files go to ``recording_dir/<flow>``."""
+        self._get(name).start_recording(self.recording_dir / name, spec)
+
+    def stop_recording(self, name: str, recording_id: str, reason: str) -> bool:
+        return self._get(name).stop_recording(reason, recording_id)
+
     def shutdown(self, timeout: float = 30.0) -> None:
         with self._lock:
             flows = list(self.flows.values())
         for deployed in flows:
+            deployed.stop_recording("the execution group stopped")
             deployed.stop_event.set()
         for deployed in flows:
             deployed.stop(timeout)

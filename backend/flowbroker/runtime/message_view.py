@@ -170,9 +170,16 @@ def _view_tree(
 
 def _field(element: Element, domain: str, path: str, ref: list[int], budget: _Budget) -> dict[str, Any]:
     budget.fields += 1
-    text = value_text(element.value)
-    cut = False
+    value = element.value
     limit = budget.limits.max_value_chars
+    cut = False
+    if isinstance(value, bytes | bytearray) and len(value) * 2 > limit:
+        # hex only what is kept: a 10 MB BLOB is never turned into 20 MB of text
+        text: str | None = bytes(value[: limit // 2]).hex().upper()
+        cut = True
+        budget.values_cut += 1
+    else:
+        text = value_text(value)
     if text is not None and len(text) > limit:
         text = text[:limit]
         cut = True
@@ -310,14 +317,18 @@ def _pretty(text: str, fmt: str) -> str:
         return text
 
 
+#: Each byte as hex_dump shows it on the right: itself when printable ASCII, else a dot.
+_PRINTABLE = bytes(b if 32 <= b < 127 else 0x2E for b in range(256))
+
+
 def hex_dump(data: bytes, width: int = 16) -> str:
     """Offset, hex bytes and printable ASCII, ``width`` bytes a line."""
     lines = []
+    view = memoryview(data)
     for offset in range(0, len(data), width):
-        chunk = data[offset : offset + width]
-        hexes = " ".join(f"{b:02X}" for b in chunk)
-        ascii_ = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
-        lines.append(f"{offset:08X}  {hexes:<{width * 3 - 1}}  {ascii_}")
+        chunk = bytes(view[offset : offset + width])
+        hexes = chunk.hex(" ").upper()
+        lines.append(f"{offset:08X}  {hexes:<{width * 3 - 1}}  {chunk.translate(_PRINTABLE).decode('ascii')}")
     return "\n".join(lines)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 
 from flowbroker.runtime.engine import DeployedFlow, ExecutionGroupRuntime
+from flowbroker.runtime.recorder import recordings_dir
 from flowbroker.worker import heap
 
 log = logging.getLogger("flowbroker.worker")
@@ -86,6 +87,7 @@ class GroupState:
             connect,
             data_sources=DataSources(sources),
             trace_dir=self.data / "trace" / self.broker / self.group,
+            recording_dir=recordings_dir(self.data, self.broker, self.group),
             resolve_subflow=self._resolve_subflow,
             broker=broker_attributes(self.broker, self.group, qm_url, self.data),
             http=http_listener(settings),
@@ -408,6 +410,42 @@ class GroupState:
             return "missing"
         self.runtime.set_trace(name, level, mode)
         return f"trace {level} {mode}"
+
+    def record(self, deployment_id: int, request: dict[str, Any]) -> str:
+        from flowbroker.runtime import message_view
+        from flowbroker.runtime.recorder import RecordingSpec, refuse
+
+        assert self.runtime is not None
+        recording_id = str(request.get("id", ""))
+        name = self.by_deployment.get(deployment_id)
+        if name is None:
+            # the flow is not (or no longer) here: the recording says so rather than waiting forever
+            directory = recordings_dir(self.data, self.broker, self.group) / str(request.get("flow", ""))
+            refuse(directory, recording_id, "the flow is not running in its execution group")
+            return "missing"
+        spec = RecordingSpec(
+            id=recording_id,
+            max_messages=int(request["maxMessages"]),
+            seconds=float(request["seconds"]),
+            max_bytes=int(request["maxBytes"]),
+            limits=message_view.Limits(
+                max_fields=int(request["maxFields"]),
+                max_body_bytes=int(request["maxBodyBytes"]),
+                max_parse_bytes=int(request["maxParseBytes"]),
+            ),
+        )
+        with self.lock:
+            self.runtime.start_recording(name, spec)
+        return f"recording {recording_id}"
+
+    def record_stop(self, deployment_id: int, recording_id: str) -> str:
+        assert self.runtime is not None
+        name = self.by_deployment.get(deployment_id)
+        if name is None:
+            return "missing"
+        with self.lock:
+            stopped = self.runtime.stop_recording(name, recording_id, "stopped by an operator")
+        return "stopped" if stopped else "not recording"
 
     def report_waiting(self) -> None:
         """Report a running flow whose input queue does not exist as waiting for it, and back to running.

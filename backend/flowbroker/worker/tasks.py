@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flowbroker.worker.app import celery_app
 from flowbroker.worker.group import state
 
@@ -36,6 +38,18 @@ def stop(deployment_id: int) -> str:
 def trace(deployment_id: int, level: str, mode: str) -> str:
     """Switch the flow's user trace level (none, normal, debug) and mode (safe, fast)."""
     return state(wait=120).trace(int(deployment_id), str(level), str(mode))
+
+
+@app.task(name="flowbroker.eg.record")
+def record(deployment_id: int, recording: dict[str, Any]) -> str:
+    """Start the flow exerciser's recording of the flow (bounds as the configuration manager set them)."""
+    return state(wait=120).record(int(deployment_id), dict(recording))
+
+
+@app.task(name="flowbroker.eg.record_stop")
+def record_stop(deployment_id: int, recording_id: str) -> str:
+    """End a running recording of the flow."""
+    return state(wait=120).record_stop(int(deployment_id), str(recording_id))
 
 
 @app.task(name="flowbroker.eg.follow_group")

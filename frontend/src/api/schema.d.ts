@@ -408,6 +408,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/deployments/{deployment_id}/recordings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Recordings
+         * @description The flow's recordings that have not expired, newest first.
+         */
+        get: operations["list_recordings_api_deployments__deployment_id__recordings_get"];
+        put?: never;
+        /**
+         * Start Recording
+         * @description Record the next messages of a running flow at every connection they cross (audit-logged).
+         */
+        post: operations["start_recording_api_deployments__deployment_id__recordings_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployments/{deployment_id}/recordings/{recording_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Recording
+         * @description A recording's state and which connection each recorded message crossed, in order.
+         */
+        get: operations["get_recording_api_deployments__deployment_id__recordings__recording_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Recording
+         * @description Delete a recording now (stopping it first if it runs).
+         */
+        delete: operations["delete_recording_api_deployments__deployment_id__recordings__recording_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployments/{deployment_id}/recordings/{recording_id}/crossings/{seq}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Crossing
+         * @description The message as it crossed one connection: its trees and serialized body (audit-logged).
+         */
+        get: operations["get_crossing_api_deployments__deployment_id__recordings__recording_id__crossings__seq__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployments/{deployment_id}/recordings/{recording_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop Recording
+         * @description End a running recording; what it holds stays readable until it expires.
+         */
+        post: operations["stop_recording_api_deployments__deployment_id__recordings__recording_id__stop_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/deployments/{deployment_id}/start": {
         parameters: {
             query?: never;
@@ -442,6 +530,28 @@ export interface paths {
          * @description Stop a flow after the messages in progress; it stays deployed, and stopped across group restarts.
          */
         post: operations["stop_flow_api_deployments__deployment_id__stop_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/deployments/{deployment_id}/test-messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send Test Message
+         * @description Check the body parses in the input node's domain, start a recording, then put or post the message.
+         *
+         *     Putting on a queue is what this needs (queues.write); it is the operator's, as recording is.
+         */
+        post: operations["send_test_message_api_deployments__deployment_id__test_messages_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -599,6 +709,26 @@ export interface paths {
          * @description Delete a flow and its history (refused while deployed).
          */
         delete: operations["delete_flow_api_flows__flow_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/flows/{flow_id}/deployments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Flow Deployments
+         * @description The flow's current deployment in each execution group (what the designer records and tests).
+         */
+        get: operations["flow_deployments_api_flows__flow_id__deployments_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1482,6 +1612,34 @@ export interface components {
              */
             qmUrl?: string | null;
         };
+        /**
+         * CaseMessageIn
+         * @description A message in a test file's form: body as text (or base64, hex), MQMD fields, RFH2 folders.
+         */
+        CaseMessageIn: {
+            /** Body */
+            body?: unknown;
+            /** Bodybase64 */
+            bodyBase64?: string | null;
+            /** Bodyhex */
+            bodyHex?: string | null;
+            /** Domain */
+            domain?: string | null;
+            /** Mqmd */
+            mqmd?: {
+                [key: string]: unknown;
+            } | null;
+            /** Properties */
+            properties?: {
+                [key: string]: unknown;
+            } | null;
+            /** Rfh2 */
+            rfh2?: {
+                [key: string]: {
+                    [key: string]: unknown;
+                };
+            } | null;
+        };
         /** CaseResultOut */
         CaseResultOut: {
             /** Case */
@@ -1565,6 +1723,61 @@ export interface components {
             /** Id */
             id?: string;
             to: components["schemas"]["TerminalRef"];
+        };
+        /** CrossingEnd */
+        CrossingEnd: {
+            /** Node */
+            node: string;
+            /** Terminal */
+            terminal: string;
+        };
+        /** CrossingOut */
+        CrossingOut: {
+            /**
+             * Connection
+             * @description the designer's edge id: from.terminal->to.terminal
+             */
+            connection: string;
+            from: components["schemas"]["CrossingEnd"];
+            /**
+             * Message
+             * @description which recorded message (flow invocation), from 1
+             */
+            message: number;
+            /** Seq */
+            seq: number;
+            /**
+             * Thread
+             * @default
+             */
+            thread: string;
+            /** Time */
+            time: number;
+            to: components["schemas"]["CrossingEnd"];
+            /** Truncated */
+            truncated: boolean;
+            view: components["schemas"]["MessageViewOut"];
+        };
+        /** CrossingSummaryOut */
+        CrossingSummaryOut: {
+            /**
+             * Connection
+             * @description the designer's edge id: from.terminal->to.terminal
+             */
+            connection: string;
+            from: components["schemas"]["CrossingEnd"];
+            /**
+             * Message
+             * @description which recorded message (flow invocation), from 1
+             */
+            message: number;
+            /** Seq */
+            seq: number;
+            /** Time */
+            time: number;
+            to: components["schemas"]["CrossingEnd"];
+            /** Truncated */
+            truncated: boolean;
         };
         /** DataSourceIn */
         DataSourceIn: {
@@ -2369,6 +2582,24 @@ export interface components {
              */
             t: number;
         };
+        /** HttpIn */
+        HttpIn: {
+            /**
+             * Contenttype
+             * @default
+             */
+            contentType?: string;
+            /** Headers */
+            headers?: {
+                [key: string]: string;
+            };
+            /**
+             * Method
+             * @default POST
+             * @enum {string}
+             */
+            method?: "POST" | "PUT" | "GET" | "DELETE" | "PATCH" | "ANY";
+        };
         /**
          * ImportOut
          * @description What the import did with each flow and message set of the archive.
@@ -2493,6 +2724,62 @@ export interface components {
             role: string;
             /** Username */
             username: string;
+        };
+        /** MessageBodyOut */
+        MessageBodyOut: {
+            /** Bytes */
+            bytes: number;
+            /** Domain */
+            domain: string;
+            /**
+             * Format
+             * @enum {string}
+             */
+            format: "xml" | "json" | "hex" | "none";
+            /** Text */
+            text: string;
+        };
+        /**
+         * MessageFieldOut
+         * @description One field: ``ref`` is its child positions below its tree, ``path`` its ESQL name.
+         */
+        MessageFieldOut: {
+            /** Children */
+            children: components["schemas"]["MessageFieldOut"][];
+            /**
+             * Fieldtype
+             * @description e.g. XMLNSC.Attribute, NameValue
+             */
+            fieldType: string;
+            /** Name */
+            name: string;
+            /**
+             * Namespace
+             * @default
+             */
+            namespace: string;
+            /** Path */
+            path: string;
+            /** Ref */
+            ref: number[];
+            /**
+             * Unparsed
+             * @description bytes of a body the view did not parse
+             */
+            unparsed: number | null;
+            /** Value */
+            value: string | null;
+            /**
+             * Valuecut
+             * @description the value is longer than the view keeps
+             * @default false
+             */
+            valueCut: boolean;
+            /**
+             * Valuetype
+             * @description the value's ESQL type: CHARACTER, INTEGER … BLOB (hex), NULL
+             */
+            valueType: string;
         };
         /** MessageOut */
         MessageOut: {
@@ -2671,6 +2958,19 @@ export interface components {
             createdAt: string;
             /** Version */
             version: number;
+        };
+        /**
+         * MessageViewOut
+         * @description Root, LocalEnvironment, Environment and ExceptionList, the serialized body, and what was cut.
+         */
+        MessageViewOut: {
+            body: components["schemas"]["MessageBodyOut"];
+            /** Notices */
+            notices: string[];
+            /** Trees */
+            trees: components["schemas"]["MessageFieldOut"][];
+            /** Truncated */
+            truncated: boolean;
         };
         /** MoveIn */
         MoveIn: {
@@ -2983,6 +3283,138 @@ export interface components {
             /** Name */
             name: string;
         };
+        /** RecordingDetailOut */
+        RecordingDetailOut: {
+            /**
+             * Bytes
+             * @default 0
+             */
+            bytes: number;
+            /**
+             * Crossings
+             * @default 0
+             */
+            crossings: number;
+            /** Crossingslist */
+            crossingsList: components["schemas"]["CrossingSummaryOut"][];
+            /** Deployment */
+            deployment: number;
+            /**
+             * Expiresat
+             * @description when the recording is deleted (seconds since 1970)
+             */
+            expiresAt: number;
+            /** Flow */
+            flow: string;
+            /** Id */
+            id: string;
+            /** Maxmessages */
+            maxMessages: number;
+            /**
+             * Messages
+             * @default 0
+             */
+            messages: number;
+            /**
+             * Reason
+             * @description why a recording ended or failed
+             * @default
+             */
+            reason: string;
+            /** Requestedat */
+            requestedAt: number;
+            /** Seconds */
+            seconds: number;
+            /**
+             * Startedby
+             * @default
+             */
+            startedBy: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "requested" | "recording" | "complete" | "failed";
+            /**
+             * Version
+             * @default 0
+             */
+            version: number;
+        };
+        /**
+         * RecordingIn
+         * @description How much to record: the next ``maxMessages`` messages, for at most ``seconds``.
+         */
+        RecordingIn: {
+            /**
+             * Maxmessages
+             * @description at most FLOWBROKER_RECORDING_MAX_MESSAGES
+             * @default 10
+             */
+            maxMessages?: number;
+            /**
+             * Seconds
+             * @description at most FLOWBROKER_RECORDING_MAX_SECONDS
+             * @default 60
+             */
+            seconds?: number;
+        };
+        /** RecordingOut */
+        RecordingOut: {
+            /**
+             * Bytes
+             * @default 0
+             */
+            bytes: number;
+            /**
+             * Crossings
+             * @default 0
+             */
+            crossings: number;
+            /** Deployment */
+            deployment: number;
+            /**
+             * Expiresat
+             * @description when the recording is deleted (seconds since 1970)
+             */
+            expiresAt: number;
+            /** Flow */
+            flow: string;
+            /** Id */
+            id: string;
+            /** Maxmessages */
+            maxMessages: number;
+            /**
+             * Messages
+             * @default 0
+             */
+            messages: number;
+            /**
+             * Reason
+             * @description why a recording ended or failed
+             * @default
+             */
+            reason: string;
+            /** Requestedat */
+            requestedAt: number;
+            /** Seconds */
+            seconds: number;
+            /**
+             * Startedby
+             * @default
+             */
+            startedBy: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "requested" | "recording" | "complete" | "failed";
+            /**
+             * Version
+             * @default 0
+             */
+            version: number;
+        };
         /**
          * Rfh2In
          * @description The MQRFH2 to put in front of the body: <mcd>, and optionally <usr>, <psc> and <jms>.
@@ -3050,7 +3482,7 @@ export interface components {
              * @description tree paths left out of the comparison
              */
             ignore?: string[];
-            input: components["schemas"]["TestMessageIn"];
+            input: components["schemas"]["CaseMessageIn"];
             /** Inputnode */
             inputNode?: string | null;
             /** Name */
@@ -3060,36 +3492,58 @@ export interface components {
              * @description queue name → the messages expected on it, in order (an empty list: none may arrive)
              */
             outputs: {
-                [key: string]: components["schemas"]["TestMessageIn"][];
+                [key: string]: components["schemas"]["CaseMessageIn"][];
             };
         };
         /**
          * TestMessageIn
-         * @description A message in a test file's form: body as text (or base64, hex), MQMD fields, RFH2 folders.
+         * @description A message for an input node: the queue put's fields (MQMD, MQRFH2) or, for HTTPInput, the request's.
          */
         TestMessageIn: {
-            /** Body */
-            body?: unknown;
-            /** Bodybase64 */
-            bodyBase64?: string | null;
-            /** Bodyhex */
-            bodyHex?: string | null;
-            /** Domain */
-            domain?: string | null;
-            /** Mqmd */
-            mqmd?: {
-                [key: string]: unknown;
-            } | null;
-            /** Properties */
-            properties?: {
-                [key: string]: unknown;
-            } | null;
-            /** Rfh2 */
-            rfh2?: {
-                [key: string]: {
-                    [key: string]: unknown;
-                };
-            } | null;
+            http?: components["schemas"]["HttpIn"] | null;
+            message: components["schemas"]["PutIn"];
+            /**
+             * Node
+             * @description the input node's id in the deployed flow
+             */
+            node: string;
+            /**
+             * Record
+             * @description record the message's path (a one-message recording)
+             * @default true
+             */
+            record?: boolean;
+        };
+        /** TestMessageOut */
+        TestMessageOut: {
+            /**
+             * Httpreply
+             * @default
+             */
+            httpReply: string;
+            /**
+             * Httpstatus
+             * @default 0
+             */
+            httpStatus: number;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "queue" | "http";
+            /**
+             * Msgid
+             * @default
+             */
+            msgId: string;
+            /** Node */
+            node: string;
+            /**
+             * Queue
+             * @default
+             */
+            queue: string;
+            recording: components["schemas"]["RecordingOut"] | null;
         };
         /** TestRunIn */
         TestRunIn: {
@@ -5181,6 +5635,383 @@ export interface operations {
             };
         };
     };
+    list_recordings_api_deployments__deployment_id__recordings_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingOut"][];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    start_recording_api_deployments__deployment_id__recordings_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordingIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingOut"];
+                };
+            };
+            /** @description Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body, or the message, is larger than allowed */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_recording_api_deployments__deployment_id__recordings__recording_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+                /** @description a recording's id (32 hex digits) */
+                recording_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingDetailOut"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_recording_api_deployments__deployment_id__recordings__recording_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+                /** @description a recording's id (32 hex digits) */
+                recording_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_crossing_api_deployments__deployment_id__recordings__recording_id__crossings__seq__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+                /** @description a recording's id (32 hex digits) */
+                recording_id: string;
+                seq: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CrossingOut"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    stop_recording_api_deployments__deployment_id__recordings__recording_id__stop_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+                /** @description a recording's id (32 hex digits) */
+                recording_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingOut"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     start_flow_api_deployments__deployment_id__start_post: {
         parameters: {
             query?: never;
@@ -5306,6 +6137,113 @@ export interface operations {
             };
             /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    send_test_message_api_deployments__deployment_id__test_messages_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestMessageIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestMessageOut"];
+                };
+            };
+            /** @description Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The change conflicts with the object's current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body, or the message, is larger than allowed */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The queue manager refused the request for a reason of its own */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The queue manager is not reachable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6008,6 +6946,55 @@ export interface operations {
             };
             /** @description The change conflicts with the object's current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    flow_deployments_api_flows__flow_id__deployments_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                flow_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentOut"][];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

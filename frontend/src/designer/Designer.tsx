@@ -42,6 +42,7 @@ import { AceImportDialog } from './AceImportDialog';
 import { ImportDialog } from './ImportDialog';
 import { applyImport, findConflicts, restImportApi, type Choice, type NameConflict } from './import-flow';
 import { VersionsDialog } from './VersionsDialog';
+import { ExerciserPanel } from '../exerciser/ExerciserPanel';
 
 // Module scope: a new object each render would make React Flow rebuild every node.
 const nodeTypes = { flowNode: FlowNode };
@@ -743,6 +744,7 @@ function DesignerBody({ flowId }: { flowId: number | null }) {
       </div>
       <CanvasProblems specs={specs} others={others} onFocus={focusNode} />
       {ownCounts && <DebugPanel flowName={flowName} />}
+      <ExerciserPanel />
       {showVersions && store.getState().meta.flowId !== null && (
         <VersionsDialog
           flowId={store.getState().meta.flowId as number}

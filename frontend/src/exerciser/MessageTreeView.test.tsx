@@ -14,6 +14,8 @@ const field = (name: string, path: string, ref: number[], value: string | null, 
   path,
   ref,
   children,
+  valueCut: false,
+  unparsed: null,
 });
 
 const view: MessageView = {

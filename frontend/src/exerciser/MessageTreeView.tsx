@@ -48,7 +48,7 @@ const FieldRow = memo(function FieldRow({ field, depth, onEdit, marked, onMark }
   const label = field.namespace ? `${field.namespace}:${field.name}` : field.name || '*';
   return (
     <li role="treeitem" aria-expanded={folder ? open : undefined} data-path={field.path}>
-      <div className={marked?.has(field.path) ? 'field marked' : 'field'}>
+      <div className={marked?.has(field.path) ? 'message-field marked' : 'message-field'}>
         {folder ? (
           <button type="button" className="twisty" aria-label={open ? `Collapse ${label}` : `Expand ${label}`} onClick={() => setOpen(!open)}>
             {open ? '▾' : '▸'}
@@ -79,7 +79,7 @@ const FieldRow = memo(function FieldRow({ field, depth, onEdit, marked, onMark }
             </span>
           </>
         )}
-        {field.unparsed !== undefined && <span className="muted"> ({field.unparsed.toLocaleString()} bytes, not parsed)</span>}
+        {field.unparsed != null && <span className="muted"> ({field.unparsed.toLocaleString()} bytes, not parsed)</span>}
         {onEdit && depth > 0 && !folder && !editing && (
           <button type="button" className="link" aria-label={`Edit ${field.path}`} onClick={() => setEditing(true)}>
             edit

@@ -1,33 +1,12 @@
 /** The message view the backend builds (flowbroker.runtime.message_view): trees, body, notices. */
+import type { Schemas } from '../api/client';
 
 /** One field of a message tree: `ref` is its child positions below the tree, `path` its ESQL name. */
-export interface MessageField {
-  name: string;
-  namespace: string;
-  fieldType: string;
-  valueType: string;
-  value: string | null;
-  path: string;
-  ref: number[];
-  children: MessageField[];
-  valueCut?: boolean;
-  unparsed?: number;
-}
-
-export interface MessageBody {
-  domain: string;
-  /** xml and json are pretty printed text; hex is a hex dump; none means there is no body. */
-  format: 'xml' | 'json' | 'hex' | 'none';
-  text: string;
-  bytes: number;
-}
-
-export interface MessageView {
-  trees: MessageField[];
-  body: MessageBody;
-  truncated: boolean;
-  notices: string[];
-}
+export type MessageField = Schemas['MessageFieldOut'];
+/** The body as its domain writes it: xml and json pretty printed, hex a hex dump, none no body. */
+export type MessageBody = Schemas['MessageBodyOut'];
+/** The four trees, the serialized body, and what the view left out (`notices`). */
+export type MessageView = Schemas['MessageViewOut'];
 
 /** An edit of one field's value, as the backend's set_value takes it. */
 export interface FieldEdit {

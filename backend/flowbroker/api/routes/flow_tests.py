@@ -62,7 +62,7 @@ class TestRunOut(Out):
     results: list[CaseResultOut]
 
 
-class TestMessageIn(Body):
+class CaseMessageIn(Body):
     """A message in a test file's form: body as text (or base64, hex), MQMD fields, RFH2 folders."""
 
     body: Any = None
@@ -82,8 +82,8 @@ class TestCaseIn(Body):
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
     input_node: Annotated[str, Field(max_length=64)] | None = None
-    input: TestMessageIn
-    outputs: dict[str, list[TestMessageIn]] = Field(
+    input: CaseMessageIn
+    outputs: dict[str, list[CaseMessageIn]] = Field(
         description="queue name → the messages expected on it, in order (an empty list: none may arrive)"
     )
     ignore: list[Annotated[str, Field(max_length=500)]] = Field(

@@ -246,6 +246,13 @@ def put_message(
     queue: QueueName, message: PutIn, user: QueueWriter, session: DbSession, settings: SettingsDep
 ) -> Any:
     """Put one test message; an ``rfh2`` object prefixes the body with an MQRFH2 of those folders."""
+    return PutOut(
+        queue=queue, msg_id=queues.put(session, user.username, settings.data, queue, to_test_message(message))
+    )
+
+
+def to_test_message(message: PutIn) -> queues.TestMessage:
+    """The service's test message for a put request (also what the designer sends to an input node)."""
     rfh2 = None
     if message.rfh2 is not None:
         r = message.rfh2
@@ -259,7 +266,7 @@ def put_message(
             psc_command=r.psc.command if r.psc else "",
             jms={k.capitalize(): v for k, v in r.jms.model_dump().items() if v} if r.jms else {},
         )
-    test = queues.TestMessage(
+    return queues.TestMessage(
         body=message.body,
         format=message.format,
         persistent=message.persistent,
@@ -268,7 +275,6 @@ def put_message(
         reply_to_q=message.reply_to_q or "",
         rfh2=rfh2,
     )
-    return PutOut(queue=queue, msg_id=queues.put(session, user.username, settings.data, queue, test))
 
 
 @router.get("/{queue:path}/messages", responses=responses(404), response_model=list[MessageOut])
