@@ -26,10 +26,14 @@ def service(qm_process: QueueManagerProcess, tmp_path: Path) -> Iterator[str]:
     engine = sa.create_engine(url)
     with engine.begin() as conn:
         conn.execute(
-            sa.text("CREATE TABLE CUSTOMERS (ID INTEGER PRIMARY KEY, NAME VARCHAR(40), CITY VARCHAR(40), TIER VARCHAR(8))")
+            sa.text(
+                "CREATE TABLE CUSTOMERS (ID INTEGER PRIMARY KEY, NAME VARCHAR(40), CITY VARCHAR(40), TIER VARCHAR(8))"
+            )
         )
         for row in ROWS:
-            conn.execute(sa.text("INSERT INTO CUSTOMERS VALUES (:i, :n, :c, :t)"), dict(zip("inct", row, strict=True)))
+            conn.execute(
+                sa.text("INSERT INTO CUSTOMERS VALUES (:i, :n, :c, :t)"), dict(zip("inct", row, strict=True))
+            )
     engine.dispose()
 
     def connect() -> QueueConnection:

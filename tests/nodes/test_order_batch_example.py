@@ -23,7 +23,9 @@ def _line(order: str, customer: int, item: str, quantity: str, cents: int) -> by
     return f"{order:<8}{customer:06d}{item:<10}{quantity}{cents:07d}".encode()
 
 
-def _xml(order: str, customer: int, item: str, quantity: int, price: str, total: str, file: str, n: int) -> bytes:
+def _xml(
+    order: str, customer: int, item: str, quantity: int, price: str, total: str, file: str, n: int
+) -> bytes:
     return (
         f"<orderLine><orderId>{order}</orderId><customerId>{customer}</customerId><item>{item}</item>"
         f"<quantity>{quantity}</quantity><unitPrice>{price}</unitPrice><lineTotal>{total}</lineTotal>"
@@ -42,7 +44,17 @@ def _wait_for(path: Path, seconds: float = 20.0) -> bool:
 def order_set() -> dict:
     """Message set ORDERS as `flowbroker msgset import` makes it from the committed copybook."""
     made = subprocess.run(
-        [sys.executable, "-m", "flowbroker.cli", "msgset", "import", str(COPYBOOK), "--copybook", "--set", "ORDERS"],
+        [
+            sys.executable,
+            "-m",
+            "flowbroker.cli",
+            "msgset",
+            "import",
+            str(COPYBOOK),
+            "--copybook",
+            "--set",
+            "ORDERS",
+        ],
         capture_output=True,
         timeout=60,
         check=True,
@@ -59,7 +71,12 @@ def test_each_record_of_a_batch_file_becomes_an_xml_message_and_a_bad_record_bac
     monkeypatch.setenv("FLOWBROKER_FILE_ROOTS", str(root))
     qm.define_queue(QUEUE, replace=True)
     qm.purge(QUEUE)
-    good = _line("A0000001", 42, "WIDGET", "0003", 1250) + b"\n" + _line("A0000002", 7, "GADGET", "0010", 399) + b"\n"
+    good = (
+        _line("A0000001", 42, "WIDGET", "0003", 1250)
+        + b"\n"
+        + _line("A0000002", 7, "GADGET", "0010", 399)
+        + b"\n"
+    )
     (inbox / "monday.dat").write_bytes(good)
     (inbox / "notes.txt").write_bytes(b"not a batch file")
     dependencies = {"messageSets": [{"name": "ORDERS", "version": 1, "document": order_set}]}
