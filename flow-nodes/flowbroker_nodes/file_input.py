@@ -274,6 +274,10 @@ class Node(BaseNode):
         cpu = time.thread_time_ns()
         try:
             message = ArrivedMessage(ArrivedDescriptor(persistence=1), {}, body)
+
+            def failed(errors: Element) -> bool:
+                return self._failed(errors, message, (directory, name, modified, number, offset))
+
             try:
                 assembly = flow.build_assembly(message, self.template)  # type: ignore[arg-type]
                 _describe(assembly.local_environment, directory, name, modified, number, offset, self.pattern)
@@ -284,25 +288,36 @@ class Node(BaseNode):
                     caught = assembly.replace(exception_list=unwound.exception_list)
                     if not self.propagate("catch", caught):
                         raise
-            except Unwinding as failed:
-                return self._failed(failed.exception_list)
+            except Unwinding as unwound:
+                return failed(unwound.exception_list)
             except Exception as exc:  # the assembly could not be built
                 stats.errors += 1
-                return self._failed(exception_list_with(exception_entry(self, exc)))
+                return failed(exception_list_with(exception_entry(self, exc)))
             flow.commit()
             return True
         finally:
             stats.elapsed_ns += time.perf_counter_ns() - started
             stats.cpu_ns += time.thread_time_ns() - cpu
 
-    def _failed(self, errors: Element) -> bool:
-        """Back out the unit of work; the failure terminal may still take the message."""
+    def _failed(
+        self, errors: Element, message: ArrivedMessage, where: tuple[Path, str, float, int, int]
+    ) -> bool:
+        """Back out the unit of work; the failure terminal may still take the message.
+
+        The failure terminal gets the record as it was read (in the node's domain, as BLOB when
+        even the assembly could not be built) with its LocalEnvironment.File and the exception list.
+        """
         flow = self.flow
         flow.backout()
         if self.is_connected("failure"):
             flow.begin(True)
             try:
-                self.propagate("failure", Assembly(Element("Root"), exception_list=errors))
+                try:
+                    assembly = flow.build_assembly(message, self.template)  # type: ignore[arg-type]
+                except Exception:
+                    assembly = flow.build_assembly(message, {"domain": "BLOB"})  # type: ignore[arg-type]
+                _describe(assembly.local_environment, *where, self.pattern)
+                self.propagate("failure", assembly.replace(exception_list=errors))
                 flow.commit()
                 return True
             except Unwinding as again:

@@ -27,6 +27,14 @@ def _flow(domain: str = "XMLNSC") -> dict[str, Any]:
             {"id": "out", "type": "MQOutput", "properties": {"queueName": "ORDERS.OUT"}},
             {"id": "calc", "type": "Compute", "properties": {"esql": "RETURN TRUE;"}},
             {"id": "bare", "type": "MQInput", "properties": {}},
+            {
+                "id": "files",
+                "type": "FileInput",
+                "properties": {"directory": "orders/in", "filePattern": "*.dat"},
+            },
+            {"id": "outside", "type": "FileInput", "properties": {"directory": "../elsewhere"}},
+            {"id": "web", "type": "HTTPInput", "properties": {"path": "/orders", "messageDomain": "JSON"}},
+            {"id": "any", "type": "HTTPInput", "properties": {"path": "/orders/{id}"}},
         ],
     }
 
@@ -62,7 +70,7 @@ def test_a_good_case_resolves_the_output_node_to_its_queue_and_the_domain_from_t
         ({"input": {"node": "calc", "body": "x"}}, "/cases/0/input/node", "not an MQInput"),
         ({"input": {"node": "nope"}}, "/cases/0/input/node", "no node 'nope'"),
         ({"input": {"node": "bare"}}, "/cases/0/input/node", "no queue name"),
-        ({"input": {"body": "x"}}, "/cases/0/input/node", "the flow has 2 MQInput nodes"),
+        ({"input": {"body": "x"}}, "/cases/0/input/node", "the flow has 6 input nodes"),
         ({"input": {"node": "in", "body": 5}}, "/cases/0/input/body", "text, or a JSON object"),
         ({"input": {"node": "in", "bodyHex": "zz"}}, "/cases/0/input/bodyHex", "not valid hex"),
         ({"input": {"node": "in", "body": "a", "bodyHex": "00"}}, "/cases/0/input/bodyHex", "give one of"),
@@ -82,6 +90,30 @@ def test_a_good_case_resolves_the_output_node_to_its_queue_and_the_domain_from_t
             "/cases/0/expect/0/messages/0/colour",
             "unknown",
         ),
+        ({"input": {"node": "files", "body": "x"}}, "/cases/0/input/file", "non-empty string"),
+        ({"input": {"node": "files", "file": "a.txt"}}, "/cases/0/input/file", "file pattern '*.dat'"),
+        ({"input": {"node": "files", "file": "../a.dat"}}, "/cases/0/input/file", "not a plain file name"),
+        ({"input": {"node": "outside", "file": "a"}}, "/cases/0/input/node", "relative directory"),
+        ({"input": {"node": "in", "file": "a.dat"}}, "/cases/0/input/file", "not a FileInput"),
+        ({"input": {"node": "web", "body": {}}}, "/cases/0/reply", "required for an HTTPInput case"),
+        ({"input": {"node": "web"}, "reply": {"status": 99}}, "/cases/0/reply/status", "100-599"),
+        ({"input": {"node": "any"}, "reply": {"status": 200}}, "/cases/0/input/path", "give a path"),
+        (
+            {"input": {"node": "web", "path": "orders"}, "reply": {"status": 200}},
+            "/cases/0/input/path",
+            "'/'",
+        ),
+        (
+            {"input": {"node": "web", "headers": {"X-A": "1\r\nX-B: 2"}}, "reply": {"status": 200}},
+            "/cases/0/input/headers/X-A",
+            "one-line",
+        ),
+        (
+            {"input": {"node": "web", "mqmd": {}}, "reply": {"status": 200}},
+            "/cases/0/input/mqmd",
+            "no MQ fields",
+        ),
+        ({"reply": {"status": 200}}, "/cases/0/reply", "not an HTTPInput"),
         ({"ignore": ["MQMD..MsgId"]}, "/cases/0/ignore/0", "not a tree path"),
         ({"ignore": "MQMD.MsgId"}, "/cases/0/ignore", "a list"),
     ],
@@ -90,6 +122,38 @@ def test_a_malformed_case_is_named_by_its_field(change: dict[str, Any], pointer:
     problem = _error({"cases": [_case(**change)]})
     assert problem.pointer == pointer and words in problem.message
     assert str(problem).startswith(f"orders.tests.json: {pointer}: ")
+
+
+def test_file_and_http_inputs_resolve_their_request_and_reply() -> None:
+    file_case = _case(input={"node": "files", "file": "monday.dat", "body": "A1"})
+    http_case = _case(
+        name="lookup",
+        input={"node": "web", "body": {"id": 7}, "headers": {"X-Client": "t"}},
+        reply={"status": 404, "body": {"error": "none"}, "headers": {"Content-Type": "application/json"}},
+        expect=[],
+    )
+    suite = cases.parse({"cases": [file_case, http_case]}, _flow(), "f")
+    by_file, by_http = suite.cases
+    assert (by_file.input_file, by_file.input.body, by_file.request) == ("monday.dat", b"A1", None)
+    assert by_http.request == cases.HTTPCall("POST", "/orders", (("X-Client", "t"),))
+    assert by_http.input.domain == "JSON" and json.loads(by_http.input.body) == {"id": 7}
+    assert by_http.reply is not None and by_http.reply.status == 404
+    assert by_http.reply.message is not None and by_http.reply.message.domain == "JSON"
+
+
+def test_a_message_set_copybook_is_read_beside_the_test_file_only(tmp_path: Path) -> None:
+    (tmp_path / "sets").mkdir()
+    (tmp_path / "sets" / "REC.cpy").write_text("       01  REC.\n           05  A  PIC X(2).\n")
+    good = {"cases": [_case()], "setup": {"messageSets": {"RECS": {"copybook": "sets/REC.cpy"}}}}
+    tests = tmp_path / "orders.tests.json"
+    tests.write_text(json.dumps(good))
+    (message_set,) = cases.load_file(tests, _flow()).message_sets
+    assert message_set.name == "RECS" and message_set.copybook == tmp_path / "sets" / "REC.cpy"
+    assert _error(good).pointer == "/setup/messageSets/RECS/copybook"  # no test file: no base directory
+    tests.write_text(json.dumps({**good, "setup": {"messageSets": {"RECS": {"copybook": "nope.cpy"}}}}))
+    with pytest.raises(CaseError) as caught:
+        cases.load_file(tests, _flow())
+    assert "no file 'nope.cpy'" in caught.value.message
 
 
 def test_file_level_problems_name_the_file_and_line(tmp_path: Path) -> None:

@@ -111,3 +111,31 @@ def test_a_malformed_test_file_is_one_line_naming_file_and_field(tmp_path: Path)
         f"flowbroker: error: {tmp_path / 'pricing.tests.json'}: /cases/0/expect/0/node: "
         "node 'calc' is not an MQOutput node with a queue name"
     )
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "flows"
+
+
+def test_file_and_http_inputs_are_driven_and_a_changed_reply_is_a_named_failure(tmp_path: Path) -> None:
+    import shutil
+
+    for name in ("file_order_batch.json", "file_order_batch.tests.json", "http_customer_lookup.json"):
+        shutil.copy(EXAMPLES / name, tmp_path / name)
+    shutil.copytree(EXAMPLES / "msgsets", tmp_path / "msgsets")
+    http_tests = json.loads((EXAMPLES / "http_customer_lookup.tests.json").read_text())
+    unknown = next(case for case in http_tests["cases"] if "unknown customer" in case["name"])
+    unknown["reply"]["status"] = 200  # as if the service answered a missing customer with 200
+    (tmp_path / "http_customer_lookup.tests.json").write_text(json.dumps(http_tests))
+
+    run = _run(str(tmp_path))
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    lines = run.stdout.splitlines()
+    assert "    HTTP reply message 1: HTTP.StatusCode: expected '200', got '404'" in lines, run.stdout
+    passed = [line for line in lines if line.startswith("PASS ")]
+    assert sum("file_order_batch.json" in line for line in passed) == 2, run.stdout
+    assert sum("http_customer_lookup.json" in line for line in passed) == len(http_tests["cases"]) - 1
+    assert f"{len(http_tests['cases']) + 1} passed, 1 failed, 2 flows" in run.stdout
+    # the batch files were written below the engine's own file root, none into the examples
+    assert not (EXAMPLES / "orders").exists()

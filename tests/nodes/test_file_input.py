@@ -93,6 +93,44 @@ def test_a_failing_record_backs_out_the_file_after_committing_the_ones_before(
     assert (root / "in" / "mqsibackout" / "mixed.txt").read_bytes() == b"ok1\nbad\nok3\n"
 
 
+def test_the_failure_terminal_gets_the_failed_record_with_its_file_and_the_file_goes_on(
+    root: Path, qm, queues, group
+) -> None:
+    good, failed = queues("OUT"), queues("FAILED")
+    (root / "in" / "mixed.txt").write_bytes(b"ok1\nbad\nok3\n")
+    tag = """SET OutputRoot = InputRoot;
+    SET OutputRoot.MQRFH2.usr.File = InputLocalEnvironment.File.Name;
+    SET OutputRoot.MQRFH2.usr.Record = InputLocalEnvironment.File.Record;
+    SET OutputRoot.MQRFH2.usr.Error = InputExceptionList.*[1].*[<].Text;
+    """
+    doc = flow(
+        {
+            "f": ("FileInput", {"directory": "in", "pollingInterval": 50, "recordDetection": "delimited"}),
+            "r": (
+                "Route",
+                {
+                    "filterTable": [
+                        {"filterPattern": "Root.BLOB.BLOB = X'626164'", "routingOutputTerminal": "bad"}
+                    ]
+                },
+            ),
+            "t": ("Throw", {"messageText": "a bad record"}),
+            "o": ("MQOutput", {"queueName": good}),
+            "tag": ("Compute", {"esql": tag, "computeMode": "All"}),
+            "keep": ("MQOutput", {"queueName": failed}),
+        },
+        ["f.out -> r", "r.bad -> t", "r.default -> o", "f.failure -> tag", "tag.out -> keep"],
+        name="FileFailurePath",
+    )
+    group.deploy(doc)
+    assert wait_for(lambda: (root / "in" / "mqsiarchive" / "mixed.txt").exists())
+    assert [m.body for m in get_all(qm, good, 2)] == [b"ok1", b"ok3"]
+    (kept,) = get_all(qm, failed, 1)
+    assert kept.body.endswith(b"bad")
+    assert b"<usr><File>mixed.txt</File><Record>2</Record><Error>a bad record</Error></usr>" in kept.body
+    assert not (root / "in" / "mqsibackout").exists() or not any((root / "in" / "mqsibackout").iterdir())
+
+
 def test_wildcard_match_names_the_file_written_back(root: Path, group) -> None:
     (root / "in" / "order_17.txt").write_bytes(b"<order/>")
     doc = flow(

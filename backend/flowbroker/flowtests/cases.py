@@ -15,7 +15,13 @@ MQRFH2 header; ``properties`` the queue message's own properties. An expectation
 or an MQOutput node (its queue), and the messages that must arrive there, in order (none: nothing
 may arrive). ``ignore`` lists tree paths left out of the comparison (``*`` matches any name, a
 path without ``[n]`` any index, a path its whole subtree). ``setup`` prepares the engine: data
-sources with their SQL, subscriptions.
+sources with their SQL, subscriptions, message sets imported from copybooks beside the test file.
+
+The input node is an MQInput (the message is put on its queue), a FileInput with a relative
+directory (the input names a ``file``, written with the body into that directory below the
+engine's file root) or an HTTPInput (the body is sent with ``method`` to ``path``, by default the
+node's, with ``headers``; the case's ``reply`` gives the ``status``, ``headers`` and body the
+answer must have).
 
 Every problem is reported as :class:`CaseError` naming the source and the field's JSON pointer.
 """
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import fnmatch
 import json
 import re
 from dataclasses import dataclass, field
@@ -37,6 +44,8 @@ MQMD_FIELDS = {name: attr for name, attr, _ in mqmd._FIELDS if name != "BackoutC
 _ID_FIELDS = {"MsgId", "CorrelId"}
 _INT_FIELDS = {"Expiry", "Encoding", "CodedCharSetId", "Priority", "Persistence"}
 _SEGMENT = re.compile(r"^(\(text\)|\(properties\)|[^.\[\]()]+)(\[(\d+|\*)\])?$")
+#: The input nodes a case can start: by a message put on the queue, or by a file written.
+INPUT_TYPES = ("MQInput", "FileInput", "HTTPInput")
 #: Bounds that keep one test file from taking the runner's memory or time.
 MAX_CASES = 500
 MAX_MESSAGES = 100
@@ -110,6 +119,25 @@ class TestCase:
     expect: tuple[Expectation, ...]
     ignore: tuple[str, ...] = ()
     description: str = ""
+    #: For a FileInput node: the name of the file the input body is written to.
+    input_file: str = ""
+    #: For an HTTPInput node: the request sent and the reply that must answer it.
+    request: HTTPCall | None = None
+    reply: HTTPReplyExpected | None = None
+
+
+@dataclass(frozen=True)
+class HTTPCall:
+    method: str
+    path: str
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class HTTPReplyExpected:
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    message: TestMessage | None
 
 
 @dataclass(frozen=True)
@@ -118,6 +146,15 @@ class DataSourceSetup:
 
     name: str
     statements: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MessageSetSetup:
+    """A message set the flow parses with, imported from a COBOL copybook (a path beside the test file)."""
+
+    name: str
+    copybook: Path
+    type: str = ""
 
 
 @dataclass(frozen=True)
@@ -136,6 +173,7 @@ class TestSuite:
     cases: tuple[TestCase, ...]
     data_sources: tuple[DataSourceSetup, ...] = ()
     subscriptions: tuple[Subscription, ...] = ()
+    message_sets: tuple[MessageSetSetup, ...] = ()
 
 
 def load_file(path: Path, document: dict[str, Any]) -> TestSuite:
@@ -153,14 +191,17 @@ def load_file(path: Path, document: dict[str, Any]) -> TestSuite:
         raise CaseError(
             source, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
-    return parse(data, document, source)
+    return parse(data, document, source, base=path.parent)
 
 
-def parse(data: Any, document: dict[str, Any], source: str) -> TestSuite:
-    """A test file's content (an object with ``cases``, or a bare list of cases) for ``document``."""
+def parse(data: Any, document: dict[str, Any], source: str, *, base: Path | None = None) -> TestSuite:
+    """A test file's content (an object with ``cases``, or a bare list of cases) for ``document``.
+
+    ``base``: the test file's directory, which the copybooks of ``setup.messageSets`` are read from.
+    """
     if isinstance(data, list):
         data = {"cases": data}
-    reader = _Reader(source, document)
+    reader = _Reader(source, document, base)
     obj = reader.object(data, "")
     reader.only(obj, "", {"flow", "cases", "setup"})
     flow_name = obj.get("flow")
@@ -174,8 +215,8 @@ def parse(data: Any, document: dict[str, Any], source: str) -> TestSuite:
     for n, name in enumerate(names):
         if name in names[:n]:
             raise CaseError(source, f"/cases/{n}/name", f"another case is already named {name!r}")
-    data_sources, subscriptions = reader.setup(obj.get("setup"), "/setup")
-    return TestSuite(source, tuple(parsed), data_sources, subscriptions)
+    data_sources, subscriptions, message_sets = reader.setup(obj.get("setup"), "/setup")
+    return TestSuite(source, tuple(parsed), data_sources, subscriptions, message_sets)
 
 
 def check(data: Any, document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -190,8 +231,9 @@ def check(data: Any, document: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 class _Reader:
-    def __init__(self, source: str, document: dict[str, Any]) -> None:
+    def __init__(self, source: str, document: dict[str, Any], base: Path | None = None) -> None:
         self.source = source
+        self.base = base
         self.nodes = {
             str(node.get("id")): node for node in document.get("nodes") or [] if isinstance(node, dict)
         }
@@ -227,41 +269,120 @@ class _Reader:
 
     def case(self, value: Any, pointer: str) -> TestCase:
         obj = self.object(value, pointer)
-        self.only(obj, pointer, {"name", "description", "input", "expect", "ignore"})
+        self.only(obj, pointer, {"name", "description", "input", "expect", "ignore", "reply"})
         name = self.text(obj.get("name"), f"{pointer}/name")
         inputs = self.object(obj.get("input"), f"{pointer}/input")
         node_id = self.input_node(inputs.get("node"), f"{pointer}/input/node")
         domain = str(self.nodes[node_id].get("properties", {}).get("messageDomain") or "")
-        message = self.message(inputs, f"{pointer}/input", {"node"}, domain)
+        file_name = ""
+        if self.nodes[node_id].get("type") == "FileInput":
+            file_name = self.input_file(inputs.get("file"), f"{pointer}/input/file", node_id)
+        elif "file" in inputs:
+            raise self.fail(f"{pointer}/input/file", f"node {node_id!r} is not a FileInput; it reads no file")
+        request = reply = None
+        if self.nodes[node_id].get("type") == "HTTPInput":
+            request = self.http_call(inputs, f"{pointer}/input", node_id)
+            reply = self.http_reply(obj.get("reply"), f"{pointer}/reply", domain)
+            inputs = {key: value for key, value in inputs.items() if key not in ("method", "path", "headers")}
+        elif "reply" in obj:
+            raise self.fail(f"{pointer}/reply", f"node {node_id!r} is not an HTTPInput; nothing is answered")
+        message = self.message(inputs, f"{pointer}/input", {"node", "file"}, domain)
         expect = [
             self.expectation(item, f"{pointer}/expect/{n}", domain)
-            for n, item in enumerate(self.list(obj.get("expect"), f"{pointer}/expect", 50))
+            for n, item in enumerate(self.list(obj.get("expect", []), f"{pointer}/expect", 50))
         ]
-        if not expect:
+        if not expect and reply is None:
             raise self.fail(f"{pointer}/expect", "name at least one queue or output node")
         ignore = [
             self.path(item, f"{pointer}/ignore/{n}")
             for n, item in enumerate(self.list(obj.get("ignore", []), f"{pointer}/ignore", 200))
         ]
         description = self.text(obj.get("description"), f"{pointer}/description", required=False)
-        return TestCase(name, node_id, message, tuple(expect), tuple(ignore), description)
+        return TestCase(
+            name, node_id, message, tuple(expect), tuple(ignore), description, file_name, request, reply
+        )
+
+    def http_call(self, inputs: dict[str, Any], pointer: str, node_id: str) -> HTTPCall:
+        properties = self.nodes[node_id].get("properties") or {}
+        for key in ("mqmd", "rfh2", "properties"):
+            if key in inputs:
+                raise self.fail(f"{pointer}/{key}", "an HTTP request has no MQ fields; give headers")
+        node_method = str(properties.get("method") or "ANY").upper()
+        method = self.text(inputs.get("method"), f"{pointer}/method", required=False).upper()
+        method = method or ("POST" if node_method == "ANY" else node_method)
+        if not re.fullmatch(r"[A-Z]{1,16}", method):
+            raise self.fail(f"{pointer}/method", f"{method!r} is not an HTTP method")
+        node_path = str(properties.get("path") or "")
+        path = self.text(inputs.get("path"), f"{pointer}/path", required=False)
+        if not path:
+            if "{" in node_path or "*" in node_path:
+                raise self.fail(f"{pointer}/path", f"required: the node serves {node_path!r}, give a path")
+            path = node_path
+        if not path.startswith("/") or any(c.isspace() for c in path) or len(path) > 2000:
+            raise self.fail(f"{pointer}/path", f"{path!r} is not a request path starting with '/'")
+        return HTTPCall(method, path, self.headers(inputs.get("headers", {}), f"{pointer}/headers"))
+
+    def http_reply(self, value: Any, pointer: str, domain: str) -> HTTPReplyExpected:
+        if value is None:
+            raise self.fail(pointer, "required for an HTTPInput case: the status (and body) of the answer")
+        obj = self.object(value, pointer)
+        self.only(obj, pointer, {"status", "headers", "body", "bodyBase64", "bodyHex", "domain"})
+        status = obj.get("status")
+        if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+            raise self.fail(f"{pointer}/status", "required: an HTTP status code 100-599")
+        message = None
+        body_fields: dict[str, Any] = {
+            key: obj[key] for key in ("body", "bodyBase64", "bodyHex", "domain") if key in obj
+        }
+        if any(key != "domain" for key in body_fields):
+            message = self.message(body_fields, pointer, set(), domain)
+        return HTTPReplyExpected(status, self.headers(obj.get("headers", {}), f"{pointer}/headers"), message)
+
+    def headers(self, value: Any, pointer: str) -> tuple[tuple[str, str], ...]:
+        obj = self.object(value, pointer)
+        found = []
+        for name, item in obj.items():
+            if not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}", name):
+                raise self.fail(f"{pointer}/{name}", "not an HTTP header name")
+            if not isinstance(item, str) or any(c in item for c in "\r\n"):
+                raise self.fail(f"{pointer}/{name}", "must be a one-line string")
+            found.append((name, item))
+        return tuple(found)
 
     def input_node(self, value: Any, pointer: str) -> str:
-        inputs = [nid for nid, node in self.nodes.items() if node.get("type") == "MQInput"]
+        inputs = [nid for nid, node in self.nodes.items() if node.get("type") in INPUT_TYPES]
         if value is None:
             if len(inputs) != 1:
-                raise self.fail(pointer, f"required: the flow has {len(inputs)} MQInput nodes")
+                raise self.fail(
+                    pointer, f"required: the flow has {len(inputs)} input nodes ({', '.join(INPUT_TYPES)})"
+                )
             return inputs[0]
         node_id = self.text(value, pointer)
         if node_id not in self.nodes:
             raise self.fail(pointer, f"the flow has no node {node_id!r}")
-        if self.nodes[node_id].get("type") != "MQInput":
-            raise self.fail(
-                pointer, f"node {node_id!r} is a {self.nodes[node_id].get('type')}, not an MQInput"
-            )
-        if not (self.nodes[node_id].get("properties") or {}).get("queueName"):
+        kind = self.nodes[node_id].get("type")
+        if kind not in INPUT_TYPES:
+            raise self.fail(pointer, f"node {node_id!r} is a {kind}, not an MQInput, FileInput or HTTPInput")
+        properties = self.nodes[node_id].get("properties") or {}
+        if kind == "MQInput" and not properties.get("queueName"):
             raise self.fail(pointer, f"node {node_id!r} has no queue name to put the input message on")
+        directory = str(properties.get("directory") or "").strip()
+        if kind == "FileInput" and (not directory or _unsafe_relative(directory)):
+            raise self.fail(
+                pointer,
+                f"node {node_id!r} reads directory {directory!r}; a test writes its file only into a "
+                "relative directory below the test engine's file root",
+            )
         return node_id
+
+    def input_file(self, value: Any, pointer: str, node_id: str) -> str:
+        name = self.text(value, pointer)
+        if "/" in name or "\\" in name or name.startswith(".") or len(name) > 255:
+            raise self.fail(pointer, f"{name!r} is not a plain file name (no directory, not hidden)")
+        pattern = str((self.nodes[node_id].get("properties") or {}).get("filePattern") or "*").strip()
+        if not fnmatch.fnmatchcase(name, pattern):
+            raise self.fail(pointer, f"{name!r} does not match the node's file pattern {pattern!r}")
+        return name
 
     def expectation(self, value: Any, pointer: str, domain: str) -> Expectation:
         obj = self.object(value, pointer)
@@ -379,11 +500,13 @@ class _Reader:
             raise self.fail(pointer, "a path below Root is needed, e.g. MQMD.MsgId")
         return ".".join(segments)
 
-    def setup(self, value: Any, pointer: str) -> tuple[tuple[DataSourceSetup, ...], tuple[Subscription, ...]]:
+    def setup(
+        self, value: Any, pointer: str
+    ) -> tuple[tuple[DataSourceSetup, ...], tuple[Subscription, ...], tuple[MessageSetSetup, ...]]:
         if value is None:
-            return (), ()
+            return (), (), ()
         obj = self.object(value, pointer)
-        self.only(obj, pointer, {"dataSources", "subscriptions"})
+        self.only(obj, pointer, {"dataSources", "subscriptions", "messageSets"})
         sources = []
         for name, source in self.object(obj.get("dataSources", {}), f"{pointer}/dataSources").items():
             where = f"{pointer}/dataSources/{name}"
@@ -407,13 +530,31 @@ class _Reader:
                     self.text(sub.get("queue"), f"{where}/queue"),
                 )
             )
-        return tuple(sources), tuple(subscriptions)
+        message_sets = []
+        for name, item in self.object(obj.get("messageSets", {}), f"{pointer}/messageSets").items():
+            where = f"{pointer}/messageSets/{name}"
+            entry = self.object(item, where)
+            self.only(entry, where, {"copybook", "type"})
+            relative = self.text(entry.get("copybook"), f"{where}/copybook")
+            if self.base is None:
+                raise self.fail(f"{where}/copybook", "a copybook is read only by a test file beside the flow")
+            copybook = (self.base / relative).resolve()
+            if not copybook.is_file():
+                raise self.fail(f"{where}/copybook", f"no file {relative!r} beside the test file")
+            kind = self.text(entry.get("type"), f"{where}/type", required=False)
+            message_sets.append(MessageSetSetup(name, copybook, kind))
+        return tuple(sources), tuple(subscriptions), tuple(message_sets)
 
 
 def _folder_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _unsafe_relative(directory: str) -> bool:
+    """An absolute directory, or one that climbs out with ``..``: not below the engine's file root."""
+    return directory.startswith(("/", "\\")) or ":" in directory or ".." in re.split(r"[/\\]", directory)
 
 
 def tests_file(flow_file: Path) -> Path:

@@ -1,8 +1,10 @@
 """A private engine for flow tests: a repository, a queue manager and an execution group in a scratch directory.
 
 One engine runs the tests of many flows: each flow is deployed to its group as a user would
-deploy it, its cases put their input messages on the input node's queue and take what arrives
-on the expected queues, and the flow is undeployed before the next one. Nothing of it touches
+deploy it, its cases put their input messages on the input node's queue (or write them as a file
+into a FileInput node's directory below the engine's own file root, or send them to an HTTPInput
+node on the group's own HTTP port and compare the answer) and take what arrives on the expected
+queues, and the flow is undeployed before the next one. Nothing of it touches
 a running system: the queue manager listens on a free loopback port and every file lives in the
 scratch directory, removed at the end.
 """
@@ -10,13 +12,14 @@ scratch directory, removed at the end.
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flowbroker.flowtests.cases import Expectation, TestCase, TestSuite
+from flowbroker.flowtests.cases import Expectation, MessageSetSetup, TestCase, TestSuite
 from flowbroker.flowtests.compare import Difference, UnparsableMessage, compare
 
 ACTOR = "flowtest"
@@ -123,6 +126,22 @@ def actual_view(message: Any, domain: str) -> dict[str, Any] | None:
         return None
 
 
+#: The Content-Type of a test's HTTP request body by the input node's domain, unless the case sets one.
+_CONTENT_TYPES = {
+    "JSON": "application/json",
+    "XMLNSC": "application/xml",
+    "XMLNS": "application/xml",
+    "XML": "application/xml",
+}
+
+
+def _free_port() -> int:
+    """A loopback port free now, for the engine group's HTTP listener."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 class TestEngine:
     """Start with ``with TestEngine() as engine:``; then :meth:`run_suite` for each flow."""
 
@@ -136,6 +155,7 @@ class TestEngine:
         self.worker: Any = None
         self.settings: Any = None
         self._repo: Any = None
+        self.http_port = 0
 
     def __enter__(self) -> TestEngine:
         from flowbroker.commands.platform import prepare_repository
@@ -155,12 +175,17 @@ class TestEngine:
             prepare_repository(self.settings)
             self._repo = db.engine_from_settings(self.settings)
             self.qm = QueueManagerProcess(self.data, fsync=False).start()
+            self.files.mkdir(exist_ok=True)
+            self.http_port = _free_port()
             # the group's own environment: the scratch directory, its queue manager, not the caller's
             env = {
                 "FLOWBROKER_DATA": str(self.data),
                 "FLOWBROKER_DATABASE_URL": "",
                 "FLOWBROKER_CELERY_BROKER": "",
                 "FLOWBROKER_QM": "",
+                "FLOWBROKER_FILE_ROOTS": str(self.files),
+                "FLOWBROKER_HTTP_HOST": "127.0.0.1",
+                "FLOWBROKER_HTTP_PORT": str(self.http_port),
             }
             self.worker = WorkerProcess(self.data, env=env).start(timeout=60)
         except BaseException:
@@ -177,6 +202,11 @@ class TestEngine:
             self._repo.dispose()
         if self._tmp is not None:
             self._tmp.cleanup()
+
+    @property
+    def files(self) -> Path:
+        """The file root of the engine's group: FileInput directories of the flows lie below it."""
+        return self.data / "files"
 
     def worker_log(self) -> str:
         return str(self.worker.log_tail(2000)) if self.worker is not None else ""
@@ -235,10 +265,40 @@ class TestEngine:
                     datasources.update(session, ACTOR, existing.id, {"url": url})
                 except NotFound:
                     datasources.create(session, ACTOR, source.name, url, "flow test")
+        for message_set in suite.message_sets:
+            self._install_message_set(message_set)
+        for node in document.get("nodes") or []:
+            directory = str((node.get("properties") or {}).get("directory") or "").strip()
+            if node.get("type") == "FileInput" and directory and not Path(directory).is_absolute():
+                (self.files / directory).mkdir(parents=True, exist_ok=True)
         with self.qm.client() as qm:
             for subscription in suite.subscriptions:
                 qm.define_queue(subscription.queue, replace=True)
                 qm.subscribe(subscription.topic, subscription.queue, name=f"flowtest.{subscription.queue}")
+
+    def _install_message_set(self, setup: MessageSetSetup) -> None:
+        """Import the copybook and store it as the set's current version, as `msgset import --save` does."""
+        from esql.domains import DomainError
+
+        from flowbroker.formats.copybook import ImportFault, library_beside, source_text
+        from flowbroker.formats.importing import import_layout, merge
+        from flowbroker.services import messagesets
+        from flowbroker.services.errors import ServiceError
+
+        try:
+            text = source_text(setup.copybook.read_bytes())
+            fragment = import_layout(
+                text,
+                "copybook",
+                setup.name,
+                setup.type or None,
+                str(setup.copybook),
+                library_beside(str(setup.copybook)),
+            )
+            with self._session() as session:
+                messagesets.upsert(session, ACTOR, setup.name, merge(None, fragment), "flow test")
+        except (OSError, ImportFault, DomainError, ServiceError) as exc:
+            raise RuntimeError(f"message set {setup.name}: {exc}") from None
 
     def _deploy(self, document: dict[str, Any], timeout: float = 60.0) -> int:
         from flowbroker.services import deploy
@@ -306,22 +366,76 @@ class TestEngine:
         result = CaseResult(str(document.get("name")), case.name)
         started = time.monotonic()
         node = next(n for n in document["nodes"] if n.get("id") == case.input_node)
-        in_queue = str(node["properties"]["queueName"])
         with self.qm.client() as qm:
             for expectation in case.expect:
                 self._drain(qm, expectation.queue)
             message = case.input
-            qm.put(
-                in_queue,
-                message.wire_body(),
-                MessageDescriptor(**message.descriptor_fields()),
-                properties=message.properties or None,
-            )
+            if case.input_file:
+                self._write_file(str(node["properties"]["directory"]), case.input_file, message.body)
+            elif case.request is not None:
+                result.messages.append(self._call(case))
+            else:
+                qm.put(
+                    str(node["properties"]["queueName"]),
+                    message.wire_body(),
+                    MessageDescriptor(**message.descriptor_fields()),
+                    properties=message.properties or None,
+                )
             deadline = time.monotonic() + case_timeout()
             for expectation in case.expect:
                 self._collect(qm, expectation, case, deadline, result)
         result.seconds = time.monotonic() - started
         return result
+
+    def _call(self, case: TestCase) -> MessageResult:
+        """Send the case's HTTP request to the group's listener; how the answer differs from the reply."""
+        import httpx
+
+        from flowbroker.flowtests.compare import Difference
+        from flowbroker.qm.protocol import MessageDescriptor
+
+        assert case.request is not None and case.reply is not None
+        request, reply = case.request, case.reply
+        outcome = MessageResult("HTTP reply", 0)
+        headers = dict(request.headers)
+        if case.input.body and not any(name.lower() == "content-type" for name in headers):
+            headers["Content-Type"] = _CONTENT_TYPES.get(case.input.domain, "application/octet-stream")
+        try:
+            answer = httpx.request(
+                request.method,
+                f"http://127.0.0.1:{self.http_port}{request.path}",
+                content=case.input.body,
+                headers=headers,
+                timeout=case_timeout(),
+            )
+        except httpx.HTTPError as exc:
+            outcome.problem = f"{request.method} {request.path}: no answer: {exc}"
+            return outcome
+        if answer.status_code != reply.status:
+            outcome.differences.append(
+                Difference("HTTP.StatusCode", "changed", str(reply.status), str(answer.status_code))
+            )
+        for name, value in reply.headers:
+            got = answer.headers.get(name)
+            if got != value:
+                kind = "missing" if got is None else "changed"
+                outcome.differences.append(Difference(f"HTTP.Header.{name}", kind, value, got))
+        if reply.message is not None:
+            try:
+                outcome.differences += compare(
+                    reply.message, MessageDescriptor(), answer.content, case.ignore
+                )
+            except UnparsableMessage as exc:
+                outcome.problem = f"{exc} (answer {answer.status_code}: {answer.text[:200]!r})"
+        return outcome
+
+    def _write_file(self, directory: str, name: str, body: bytes) -> None:
+        """Write the input file aside (a hidden name the node skips) and rename it into place whole."""
+        target = self.files / directory
+        target.mkdir(parents=True, exist_ok=True)
+        aside = target / f".{name}.flowtest"
+        aside.write_bytes(body)
+        os.replace(aside, target / name)
 
     @staticmethod
     def _drain(qm: Any, queue: str) -> None:
