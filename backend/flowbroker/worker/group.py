@@ -264,7 +264,7 @@ class GroupState:
         return status
 
     def _define_queues(self, deployment_id: int, compiled: Any) -> list[dict[str, Any]]:
-        """Define the queues the flow's MQInput and MQOutput nodes name that do not exist yet.
+        """Define the queues the flow's nodes read and write by name that do not exist yet.
 
         Returns a diagnostic for each queue that could not be defined (the flow still starts,
         and is reported waiting while an input queue is missing).
@@ -277,13 +277,8 @@ class GroupState:
         assert self.runtime is not None
         wanted: dict[str, str] = {}
         for node in compiled.nodes.values():
-            props = node.properties
-            if node.SPEC.type == "MQInput" or (
-                node.SPEC.type == "MQOutput" and (props.get("destinationMode") or "queueName") == "queueName"
-            ):
-                name = str(props.get("queueName") or "")
-                if name:
-                    wanted.setdefault(name, node.id)
+            for name in (*node.SPEC.queues_read(node.properties), *node.SPEC.queues_written(node.properties)):
+                wanted.setdefault(name, node.id)
         problems: list[dict[str, Any]] = []
 
         def cannot(node_id: str, text: str) -> None:
