@@ -154,15 +154,14 @@ class GroupState:
         it was. Read at the time the task runs, the desired state makes a late task harmless.
         """
         from flowbroker.repository import db
-        from flowbroker.repository.models import Deployment
+        from flowbroker.services import deploy
 
         assert self.runtime is not None
         running = self.group_running()
         with db.session_scope(self.session_factory) as session:
             own = {}
             for deployment_id in list(self.by_deployment):
-                row = session.get(Deployment, deployment_id)
-                own[deployment_id] = row.status if row is not None else "undeployed"
+                own[deployment_id] = deploy.status(session, deployment_id)
         with self.lock:
             for deployment_id, name in list(self.by_deployment.items()):
                 if name not in self.runtime.flows:
@@ -197,13 +196,12 @@ class GroupState:
         and output queues the queue manager does not have, before its threads start.
         """
         from flowbroker.repository import db
-        from flowbroker.repository.models import Deployment
         from flowbroker.runtime.compiler import FlowCompileError
         from flowbroker.services import dependencies, deploy
 
         assert self.runtime is not None
         with db.session_scope(self.session_factory) as session:
-            row = session.get(Deployment, deployment_id)
+            row = deploy.find(session, deployment_id)
             if row is None:
                 return "missing"
             document = dict(row.flow_version.document)
@@ -212,10 +210,7 @@ class GroupState:
             # the subflows and message sets shipped with the deployment; a deployment recorded
             # before they were has them looked up now
             needs = dict(row.dependencies or {}) or dependencies.resolve(session, document)
-            if row.status == "pending":
-                # a new deployment; one resumed after a restart keeps its status while it reloads,
-                # so a flow already moving messages is never reported as still compiling
-                row.status = "compiling"
+            deploy.begin_compiling(row)
             # data sources defined since the group started are usable by this deployment
             self.runtime.data_sources.urls.update(self._data_source_urls(session, row.broker_id))
         with self.lock:
@@ -324,12 +319,12 @@ class GroupState:
 
     def _flow_name(self, deployment_id: int) -> str | None:
         from flowbroker.repository import db
-        from flowbroker.repository.models import Deployment
+        from flowbroker.services import deploy
 
         name = self.by_deployment.get(deployment_id)
         if name is None:
             with db.session_scope(self.session_factory) as session:
-                row = session.get(Deployment, deployment_id)
+                row = deploy.find(session, deployment_id)
                 name = row.flow_version.flow.name if row is not None else None
         return name
 
@@ -385,7 +380,6 @@ class GroupState:
         once the queue manager knows the queue.
         """
         from flowbroker.repository import db
-        from flowbroker.repository.models import Deployment
         from flowbroker.services import deploy
 
         if self.runtime is None:
@@ -402,8 +396,7 @@ class GroupState:
                 if missing == self.waiting.get(deployment_id, []):
                     continue
                 with db.session_scope(self.session_factory) as session:
-                    row = session.get(Deployment, deployment_id)
-                    current = row.status if row is not None else "undeployed"
+                    current = deploy.status(session, deployment_id)
                     if current in ("pending", "compiling"):
                         continue  # its deploy reports first; look again next time
                     if current in deploy.STARTED:
