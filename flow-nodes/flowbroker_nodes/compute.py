@@ -79,7 +79,8 @@ SPEC = NodeSpec(
 _BUILDS_LOCAL = {"LocalEnvironment", "LocalEnvironmentAndMessage", "ExceptionAndLocalEnvironment", "All"}
 _BUILDS_EXCEPTION = {"Exception", "ExceptionAndMessage", "ExceptionAndLocalEnvironment", "All"}
 _BUILDS_MESSAGE = {"Message", "LocalEnvironmentAndMessage", "ExceptionAndMessage", "All"}
-_OUT_TERMINALS = frozenset({"out", "out1", "out2", "out3", "out4"})
+#: The terminals PROPAGATE TO TERMINAL may name, as the spec declares them.
+_OUT_TERMINALS = frozenset(t.name for t in SPEC.outputs if t.kind == "out")
 
 
 class Node(EsqlNode):

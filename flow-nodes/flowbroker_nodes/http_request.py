@@ -34,6 +34,7 @@ SPEC = NodeSpec(
     label="HTTPRequest",
     category="transformation",
     icon="http-request",
+    extra={"namesMessageSet": {"property": "messageSet", "when": {"messageDomain": "MRM"}}},
     description="Sends the message to a URL and propagates the HTTP response in its place; "
     "a status outside 2xx goes to the error terminal.",
     inputs=(Terminal("in", "in", "In"),),

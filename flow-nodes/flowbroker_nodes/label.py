@@ -11,6 +11,7 @@ SPEC = NodeSpec(
     label="Label",
     category="routing",
     icon="label",
+    extra={"labelProperty": "labelName"},
     description="The target of RouteToLabel and of ESQL PROPAGATE TO LABEL; has no input terminal.",
     outputs=(Terminal("out", "out", "Out"),),
     properties=(

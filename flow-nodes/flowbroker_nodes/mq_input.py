@@ -23,6 +23,10 @@ SPEC = NodeSpec(
     label="MQInput",
     category="input",
     role="input",
+    extra={
+        "readsQueue": {"property": "queueName"},
+        "namesMessageSet": {"property": "messageSet", "when": {"messageDomain": "MRM"}},
+    },
     icon="queue-in",
     description="Gets each message from a queue, builds the message assembly from it and propagates it "
     "through the flow in a unit of work decided by the transaction mode.",

@@ -13,6 +13,7 @@ from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 SPEC = NodeSpec(
     type="MQOutput",
     role="output",
+    extra={"writesQueue": {"property": "queueName", "when": {"destinationMode": "queueName"}}},
     label="MQOutput",
     category="output",
     icon="queue-out",

@@ -40,6 +40,7 @@ SPEC = NodeSpec(
     category="input",
     role="input",
     icon="mqtt-in",
+    extra={"namesMessageSet": {"property": "messageSet", "when": {"messageDomain": "MRM"}}},
     description="Subscribes to a topic on an MQTT broker and propagates each publication it receives "
     "through the flow, its body parsed in the message domain chosen.",
     outputs=(

@@ -79,3 +79,10 @@ def specs() -> list[NodeSpec]:
 def spec(type_name: str) -> NodeSpec | None:
     module = modules().get(type_name)
     return module.SPEC if module is not None else None
+
+
+def subflow_part(node: object) -> str:
+    """The part a flow document's node plays in subflows ("node", "input", "output" or "") by its
+    type's spec; "" for anything that is not a node of a registered type."""
+    found = spec(str(node.get("type"))) if isinstance(node, dict) else None
+    return found.subflow_part if found is not None else ""

@@ -11,6 +11,7 @@ SPEC = NodeSpec(
     label="ResetContentDescriptor",
     category="transformation",
     icon="reset",
+    extra={"namesMessageSet": {"property": "messageSet", "when": {"resetMessageSet": True}}},
     description="Writes the body out as bytes and attaches it again under the new domain (and message set, "
     "type, format), so later nodes parse it afresh.",
     inputs=(Terminal("in", "in", "In"),),

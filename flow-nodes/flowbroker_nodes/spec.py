@@ -65,6 +65,12 @@ class NodeSpec:
         """Whether the node starts flow invocations itself (defined before ``property`` shadows the builtin)."""
         return self.role == "input"
 
+    @property
+    def subflow_part(self) -> str:
+        """``extra["subflow"]``: "node" for the node that stands for a subflow, "input"/"output" for a
+        subflow's own entry and exit nodes, "" for every other node type."""
+        return str(self.extra.get("subflow") or "")
+
     def property(self, name: str) -> Property | None:
         for prop in self.properties:
             if prop.name == name:
@@ -81,6 +87,44 @@ class NodeSpec:
     def derived_inputs(self, properties: dict[str, Any]) -> tuple[str, ...]:
         """Input terminals a node names in its own properties, where ``extra["inputTerminalsFrom"]`` says."""
         return self._derived("inputTerminalsFrom", properties)
+
+    def label_name(self, properties: dict[str, Any]) -> str | None:
+        """The name RouteToLabel and PROPAGATE TO LABEL enter this node by, for a label target
+        (``extra["labelProperty"]`` names the property); None for a node that is no label target."""
+        name = self.extra.get("labelProperty")
+        return str(properties.get(name) or "") if isinstance(name, str) else None
+
+    def queues_read(self, properties: dict[str, Any]) -> tuple[str, ...]:
+        """The queues the node takes its messages from (``extra["readsQueue"]`` says where)."""
+        return self._named("readsQueue", properties)
+
+    def queues_written(self, properties: dict[str, Any]) -> tuple[str, ...]:
+        """The queues the node puts messages to by name (``extra["writesQueue"]`` says where)."""
+        return self._named("writesQueue", properties)
+
+    def message_sets(self, properties: dict[str, Any]) -> tuple[str, ...]:
+        """The message sets the node parses or writes with (``extra["namesMessageSet"]`` says where)."""
+        return self._named("namesMessageSet", properties)
+
+    def _named(self, extra: str, properties: dict[str, Any]) -> tuple[str, ...]:
+        """The value of the property ``extra[extra]["property"]`` while each ``"when"`` property
+        holds its value (an unset property counts as its default; text compares without case)."""
+        where = self.extra.get(extra)
+        if not isinstance(where, dict):
+            return ()
+        for name, wanted in (where.get("when") or {}).items():
+            value = properties.get(name)
+            if value is None or value == "":
+                declared = self.property(name)
+                value = declared.default if declared is not None else None
+            if isinstance(value, str) and isinstance(wanted, str):
+                if value.casefold() != wanted.casefold():
+                    return ()
+            elif value != wanted:
+                return ()
+        value = properties.get(str(where.get("property")))
+        named = value.strip() if isinstance(value, str) else ""
+        return (named,) if named else ()
 
     def _derived(self, extra: str, properties: dict[str, Any]) -> tuple[str, ...]:
         where = self.extra.get(extra)

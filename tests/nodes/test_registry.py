@@ -77,3 +77,20 @@ def test_the_node_types_that_start_flows_declare_the_input_role() -> None:
     for name, module in registry.modules().items():
         assert module.SPEC.is_input == hasattr(module.Node, "run"), name
     assert {s.type for s in registry.specs() if s.is_input} >= {"MQInput", "MQTTSubscribe", "HTTPInput"}
+
+
+def test_specs_say_which_queues_message_sets_and_labels_a_node_names() -> None:
+    mq_input, mq_output = registry.spec("MQInput"), registry.spec("MQOutput")
+    reset, label = registry.spec("ResetContentDescriptor"), registry.spec("Label")
+    assert mq_input is not None and mq_output is not None and reset is not None and label is not None
+    assert mq_input.queues_read({"queueName": " IN.Q "}) == ("IN.Q",)
+    assert mq_input.queues_written({"queueName": "IN.Q"}) == ()
+    assert mq_input.message_sets({"messageDomain": "mrm", "messageSet": "ORDERS"}) == ("ORDERS",)
+    assert mq_input.message_sets({"messageSet": "ORDERS"}) == ()  # the default domain is BLOB
+    assert mq_output.queues_written({"queueName": "OUT.Q"}) == ("OUT.Q",)  # default mode: queueName
+    assert mq_output.queues_written({"queueName": "OUT.Q", "destinationMode": "destinationList"}) == ()
+    assert reset.message_sets({"messageSet": "S", "resetMessageSet": True}) == ("S",)
+    assert reset.message_sets({"messageSet": "S"}) == ()
+    assert label.label_name({"labelName": "L1"}) == "L1"
+    assert mq_input.label_name({"labelName": "L1"}) is None
+    assert [s.type for s in registry.specs() if s.subflow_part == "node"] == ["Subflow"]

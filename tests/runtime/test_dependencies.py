@@ -119,3 +119,39 @@ def test_a_stored_set_that_no_longer_compiles_is_not_shipped_and_its_users_are_t
     (problem,) = deploy.check(main, {}, needs)
     assert (problem["node"], problem["property"]) == ("in", "messageSet")
     assert problem["message"].startswith("message set 'LEGACY': version 1 is not a valid message set:")
+
+
+def test_every_node_parsing_in_a_message_set_names_it_for_the_deploy_check() -> None:
+    from flowbroker_nodes import registry
+
+    parsers = [
+        spec
+        for spec in registry.specs()
+        if spec.property("messageDomain")
+        and spec.property("messageSet")
+        and not spec.property("resetMessageSet")
+    ]
+    assert len(parsers) >= 6
+    for spec in parsers:
+        assert spec.message_sets({"messageDomain": "MRM", "messageSet": "ORDERS"}) == ("ORDERS",), spec.type
+        assert spec.message_sets({"messageDomain": "XMLNSC", "messageSet": "ORDERS"}) == (), spec.type
+
+
+def test_an_mqtt_input_naming_a_set_the_deployment_lacks_is_refused() -> None:
+    from flowbroker.runtime.harness import flow
+    from flowbroker.services import deploy
+
+    main = flow(
+        {
+            "in": (
+                "MQTTSubscribe",
+                {"topicName": "orders/#", "messageDomain": "MRM", "messageSet": "ABSENT"},
+            ),
+            "out": ("MQOutput", {"queueName": "R"}),
+        },
+        ["in.out -> out"],
+    )
+    problems = deploy.check(main, {}, {"subflows": [], "messageSets": []})
+    assert [(p["node"], p["property"], p["message"]) for p in problems] == [
+        ("in", "messageSet", "message set 'ABSENT': there is no message set of that name in the repository")
+    ]

@@ -268,6 +268,18 @@ def pad_id(value: bytes | str | None) -> bytes:
     return raw.ljust(24, b"\x00")
 
 
+def optional_id(value: Any) -> bytes | None:
+    """An id sent as a hex string, padded to 24 bytes; None when absent."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise QMError(RC_BAD_ARGUMENT, "ids travel as hex strings")
+    try:
+        return pad_id(bytes.fromhex(value))
+    except ValueError:
+        raise QMError(RC_BAD_ARGUMENT, f"id {value[:60]!r} is not hexadecimal") from None
+
+
 def encode_message(
     md: MessageDescriptor, properties: dict[str, Any] | None, body: bytes, msg_id: bytes | None = None
 ) -> bytes:

@@ -708,3 +708,9 @@ class _PlaceView:
 
 
 assert MD_STRUCT.size > PUT_TIME_OFFSET
+
+
+def unstage(staged: list[tuple[LocalQueue, QMsg]]) -> None:
+    """Drop staged messages: they stop counting toward their queues' depth."""
+    for q, _m in staged:
+        q.uncommitted_puts -= 1

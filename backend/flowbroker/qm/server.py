@@ -1,4 +1,4 @@
-"""The queue manager process: queues, units of work, the recovery log and pub/sub behind one event loop.
+"""The queue manager process: queues, units of work and the recovery log behind one event loop (the publish path is in ``flowbroker.pubsub.publishing``).
 
 All state lives on the asyncio loop thread, so no request needs a lock; the log's flusher thread
 is the only other thread and hands durable batches back to the loop in one wake-up. Replies
@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from flowbroker.pubsub.filters import Publication, compile_filter
+from flowbroker.pubsub.filters import compile_filter
+from flowbroker.pubsub.publishing import Publishing
 from flowbroker.pubsub.topics import Subscription, TopicSpace, split_topic
 from flowbroker.qm import log as qlog
 from flowbroker.qm.checkpoint import CheckpointSnapshot, Held
@@ -42,7 +43,6 @@ from flowbroker.qm.protocol import (
     PRIORITY_OFFSET,
     PUT_TIME_OFFSET,
     RC_BAD_ARGUMENT,
-    RC_DUPLICATE_SUBSCRIPTION,
     RC_FUNCTION_NOT_SUPPORTED,
     RC_GET_INHIBITED,
     RC_MSG_TOO_BIG_FOR_Q,
@@ -54,15 +54,14 @@ from flowbroker.qm.protocol import (
     RC_Q_FULL,
     RC_Q_NOT_EMPTY,
     RC_STREAM_DUPLICATE_FAILED,
-    RC_SUBSCRIPTION_NOT_FOUND,
     RC_UNKNOWN_OBJECT_NAME,
     QMError,
     decode_message,
     encode_message,
-    pad_id,
+    optional_id,
     patch_backout,
 )
-from flowbroker.qm.queues import LocalQueue, QMsg, QueueAttributes
+from flowbroker.qm.queues import LocalQueue, QMsg, QueueAttributes, unstage
 
 if TYPE_CHECKING:
     from flowbroker.qm.connection import Connection
@@ -155,7 +154,7 @@ class ConnectionLimits:
         return self.max_hello_frame * self.PRE_AUTH_FRAMES
 
 
-class QueueManager:
+class QueueManager(Publishing):
     """The queue manager's state and verbs; connections call these on the loop thread."""
 
     def __init__(
@@ -696,7 +695,7 @@ class QueueManager:
                     staged.extend(self._stream_copies(q, m, now))
                 ids.append(m.msg_id)
         except BaseException:
-            _unstage(staged)
+            unstage(staged)
             raise
         return ids, not self._deliver(staged, conn.uow if syncpoint else None, done, failed)
 
@@ -711,14 +710,14 @@ class QueueManager:
         assert self.log is not None
         if uow is not None:
             if self.log.failed is not None and any(self._durable(q, m) for q, m in staged):
-                _unstage(staged)
+                unstage(staged)
                 self._require_log()
             uow.puts.extend(staged)
             return True
         durable = [(q.name, m.seq, m.raw) for q, m in staged if m.persistent and q.name != ECHO_QUEUE]
         if durable:
             if self.log.failed is not None:
-                _unstage(staged)
+                unstage(staged)
                 self._require_log()
             self._log_then(qlog.TxRecord(puts=durable), staged, done, failed)
             return False
@@ -780,8 +779,8 @@ class QueueManager:
         q = self.queue(args.get("q"))
         if q.attrs.get_inhibited:
             raise QMError(RC_GET_INHIBITED, f"get inhibited on queue {q.name}")
-        msg_id = _opt_id(args.get("msg_id"))
-        correl_id = _opt_id(args.get("correl_id"))
+        msg_id = optional_id(args.get("msg_id"))
+        correl_id = optional_id(args.get("correl_id"))
         syncpoint = bool(args.get("sync"))
         limit = int(args.get("max", 1))
         if limit < 1:
@@ -923,7 +922,7 @@ class QueueManager:
             assert self.log is not None
             if self.log.failed is not None:
                 # Nothing can be made durable: the unit of work ends as if never done.
-                _unstage(uow.puts)
+                unstage(uow.puts)
                 self._give_back(uow.gets)
                 self._require_log()
             self._log_then(tx, uow.puts, [on_done], [on_failed], gets=uow.gets)
@@ -939,7 +938,7 @@ class QueueManager:
         queue (else the dead-letter queue) carrying ``notes`` (why, which node, the exception)."""
         uow = conn.uow
         conn.uow = UnitOfWork()
-        _unstage(uow.puts)
+        unstage(uow.puts)
         counts: list[tuple[str, int, int]] = []
         moves = qlog.TxRecord()
         touched: set[str] = set()
@@ -974,188 +973,6 @@ class QueueManager:
             q = self.queues[name]
             if q.waiters:
                 self._serve_waiters(q)
-
-    # --- pub/sub ----------------------------------------------------------------------------
-    def publish(
-        self,
-        conn: Connection,
-        topic: Any,
-        raw: bytes,
-        retain: bool,
-        syncpoint: bool,
-        done: list[Done],
-        failed: list[Failed],
-    ) -> tuple[int, bool]:
-        """Publish; returns the number of deliveries and whether the reply must wait for the log."""
-        if not isinstance(topic, str):
-            raise QMError(RC_BAD_ARGUMENT, "topic is missing")
-        split_topic(topic, pattern=False)
-        self.topics.check(conn.user, topic, "publish", admin=conn.admin)
-        now = time.time()
-        raw = raw[:PUT_TIME_OFFSET] + _D.pack(now) + raw[PUT_TIME_OFFSET + 8 :]
-        persistent = raw[PERSISTENCE_OFFSET] == 1
-        if retain and persistent:
-            self._require_log()
-        staged = self._stage_publication(topic, raw, now, all_or_none=persistent)
-        if retain:
-            self.topics.retain(topic, raw)
-            if persistent:
-                tb = topic.encode()
-                assert self.log is not None
-                self.log.append(qlog.encode_record(qlog.REC_RETAIN, struct.pack("<I", len(tb)) + tb + raw))
-        self.stats["publishes"] += 1
-        now_done = self._deliver(staged, conn.uow if syncpoint else None, done, failed)
-        return len(staged), not now_done
-
-    def _entitled(self, subs: list[Subscription], topic: str) -> list[Subscription]:
-        """The subscriptions whose owners may subscribe to ``topic`` (wildcards reach further)."""
-        verdicts: dict[str, bool] = {}
-        out: list[Subscription] = []
-        for s in subs:
-            ok = verdicts.get(s.principal)
-            if ok is None:
-                ok = s.principal == self.admin_user or self.topics.allows(s.principal, topic, "subscribe")
-                verdicts[s.principal] = ok
-            if ok:
-                out.append(s)
-        return out
-
-    def _stage_publication(
-        self, topic: str, raw: bytes, now: float, *, all_or_none: bool
-    ) -> list[tuple[LocalQueue, QMsg]]:
-        """A copy of the publication for every subscription it reaches, counted toward depth.
-
-        With ``all_or_none`` a copy that cannot be made refuses the whole publication;
-        otherwise that subscriber goes without.
-        """
-        subs = self.topics.match(topic)
-        if subs and self.topics.acls:
-            subs = self._entitled(subs, topic)
-        if not subs:
-            return []
-        with_topic = _with_topic(raw, topic)
-        publication: Publication | None = None
-        staged: list[tuple[LocalQueue, QMsg]] = []
-        try:
-            for s in subs:
-                if s.filter_fn is not None:
-                    if publication is None:
-                        publication = Publication(raw, topic)
-                    try:
-                        if not s.filter_fn(publication):
-                            continue
-                    except Exception as exc:
-                        logger.debug("filter of %s raised %s", s.name, exc)
-                        continue
-                q = self.queues.get(s.queue)
-                try:
-                    if q is None:
-                        raise QMError(RC_UNKNOWN_OBJECT_NAME, f"subscriber queue {s.queue!r} does not exist")
-                    body = with_topic
-                    if s.correl_id is not None:
-                        body = body[:24] + s.correl_id + body[48:]
-                    m = self.prepare(q, body, now)
-                except QMError as exc:
-                    if all_or_none:
-                        raise QMError(
-                            exc.reason_code, f"publication to {topic!r} not delivered: {exc.reason}"
-                        ) from None
-                    continue
-                q.uncommitted_puts += 1
-                staged.append((q, m))
-        except BaseException:
-            _unstage(staged)
-            raise
-        return staged
-
-    def subscribe(self, conn: Connection, args: dict[str, Any]) -> dict[str, Any]:
-        topic = args.get("topic")
-        qname = args.get("queue")
-        if not isinstance(topic, str):
-            raise QMError(RC_BAD_ARGUMENT, "topic is missing")
-        split_topic(topic, pattern=True)
-        self.topics.check(conn.user, topic, "subscribe", admin=conn.admin)
-        q = self.queue(qname)
-        name = args.get("name") or f"{conn.user}:{topic}:{q.name}"
-        if not isinstance(name, str):
-            raise QMError(RC_BAD_ARGUMENT, "subscription name must be a string")
-        filter_text = args.get("filter") or None
-        if filter_text is not None and not isinstance(filter_text, str):
-            raise QMError(RC_BAD_ARGUMENT, "filter must be a string")
-        durable = bool(args.get("durable", True))
-        existing = self.topics.subscriptions.get(name)
-        if existing is not None and (existing.topic != topic or existing.queue != q.name):
-            raise QMError(
-                RC_DUPLICATE_SUBSCRIPTION, f"subscription {name!r} exists with another topic or queue"
-            )
-        if existing is not None and not conn.admin and existing.principal != conn.user:
-            raise QMError(RC_NOT_AUTHORIZED, f"subscription {name!r} belongs to {existing.principal}")
-        sub = Subscription(
-            name=name,
-            topic=topic,
-            queue=q.name,
-            correl_id=_opt_id(args.get("correl_id")),
-            filter_text=filter_text,
-            durable=durable,
-            principal=conn.user,
-        )
-        if sub.filter_text:
-            sub.filter_fn = compile_filter(sub.filter_text)
-        if durable or (existing is not None and existing.durable):
-            self._require_log()
-        if existing is not None:
-            self.topics.remove(name)
-            conn.temporary_subs.discard(name)
-            if existing.durable and not durable:
-                assert self.log is not None
-                self.log.append(qlog.json_record(qlog.REC_UNSUB, {"name": name}))
-        self.topics.add(sub)
-        if durable:
-            assert self.log is not None
-            self.log.append(qlog.json_record(qlog.REC_SUB, sub.as_dict()))
-        else:
-            conn.temporary_subs.add(name)
-        return {"name": name, "retained_delivered": self._deliver_retained(conn, sub, q)}
-
-    def _deliver_retained(self, conn: Connection, sub: Subscription, q: LocalQueue) -> int:
-        delivered = 0
-        now = time.time()
-        for rtopic, raw in list(self.topics.retained_matching(sub.topic)):
-            if not conn.admin and not self.topics.allows(conn.user, rtopic, "subscribe"):
-                continue
-            if sub.filter_fn is not None:
-                try:
-                    if not sub.filter_fn(Publication(raw, rtopic)):
-                        continue
-                except Exception:
-                    continue
-            body = _with_topic(raw, rtopic, retained=True)
-            if sub.correl_id is not None:
-                body = body[:24] + sub.correl_id + body[48:]
-            try:
-                m = self.prepare(q, body, now)
-            except QMError:
-                continue
-            if self._durable(q, m):
-                assert self.log is not None
-                self.log.append(qlog.TxRecord(puts=[(q.name, m.seq, m.raw)]).encode())
-            self.enqueue(q, m)
-            delivered += 1
-        return delivered
-
-    def unsubscribe(self, conn: Connection, name: Any) -> None:
-        sub = self.topics.subscriptions.get(name) if isinstance(name, str) else None
-        if sub is None:
-            raise QMError(RC_SUBSCRIPTION_NOT_FOUND, f"no subscription named {name!r}")
-        if not conn.admin and sub.principal != conn.user:
-            raise QMError(RC_NOT_AUTHORIZED, f"subscription {name!r} belongs to {sub.principal}")
-        if sub.durable:
-            self._require_log()
-        self.topics.remove(name)
-        conn.temporary_subs.discard(name)
-        if sub.durable:
-            assert self.log is not None
-            self.log.append(qlog.json_record(qlog.REC_UNSUB, {"name": name}))
 
     # --- principals and ACLs ----------------------------------------------------------------
     def admin(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -1202,29 +1019,12 @@ class QueueManager:
         return {}
 
 
-def _unstage(staged: list[tuple[LocalQueue, QMsg]]) -> None:
-    """Drop staged messages: they stop counting toward their queues' depth."""
-    for q, _m in staged:
-        q.uncommitted_puts -= 1
-
-
 def _run_callbacks(callbacks: list[Callable[[], None]]) -> None:
     for cb in callbacks:
         try:
             cb()
         except Exception:  # one waiter's failure must not strand the rest of its batch
             logger.exception("durable callback failed")
-
-
-def _opt_id(value: Any) -> bytes | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise QMError(RC_BAD_ARGUMENT, "ids travel as hex strings")
-    try:
-        return pad_id(bytes.fromhex(value))
-    except ValueError:
-        raise QMError(RC_BAD_ARGUMENT, f"id {value[:60]!r} is not hexadecimal") from None
 
 
 def _noting_origin(
@@ -1245,19 +1045,6 @@ def _noting_origin(
     msg.properties.setdefault(
         "flowbroker.reason", f"backout count {count} reached the backout threshold {threshold} of {queue}"
     )
-    return encode_message(msg.md, msg.properties, msg.body)
-
-
-def _with_topic(raw: bytes, topic: str, retained: bool = False) -> bytes:
-    try:
-        msg = decode_message(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise QMError(RC_BAD_ARGUMENT, f"publication cannot be decoded: {exc}") from None
-    if not isinstance(msg.properties, dict):
-        raise QMError(RC_BAD_ARGUMENT, "publication properties must be a JSON object")
-    msg.properties["MQTopicString"] = topic
-    if retained:
-        msg.properties["MQIsRetained"] = True
     return encode_message(msg.md, msg.properties, msg.body)
 
 

@@ -118,10 +118,11 @@ def compile_flow(
         nodes[source].connect(terminal, nodes[target], target_terminal)
     labels: dict[str, Node] = {}
     for node in nodes.values():
-        if node.SPEC.type == "Label":
-            name = str(node.properties.get("labelName") or "")
+        name = node.SPEC.label_name(node.properties)
+        if name is not None:
             if name in labels:
-                problems.append(Problem(f"label name {name!r} is used twice", node.id, "labelName"))
+                prop = str(node.SPEC.extra["labelProperty"])
+                problems.append(Problem(f"label name {name!r} is used twice", node.id, prop))
             labels[name] = node
     if not any(n.SPEC.is_input for n in nodes.values()):
         inputs = ", ".join(spec.type for spec in registry.specs() if spec.is_input)
@@ -135,7 +136,7 @@ def compile_flow(
         # unless the node sets its own read ahead
         explicit = {n["id"] for n in nodes_doc if "readAhead" in (n.get("properties") or {})}
         for node in nodes.values():
-            if node.SPEC.type == "MQInput" and node.id not in explicit:
+            if node.SPEC.property("readAhead") is not None and node.id not in explicit:
                 node.read_ahead = commit_count  # type: ignore[attr-defined]
     from flowbroker.settings import Settings
 
@@ -224,7 +225,7 @@ def _expand(
     exits: dict[str, dict[str, str]] = {}
     for node_doc in document.get("nodes") or []:
         node_id = prefix + node_doc["id"]
-        if node_doc["type"] != "Subflow":
+        if registry.subflow_part(node_doc) != "node":
             nodes.append({**node_doc, "id": node_id})
             continue
         sub = _subflow_document(node_doc, resolve, problems, prefix)
@@ -253,9 +254,9 @@ def _expand(
             if inner["id"].count("/") != node_id.count("/") + 1:
                 continue
             terminal = str((inner.get("properties") or {}).get("terminalName") or "")
-            if inner["type"] == "Input":
+            if registry.subflow_part(inner) == "input":
                 entries[node_id][terminal or "in"] = inner["id"]
-            elif inner["type"] == "Output":
+            elif registry.subflow_part(inner) == "output":
                 exits[node_id][terminal or "out"] = inner["id"]
     for index, conn in enumerate(document.get("connections") or []):
         source = prefix + conn["from"]["node"]

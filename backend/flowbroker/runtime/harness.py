@@ -144,10 +144,20 @@ def flow(
 def with_input(
     nodes: dict[str, tuple[str, dict[str, Any]]], wires: list[str], first: str, **props: Any
 ) -> dict[str, Any]:
-    """A flow fed by an MQInput node ``in`` wired to ``first``."""
+    """A flow fed by an input node ``in`` reading the queue TEST.IN, wired to ``first``."""
     return flow(
-        {"in": ("MQInput", {"queueName": "TEST.IN"}), **nodes}, [f"in.out -> {first}", *wires], **props
+        {"in": (queue_reader(), {"queueName": "TEST.IN"}), **nodes}, [f"in.out -> {first}", *wires], **props
     )
+
+
+def queue_reader() -> str:
+    """The built-in input node type that takes its messages from the queue its ``queueName`` names."""
+    from flowbroker_nodes import registry
+
+    for spec in registry.specs():
+        if spec.is_input and spec.queues_read({"queueName": "TEST.IN"}) == ("TEST.IN",):
+            return spec.type
+    raise LookupError("no registered input node type reads a queue named by queueName")
 
 
 def get_all(client: Any, queue: str, count: int, wait: float = 10.0) -> list[Any]:

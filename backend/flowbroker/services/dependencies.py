@@ -32,6 +32,8 @@ def resolve(session: Session, document: dict[str, Any]) -> dict[str, Any]:
 
 
 def _subflows(session: Session, document: dict[str, Any]) -> list[dict[str, Any]]:
+    from flowbroker_nodes import registry
+
     found: dict[tuple[str, int], dict[str, Any]] = {}
     latest: dict[str, int] = {}
     pending: list[Any] = [document]
@@ -39,7 +41,7 @@ def _subflows(session: Session, document: dict[str, Any]) -> list[dict[str, Any]
         current = pending.pop()
         nodes = current.get("nodes") if isinstance(current, dict) else None
         for node in nodes if isinstance(nodes, list) else []:
-            if not isinstance(node, dict) or node.get("type") != "Subflow":
+            if registry.subflow_part(node) != "node":
                 continue
             ref = (
                 (node.get("properties") or {}).get("flow")
@@ -95,23 +97,19 @@ def message_set_problems(nodes: dict[str, Any], dependencies: dict[str, Any]) ->
     unusable = dependencies.get("unusableMessageSets") or {}
     problems = []
     for node_id, node in nodes.items():
-        props = node.properties
-        kind = node.SPEC.type
-        named = (kind == "MQInput" and str(props.get("messageDomain") or "").upper() == "MRM") or (
-            kind == "ResetContentDescriptor" and bool(props.get("resetMessageSet"))
-        )
-        name = str(props.get("messageSet") or "")
-        if not named or not name or name in shipped:
-            continue
-        reason = unusable.get(name) or "there is no message set of that name in the repository"
-        problems.append(
-            {
-                "node": node_id,
-                "property": "messageSet",
-                "line": 0,
-                "column": 0,
-                "pointer": "",
-                "message": f"message set {name!r}: {reason}",
-            }
-        )
+        for name in node.SPEC.message_sets(node.properties):
+            if name not in shipped:
+                problems.append(_missing_set(node_id, name, unusable))
     return problems
+
+
+def _missing_set(node_id: str, name: str, unusable: dict[str, str]) -> dict[str, Any]:
+    reason = unusable.get(name) or "there is no message set of that name in the repository"
+    return {
+        "node": node_id,
+        "property": "messageSet",
+        "line": 0,
+        "column": 0,
+        "pointer": "",
+        "message": f"message set {name!r}: {reason}",
+    }

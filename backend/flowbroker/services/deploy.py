@@ -211,6 +211,24 @@ def get(session: Session, deployment_id: int) -> Deployment:
     return deployment
 
 
+def find(session: Session, deployment_id: int) -> Deployment | None:
+    """The deployment as the worker reads it (no expiry of unclaimed ones); None when it is gone."""
+    return session.get(Deployment, deployment_id)
+
+
+def status(session: Session, deployment_id: int) -> str:
+    """The deployment's status; "undeployed" for one that no longer exists."""
+    deployment = session.get(Deployment, deployment_id)
+    return deployment.status if deployment is not None else "undeployed"
+
+
+def begin_compiling(deployment: Deployment) -> None:
+    """The worker took up a new (pending) deployment. One resumed after a restart keeps its status
+    while it reloads, so a flow already moving messages is never reported as still compiling."""
+    if deployment.status == "pending":
+        deployment.status = "compiling"
+
+
 def _expire_if_unclaimed(session: Session, deployment: Deployment) -> None:
     if deployment.status not in ("pending", "undeploying"):
         return

@@ -1,5 +1,5 @@
 """The topology as a graph: brokers, their execution groups, the flows deployed to each group, and
-the queues each deployed flow reads (MQInput) and writes (MQOutput, MQReply with a queue name).
+the queues each deployed flow reads and writes (as each node type's spec says where it names them).
 
 The queues come from the deployed flow version's document with the deployment's overrides applied,
 and from the documents of the subflows the deployment carries.
@@ -14,10 +14,6 @@ from sqlalchemy.orm import Session
 from flowbroker.services import brokers, deploy, groups
 from flowbroker.settings import Settings
 
-#: Node types that take messages from the queue their ``queueName`` names.
-READERS = frozenset({"MQInput"})
-#: Node types that put messages to the queue their ``queueName`` names.
-WRITERS = frozenset({"MQOutput", "MQReply"})
 #: How many subflow documents are followed for one flow (a guard against runaway nesting).
 MAX_SUBFLOWS = 256
 
@@ -40,6 +36,8 @@ def flow_queues(
     overrides: dict[str, Any] | None = None,
 ) -> tuple[list[str], list[str]]:
     """The queues a deployed flow reads and writes, each sorted, subflows included."""
+    from flowbroker_nodes import registry
+
     reads: set[str] = set()
     writes: set[str] = set()
     subflows = _subflow_documents(dependencies or {})
@@ -63,14 +61,12 @@ def flow_queues(
                 continue
             raw = node.get("properties")
             props: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            kind = node.get("type")
-            queue = props.get("queueName")
-            if kind in READERS and isinstance(queue, str) and queue:
-                reads.add(queue)
-            elif kind in WRITERS and isinstance(queue, str) and queue:
-                if props.get("destinationMode", "queueName") == "queueName":
-                    writes.add(queue)
-            elif kind == "Subflow" and isinstance(props.get("flow"), dict):
+            spec = registry.spec(str(node.get("type")))
+            if spec is None:
+                continue
+            reads.update(spec.queues_read(props))
+            writes.update(spec.queues_written(props))
+            if spec.subflow_part == "node" and isinstance(props.get("flow"), dict):
                 ref = props["flow"]
                 if isinstance(ref.get("nodes"), list):
                     pending.append(ref)

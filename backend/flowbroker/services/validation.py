@@ -108,7 +108,7 @@ def configuration_problems(document: Any, lookup: SpecLookup, known: set[str]) -
         type_name = str(node.get("type"))
         module = registry.modules().get(type_name)
         spec = lookup(type_name)
-        if module is None or type_name == "Subflow" or spec is None or spec.extra.get("placeholder"):
+        if module is None or spec is None or spec.subflow_part == "node" or spec.extra.get("placeholder"):
             continue
         node_id = str(node.get("id", ""))
         try:

@@ -159,15 +159,14 @@ class GroupState:
         it was. Read at the time the task runs, the desired state makes a late task harmless.
         """
         from flowbroker.repository import db
-        from flowbroker.repository.models import Deployment
+        from flowbroker.services import deploy
 
         assert self.runtime is not None
         running = self.group_running()
         with db.session_scope(self.session_factory) as session:
             own = {}
             for deployment_id in list(self.by_deployment):
-                row = session.get(Deployment, deployment_id)
-                own[deployment_id] = row.status if row is not None else "undeployed"
+                own[deployment_id] = deploy.status(session, deployment_id)
         with self.lock:
             for deployment_id, name in list(self.by_deployment.items()):
                 if name not in self.runtime.flows:
@@ -202,13 +201,12 @@ class GroupState:
         and output queues the queue manager does not have, before its threads start.
         """
         from flowbroker.repository import db
-        from flowbroker.repository.models import Deployment
         from flowbroker.runtime.compiler import FlowCompileError
         from flowbroker.services import dependencies, deploy
 
         assert self.runtime is not None
         with db.session_scope(self.session_factory) as session:
-            row = session.get(Deployment, deployment_id)
+            row = deploy.find(session, deployment_id)
             if row is None:
                 return "missing"
             document = dict(row.flow_version.document)
@@ -217,10 +215,7 @@ class GroupState:
             # the subflows and message sets shipped with the deployment; a deployment recorded
             # before they were has them looked up now
             needs = dict(row.dependencies or {}) or dependencies.resolve(session, document)
-            if row.status == "pending":
-                # a new deployment; one resumed after a restart keeps its status while it reloads,
-                # so a flow already moving messages is never reported as still compiling
-                row.status = "compiling"
+            deploy.begin_compiling(row)
             # data sources defined since the group started are usable by this deployment
             self.runtime.data_sources.urls.update(self._data_source_urls(session, row.broker_id))
         with self.lock:
@@ -293,7 +288,7 @@ class GroupState:
         return debug.command(self, deployment_id, pause_id, action, edits)
 
     def _define_queues(self, deployment_id: int, compiled: Any) -> list[dict[str, Any]]:
-        """Define the queues the flow's MQInput and MQOutput nodes name that do not exist yet.
+        """Define the queues the flow's nodes read and write by name that do not exist yet.
 
         Returns a diagnostic for each queue that could not be defined (the flow still starts,
         and is reported waiting while an input queue is missing).
@@ -306,13 +301,8 @@ class GroupState:
         assert self.runtime is not None
         wanted: dict[str, str] = {}
         for node in compiled.nodes.values():
-            props = node.properties
-            if node.SPEC.type == "MQInput" or (
-                node.SPEC.type == "MQOutput" and (props.get("destinationMode") or "queueName") == "queueName"
-            ):
-                name = str(props.get("queueName") or "")
-                if name:
-                    wanted.setdefault(name, node.id)
+            for name in (*node.SPEC.queues_read(node.properties), *node.SPEC.queues_written(node.properties)):
+                wanted.setdefault(name, node.id)
         problems: list[dict[str, Any]] = []
 
         def cannot(node_id: str, text: str) -> None:
@@ -358,12 +348,12 @@ class GroupState:
 
     def _flow_name(self, deployment_id: int) -> str | None:
         from flowbroker.repository import db
-        from flowbroker.repository.models import Deployment
+        from flowbroker.services import deploy
 
         name = self.by_deployment.get(deployment_id)
         if name is None:
             with db.session_scope(self.session_factory) as session:
-                row = session.get(Deployment, deployment_id)
+                row = deploy.find(session, deployment_id)
                 name = row.flow_version.flow.name if row is not None else None
         return name
 
@@ -455,7 +445,6 @@ class GroupState:
         once the queue manager knows the queue.
         """
         from flowbroker.repository import db
-        from flowbroker.repository.models import Deployment
         from flowbroker.services import deploy
 
         if self.runtime is None:
@@ -472,8 +461,7 @@ class GroupState:
                 if missing == self.waiting.get(deployment_id, []):
                     continue
                 with db.session_scope(self.session_factory) as session:
-                    row = session.get(Deployment, deployment_id)
-                    current = row.status if row is not None else "undeployed"
+                    current = deploy.status(session, deployment_id)
                     if current in ("pending", "compiling"):
                         continue  # its deploy reports first; look again next time
                     if current in deploy.STARTED:

@@ -3,7 +3,8 @@ import { BUNDLE_FORMAT, collectBundle, readBundle, rewriteRefs, sameDocument, su
 import type { FlowDocument } from './document';
 import { applyImport, findConflicts, type ImportApi } from './import-flow';
 
-const subflowNode = (id: string, flow: Record<string, unknown>) => ({ id, type: 'Subflow', name: id, properties: { flow } });
+const SUBFLOW = 'Subflow';
+const subflowNode = (id: string, flow: Record<string, unknown>) => ({ id, type: SUBFLOW, name: id, properties: { flow } });
 const doc = (name: string, nodes: FlowDocument['nodes'] = []): FlowDocument => ({ name, nodes, connections: [] });
 
 /** A repository of flows by name, each with its versions, as the REST API keeps them. */
@@ -43,7 +44,7 @@ const top = doc('Top', [subflowNode('m', { name: 'Middle' }), subflowNode('inlin
 
 describe('export bundle', () => {
   it('names each saved subflow once, embedded ones searched too', () => {
-    expect(subflowRefs(top)).toEqual([{ name: 'Leaf', version: 2 }, { name: 'Middle' }]);
+    expect(subflowRefs(top, SUBFLOW)).toEqual([{ name: 'Leaf', version: 2 }, { name: 'Middle' }]);
   });
 
   it('carries every subflow the flow uses, recursively', async () => {
@@ -51,7 +52,7 @@ describe('export bundle', () => {
     const bundle = await collectBundle(top, async (ref) => {
       asked.push(`${ref.name}@${ref.version ?? ''}`);
       return ref.name === 'Leaf' ? { version: 2, document: leaf } : { version: 5, document: middle };
-    });
+    }, SUBFLOW);
     expect(bundle.format).toBe(BUNDLE_FORMAT);
     expect(bundle.flow).toBe(top);
     expect(bundle.subflows.map((s) => `${s.name}@${s.version}`).sort()).toEqual(['Leaf@2', 'Middle@5']);
@@ -59,7 +60,7 @@ describe('export bundle', () => {
   });
 
   it('refuses to export when a subflow cannot be read', async () => {
-    await expect(collectBundle(top, async () => Promise.reject(new Error('no saved flow')))).rejects.toThrow(/subflow (Leaf|Middle)/);
+    await expect(collectBundle(top, async () => Promise.reject(new Error('no saved flow')), SUBFLOW)).rejects.toThrow(/subflow (Leaf|Middle)/);
   });
 
   it('reads a bundle or a plain document, naming the field that is wrong', () => {
@@ -70,8 +71,8 @@ describe('export bundle', () => {
   });
 
   it('rewrites references and compares documents whatever their version', () => {
-    const moved = rewriteRefs(top, (ref) => (ref.name === 'Leaf' ? { name: 'Leaf_2', version: 1 } : undefined));
-    expect(subflowRefs(moved)).toEqual([{ name: 'Leaf_2', version: 1 }, { name: 'Middle' }]);
+    const moved = rewriteRefs(top, (ref) => (ref.name === 'Leaf' ? { name: 'Leaf_2', version: 1 } : undefined), SUBFLOW);
+    expect(subflowRefs(moved, SUBFLOW)).toEqual([{ name: 'Leaf_2', version: 1 }, { name: 'Middle' }]);
     expect(sameDocument({ ...leaf, version: 3 }, { ...leaf, properties: {} })).toBe(true);
     expect(sameDocument(leaf, middle)).toBe(false);
   });
@@ -86,16 +87,16 @@ describe('import', () => {
   it('brings back missing subflows, the flow references the versions they got', async () => {
     const { flows, api } = repository();
     expect(await findConflicts(top, bundle, api)).toEqual([]);
-    const got = await applyImport(top, bundle, 'rename', api);
+    const got = await applyImport(top, bundle, 'rename', api, { subflowType: SUBFLOW });
     expect([...flows.keys()].sort()).toEqual(['Leaf', 'Middle']);
-    expect(subflowRefs(flows.get('Middle')!.versions[0])).toEqual([{ name: 'Leaf', version: 1 }]);
+    expect(subflowRefs(flows.get('Middle')!.versions[0], SUBFLOW)).toEqual([{ name: 'Leaf', version: 1 }]);
     expect(got.flowId).toBeNull();
-    expect(subflowRefs(got.flow)).toEqual([{ name: 'Leaf', version: 1 }, { name: 'Middle' }]);
+    expect(subflowRefs(got.flow, SUBFLOW)).toEqual([{ name: 'Leaf', version: 1 }, { name: 'Middle' }]);
   });
 
   it('reuses a subflow that is already there with the same document', async () => {
     const { flows, api } = repository({ Leaf: [leaf], Middle: [middle] });
-    await applyImport(top, bundle, 'overwrite', api);
+    await applyImport(top, bundle, 'overwrite', api, { subflowType: SUBFLOW });
     expect(flows.get('Leaf')!.versions).toHaveLength(1);
     // Middle's reference now names Leaf version 1: a new version of Middle, the same leaf
     expect(flows.get('Middle')!.versions).toHaveLength(2);
@@ -109,13 +110,13 @@ describe('import', () => {
       ['Top', 'Top_2', false],
       ['Leaf', 'Leaf_2', true],
     ]);
-    const renamed = await applyImport(top, bundle, 'rename', api);
+    const renamed = await applyImport(top, bundle, 'rename', api, { subflowType: SUBFLOW });
     expect(renamed.flow.name).toBe('Top_2');
     expect(renamed.flowId).toBeNull();
-    expect(subflowRefs(renamed.flow)[0]).toEqual({ name: 'Leaf_2', version: 1 });
+    expect(subflowRefs(renamed.flow, SUBFLOW)[0]).toEqual({ name: 'Leaf_2', version: 1 });
 
     const second = repository({ Top: [other], Leaf: [doc('Leaf')] });
-    const over = await applyImport(top, bundle, 'overwrite', second.api);
+    const over = await applyImport(top, bundle, 'overwrite', second.api, { subflowType: SUBFLOW });
     expect(over.flowId).toBe(1);
     expect(over.version).toBe(1);
     expect(over.flow.name).toBe('Top');

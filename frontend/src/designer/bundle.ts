@@ -31,15 +31,18 @@ export interface FlowBundle {
 
 type Ref = Record<string, unknown>;
 
-function subflowProperty(node: unknown, subflowType: string): Ref | null {
-  if (!node || typeof node !== 'object') return null;
+function subflowProperty(node: unknown, subflowType: string | undefined): Ref | null {
+  if (subflowType === undefined || !node || typeof node !== 'object') return null;
   const n = node as { type?: unknown; properties?: Record<string, unknown> };
   if (n.type !== subflowType || !n.properties || typeof n.properties.flow !== 'object' || n.properties.flow === null) return null;
   return n.properties.flow as Ref;
 }
 
-/** The saved flows a document's Subflow nodes name, embedded subflows searched too; each once, by name. */
-export function subflowRefs(doc: FlowDocument, subflowType = 'Subflow'): SubflowRef[] {
+/**
+ * The saved flows a document's subflow nodes (of type `subflowType`, the spec whose `extra.subflow`
+ * is "node") name, embedded subflows searched too; each once, by name.
+ */
+export function subflowRefs(doc: FlowDocument, subflowType: string | undefined): SubflowRef[] {
   const found = new Map<string, SubflowRef>();
   const pending: unknown[] = [doc];
   while (pending.length) {
@@ -68,7 +71,7 @@ export function subflowRefs(doc: FlowDocument, subflowType = 'Subflow'): Subflow
 export async function collectBundle(
   doc: FlowDocument,
   fetchFlow: (ref: SubflowRef) => Promise<{ version: number; document: FlowDocument }>,
-  subflowType = 'Subflow',
+  subflowType: string | undefined,
 ): Promise<FlowBundle> {
   const subflows: BundledSubflow[] = [];
   const seen = new Set<string>();
@@ -125,7 +128,7 @@ export function readBundle(raw: unknown): { flow: FlowDocument; subflows: Bundle
 export function rewriteRefs(
   doc: FlowDocument,
   target: (ref: SubflowRef) => SubflowRef | undefined,
-  subflowType = 'Subflow',
+  subflowType: string | undefined,
 ): FlowDocument {
   const walk = (d: FlowDocument): FlowDocument => ({
     ...d,

@@ -70,7 +70,7 @@ export async function applyImport(
   api: ImportApi,
   options: { rename?: string; subflowType?: string } = {},
 ): Promise<Imported> {
-  const type = options.subflowType ?? 'Subflow';
+  const type = options.subflowType;
   const placed = new Map<string, SubflowRef>();
   const key = (s: { name: string; version: number }) => `${s.name}@${s.version}`;
   const newest = (name: string) =>
