@@ -160,6 +160,7 @@ def child_main(memory_limit: int) -> None:
             return
         header, payloads = frame
         key = str(header["key"])
+        peak_before = _peak_bytes()
         try:
             xslt = compiled.get(key)
             if xslt is None:
@@ -174,7 +175,7 @@ def child_main(memory_limit: int) -> None:
             out = _transform(xslt, payloads[0], dict(header.get("params") or {}), int(header["max"]))
             _write_frame(stdout, {"ok": True}, out)
         except XsltError as exc:
-            if _near_limit(memory_limit):
+            if _near_limit(memory_limit, peak_before):
                 # libxslt reports a failed allocation as an XPath error ("Undefined variable"): say
                 # what happened, and end this process so the next transformation starts afresh
                 _write_frame(stdout, {"ok": False, "error": _OUT_OF_MEMORY % memory_limit, "retire": True})
@@ -190,11 +191,17 @@ _OUT_OF_MEMORY = (
 )
 
 
-def _near_limit(memory_limit: int) -> bool:
-    """Whether this process's peak resident size came within a quarter of its address-space limit."""
+def _peak_bytes() -> int:
     import resource
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 > memory_limit * 3 // 4
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _near_limit(memory_limit: int, peak_before: int) -> bool:
+    """Whether this transformation raised the process's peak resident size to within a quarter of
+    its address-space limit (a peak an earlier transformation reached says nothing of this one)."""
+    peak = _peak_bytes()
+    return peak > peak_before and peak > memory_limit * 3 // 4
 
 
 # -- the parent --------------------------------------------------------------------------------
