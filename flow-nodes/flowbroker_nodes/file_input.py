@@ -2,8 +2,10 @@
 
 Each regular file whose name matches the pattern is claimed by moving it into the directory's
 ``mqsitransit`` subdirectory (so several flow threads never take the same file), then
-propagated as one message, or as one message per record with a delimited record detection,
-its body parsed in the node's domain; a last message with an empty body goes to ``endOfData``
+propagated as one message, or as one message per record (each line with a delimited record
+detection, each ``recordLength`` bytes with a fixed length one, the last record of a file whose
+size is not a multiple of the length being the shorter rest, as in ACE), its body parsed in the
+node's domain; a last message with an empty body goes to ``endOfData``
 when that terminal is connected. Each message runs in its own unit of work: its queue and
 coordinated database work commits when it has been through the flow. A file all of whose
 messages were processed moves to ``mqsiarchive`` (or is deleted); one whose processing failed
@@ -42,6 +44,8 @@ from flowbroker_nodes.base import (
 from flowbroker_nodes.base import Node as BaseNode
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
+MAX_RECORD_LENGTH = 100 * 1024 * 1024  # ACE's upper bound for a fixed record length
+
 SPEC = NodeSpec(
     type="FileInput",
     role="input",
@@ -79,8 +83,21 @@ SPEC = NodeSpec(
             "enum",
             "Record detection",
             default="wholeFile",
-            enum=("wholeFile", "delimited"),
-            description="wholeFile: the file is one message; delimited: each line (LF or CR LF ended) is one.",
+            enum=("wholeFile", "delimited", "fixedLength"),
+            description="wholeFile: the file is one message; delimited: each line (LF or CR LF ended) is one; "
+            "fixedLength: each run of Length bytes is one.",
+        ),
+        Property(
+            "recordLength",
+            "integer",
+            "Length (bytes)",
+            default=80,
+            minimum=1,
+            maximum=MAX_RECORD_LENGTH,
+            description="With fixedLength record detection, the bytes in each record (1 byte to 100 MB). "
+            "When the file's size is not a multiple of it, the last record is the shorter rest of the "
+            "file and is propagated like the others (a parser that needs the whole record fails it, and "
+            "the file goes to mqsibackout after the records before it).",
         ),
         Property(
             "actionOnSuccess",
@@ -139,7 +156,8 @@ class Node(BaseNode):
             raise DeployProblem(problem, property="filePattern")
         self.directory = str(props["directory"]).strip()
         self.pattern = pattern
-        self.records = props.get("recordDetection") == "delimited"
+        self.detection = str(props.get("recordDetection") or "wholeFile")
+        self.record_length = _record_length(props.get("recordLength", 80))
         self.on_success = str(props.get("actionOnSuccess") or "archive")
         self.poll_s = int(props.get("pollingInterval") or 5000) / 1000.0
         self.max_size = int(props.get("maxFileSize") or 64 * 1024 * 1024)
@@ -211,7 +229,12 @@ class Node(BaseNode):
         except NodeError as exc:
             self._back_out_file(directory, name, claimed, str(exc))
             return
-        chunks = _records(data) if self.records else [(0, data)]
+        if self.detection == "delimited":
+            chunks = _records(data)
+        elif self.detection == "fixedLength":
+            chunks = _fixed_records(data, self.record_length)
+        else:
+            chunks = [(0, data)]
         for number, (offset, body) in enumerate(chunks, 1):
             if not self._run_one(directory, name, modified, body, number, offset):
                 self._back_out_file(directory, name, claimed, f"record {number} failed")
@@ -352,6 +375,28 @@ def _records(data: bytes) -> list[tuple[int, bytes]]:
         found.append((offset, line))
         offset = stop
     return found
+
+
+def _fixed_records(data: bytes, length: int) -> list[tuple[int, bytes]]:
+    """(offset, bytes) of each ``length``-byte record; a shorter rest at the end is the last record."""
+    return [(offset, data[offset : offset + length]) for offset in range(0, len(data), length)]
+
+
+def _record_length(value: object) -> int:
+    """The fixed record length, refused (naming ``recordLength``) outside 1 byte to 100 MB."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise DeployProblem("the record length must be a whole number of bytes", property="recordLength")
+    try:
+        length = int(value)
+    except ValueError:
+        raise DeployProblem(
+            f"the record length {value!r} is not a whole number of bytes", property="recordLength"
+        ) from None
+    if not 1 <= length <= MAX_RECORD_LENGTH:
+        raise DeployProblem(
+            f"the record length must be 1 to {MAX_RECORD_LENGTH} bytes, not {length}", property="recordLength"
+        )
+    return length
 
 
 def _describe(

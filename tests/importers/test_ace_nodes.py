@@ -260,3 +260,20 @@ def test_xpath_that_has_an_esql_meaning_is_rewritten(xpath: str, esql: str) -> N
 def test_xpath_without_an_esql_counterpart_is_unconvertible(xpath: str) -> None:
     with pytest.raises(Unconvertible):
         to_esql(xpath)
+
+
+def test_file_input_fixed_length_records_keep_their_length(converted: Any) -> None:
+    batch = _doc(converted, "shipping.Batch")
+    assert _props(batch, "Order lines") == {
+        "directory": "orders/batch",
+        "filePattern": "*.dat",
+        "actionOnSuccess": "delete",
+        "recordDetection": "fixedLength",
+        "recordLength": 35,
+        "pollingInterval": 5000,
+        "messageDomain": "MRM",
+        "messageSet": "ORDERS",
+        "messageType": "ORDER-LINE",
+        "messageFormat": "CWF",
+    }
+    assert _dropped(converted, "shipping.Batch") == {}

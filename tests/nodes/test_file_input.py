@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from flowbroker.runtime.harness import flow, get_all
+from flowbroker.formats.copybook import source_text
+from flowbroker.formats.importing import import_layout, merge
+from flowbroker.runtime.compiler import FlowCompileError
+from flowbroker.runtime.harness import FlowHarness, flow, get_all
+from flowbroker.services import validation
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -217,3 +222,114 @@ def test_additional_instances_process_each_file_once(root: Path, qm, queues, gro
     got = sorted(m.body for m in get_all(qm, dst, len(names)))
     assert got == sorted(name.encode() for name in names)
     assert get_all(qm, dst, 1, wait=0.5) == []
+
+
+def test_fixed_length_records_split_by_length_with_the_short_rest_last(root: Path, qm, queues, group) -> None:
+    dst = queues("OUT")
+    # 3 whole 4-byte records and a 2-byte rest; the line end is data like any other byte
+    (root / "in" / "fixed.txt").write_bytes(b"AAAABBBB\nCCCDD")
+    tag = """SET OutputRoot = InputRoot;
+    SET OutputRoot.MQRFH2.usr.Record = InputLocalEnvironment.File.Record;
+    SET OutputRoot.MQRFH2.usr.Offset = InputLocalEnvironment.File.Offset;
+    """
+    doc = flow(
+        {
+            "f": (
+                "FileInput",
+                {
+                    "directory": "in",
+                    "pollingInterval": 50,
+                    "recordDetection": "fixedLength",
+                    "recordLength": 4,
+                },
+            ),
+            "tag": ("Compute", {"esql": tag, "computeMode": "All"}),
+            "o": ("MQOutput", {"queueName": dst}),
+        },
+        ["f.out -> tag", "tag.out -> o"],
+        name="FileFixed",
+    )
+    group.deploy(doc)
+    got = get_all(qm, dst, 4)
+    records = [b"AAAA", b"BBBB", b"\nCCC", b"DD"]
+    assert len(got) == 4 and all(m.body.endswith(r) for m, r in zip(got, records, strict=True))
+    assert not got[3].body.endswith(b"CDD")
+    places = [m.body.split(b"<usr>")[1].split(b"</usr>")[0] for m in got]
+    assert places == [f"<Record>{n + 1}</Record><Offset>{4 * n}</Offset>".encode() for n in range(4)]
+    assert wait_for(lambda: (root / "in" / "mqsiarchive" / "fixed.txt").exists())
+    assert get_all(qm, dst, 1, wait=0.3) == []
+
+
+@pytest.mark.parametrize("length", [0, -5, 100 * 1024 * 1024 + 1])
+def test_a_record_length_outside_one_byte_to_100_mb_is_refused_naming_it(length: int) -> None:
+    doc = reader_flow("FIXED.NEVER", "FileBadLength", recordDetection="fixedLength", recordLength=length)
+    with pytest.raises(FlowCompileError) as raised:
+        FlowHarness(doc)
+    (problem,) = raised.value.problems
+    assert (problem.node, problem.property) == ("f", "recordLength")
+    expected = "must be at least 1" if length < 1 else "must be at most 104857600"
+    assert expected in problem.message
+    (found,) = validation.problems(doc)
+    assert (found["pointer"], found["message"]) == ("/nodes/0/properties/recordLength", expected)
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "flows"
+
+
+def _order_line(order: str, customer: int, item: str, quantity: int, cents: int) -> bytes:
+    """One 35-byte ORDER-LINE record (examples/flows/msgsets/ORDERLINE.cpy)."""
+    return f"{order:<8}{customer:06d}{item:<10}{quantity:04d}{cents:07d}".encode()
+
+
+def test_cwf_records_by_fixed_length_through_a_message_set_and_a_short_last_one_backs_out(
+    root: Path, qm, queues, group
+) -> None:
+    dst = queues("OUT")
+    copybook = EXAMPLES / "msgsets" / "ORDERLINE.cpy"
+    fragment = import_layout(
+        source_text(copybook.read_bytes()), "copybook", "FIXEDORDERS", None, str(copybook)
+    )
+    dependencies = {"messageSets": [{"name": "FIXEDORDERS", "version": 1, "document": merge(None, fragment)}]}
+    example = json.loads((EXAMPLES / "file_order_batch.json").read_text())
+    to_xml = next(n for n in example["nodes"] if n["type"] == "Compute")["properties"]["esql"]
+    doc = flow(
+        {
+            "f": (
+                "FileInput",
+                {
+                    "directory": "in",
+                    "filePattern": "*.dat",
+                    "pollingInterval": 50,
+                    "recordDetection": "fixedLength",
+                    "recordLength": 35,
+                    "messageDomain": "MRM",
+                    "messageSet": "FIXEDORDERS",
+                    "messageType": "ORDER-LINE",
+                    "messageFormat": "CWF",
+                },
+            ),
+            "x": ("Compute", {"esql": to_xml}),
+            "o": ("MQOutput", {"queueName": dst}),
+        },
+        ["f.out -> x", "x.out -> o"],
+        name="FileFixedCwf",
+    )
+    # no line ends: one record follows the other
+    whole = _order_line("A0000001", 42, "WIDGET", 3, 1250) + _order_line("A0000002", 7, "GADGET", 10, 399)
+    (root / "in" / "monday.dat").write_bytes(whole)
+    group.deploy(doc, dependencies=dependencies)
+    got = [m.body for m in get_all(qm, dst, 2)]
+    assert b"<orderId>A0000001</orderId>" in got[0] and b"<orderId>A0000002</orderId>" in got[1]
+    assert b"<lineTotal>37.50</lineTotal>" in got[0] and b"<record>2</record>" in got[1]
+    assert wait_for(lambda: (root / "in" / "mqsiarchive" / "monday.dat").exists())
+
+    # 35 + 35 + 20 bytes: the rest is propagated as a third, short record that the CWF parser refuses
+    short = _order_line("B0000001", 5, "BOLT", 100, 5) + _order_line("B0000002", 5, "NUT", 200, 4)
+    short += _order_line("B0000003", 5, "WASHER", 300, 2)[:20]
+    (root / "in" / "tuesday.dat").write_bytes(short)
+    (first, second) = [m.body for m in get_all(qm, dst, 2)]
+    assert b"<orderId>B0000001</orderId>" in first and b"<orderId>B0000002</orderId>" in second
+    assert wait_for(lambda: (root / "in" / "mqsibackout" / "tuesday.dat").exists())
+    assert (root / "in" / "mqsibackout" / "tuesday.dat").read_bytes() == short
+    assert get_all(qm, dst, 1, wait=0.5) == []
+    assert group.statistics()["FileFixedCwf"]["errors"] >= 1

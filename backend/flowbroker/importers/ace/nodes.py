@@ -367,8 +367,9 @@ MAPPINGS: dict[str, Mapping] = {
             ),
             "recordDetection": (
                 "recordDetection",
-                choice({"wholeFile": "wholeFile", "delimited": "delimited"}),
+                choice({"wholeFile": "wholeFile", "delimited": "delimited", "fixedLength": "fixedLength"}),
             ),
+            "recordLength": ("recordLength", integer),
             "pollingInterval": ("pollingInterval", seconds_to_ms),
             "messageDomainProperty": ("messageDomain", DOMAINS),
             "messageSetProperty": ("messageSet", text),
