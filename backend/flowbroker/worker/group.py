@@ -215,6 +215,8 @@ class GroupState:
             # the subflows and message sets shipped with the deployment; a deployment recorded
             # before they were has them looked up now
             needs = dict(row.dependencies or {}) or dependencies.resolve(session, document)
+            # read at every deploy and resume: code nodes run only while an administrator allows them
+            code_nodes = bool(row.group.code_nodes)
             if row.status == "pending":
                 # a new deployment; one resumed after a restart keeps its status while it reloads,
                 # so a flow already moving messages is never reported as still compiling
@@ -232,6 +234,7 @@ class GroupState:
                     additional_instances=instances,
                     start=start and not define_queues,
                     dependencies=needs,
+                    code_nodes=code_nodes,
                 )
                 problems = []
                 if define_queues:
