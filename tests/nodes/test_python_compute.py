@@ -84,7 +84,9 @@ def test_an_exception_goes_to_failure_with_the_exception_list_filled() -> None:
     assert h.seen("p", "out") == []
 
 
-@pytest.mark.parametrize("raising", ["raise SystemExit(3)", "raise KeyboardInterrupt", "import sys; sys.exit()"])
+@pytest.mark.parametrize(
+    "raising", ["raise SystemExit(3)", "raise KeyboardInterrupt", "import sys; sys.exit()"]
+)
 def test_exit_from_the_code_fails_the_message_and_not_the_thread(raising: str) -> None:
     h = FlowHarness(_doc(f"def main(ctx):\n    {raising}\n"))
     with pytest.raises(Unwinding) as caught:

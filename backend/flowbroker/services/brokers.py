@@ -137,7 +137,11 @@ def create_group(
             code="duplicate_name",
         )
     group = ExecutionGroup(
-        broker_id=broker.id, name=name, description=description, development=development, code_nodes=code_nodes
+        broker_id=broker.id,
+        name=name,
+        description=description,
+        development=development,
+        code_nodes=code_nodes,
     )
     session.add(group)
     session.flush()

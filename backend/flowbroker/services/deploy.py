@@ -119,8 +119,11 @@ def refuse_code_nodes(compiled: Any, group: ExecutionGroup) -> None:
     names = ", ".join(f"{node.SPEC.type} node {node.name!r}" for node in found)
     raise Conflict(
         f"execution group {where} does not run code nodes, and the flow has {names}; "
-        "an administrator can allow code nodes in the group (code_nodes)",
-        {"group": where, "nodes": [{"id": node.id, "name": node.name, "type": node.SPEC.type} for node in found]},
+        "an administrator can allow code nodes in the group (codeNodes)",
+        {
+            "group": where,
+            "nodes": [{"id": node.id, "name": node.name, "type": node.SPEC.type} for node in found],
+        },
         code="code_nodes_disabled",
     )
 

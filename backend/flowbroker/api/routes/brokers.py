@@ -108,7 +108,7 @@ def update_group(
 ) -> Any:
     """Rename or describe an execution group, or mark it as a development group (one whose flows
     the step debugger may pause) or a production group (one that never pauses). Allowing or
-    refusing code nodes (``code_nodes``: flows with PythonCompute nodes) needs the admin role
+    refusing code nodes (``codeNodes``: flows with PythonCompute nodes) needs the admin role
     and is recorded in the audit log."""
     changes = body.model_dump(exclude_unset=True, exclude_none=True)
     was = brokers.get_group(session, broker_id, group_id).development
