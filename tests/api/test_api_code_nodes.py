@@ -81,6 +81,12 @@ def test_deploying_a_code_node_to_a_group_without_them_is_refused(api: Any, uniq
     assert [d["id"] for d in api.as_("viewer", "GET", f"/api/groups/{group_id}/flows").json()] == [
         accepted.json()["id"]
     ]
+    # code nodes are not withdrawn from under a deployed flow that needs them
+    withdrawn = api.as_(
+        "admin", "PATCH", f"/api/brokers/{broker_id}/groups/{group_id}", json={"codeNodes": False}
+    )
+    assert withdrawn.status_code == 409, withdrawn.text
+    assert withdrawn.json()["code"] == "in_use" and unique in withdrawn.json()["message"]
 
 
 def test_a_syntax_error_is_refused_on_save_with_line_and_column(api: Any, unique: str) -> None:

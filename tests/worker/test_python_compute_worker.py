@@ -6,7 +6,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from flowbroker.repository import db
+from flowbroker.repository.models import ExecutionGroup
 from flowbroker.runtime.harness import flow, get_all
+from flowbroker.settings import Settings
 from flowbroker.worker.harness import WorkerProcess
 
 pytestmark = pytest.mark.timeout(180)
@@ -77,8 +80,21 @@ def test_python_compute_runs_in_a_worker_of_an_enabled_group(platform) -> None:
         # SystemExit in the code failed one message; the worker is still the same process
         assert worker.proc is not None and worker.proc.poll() is None
 
-    # once the admin withdraws it, the restarted group refuses to load the flow again
-    _code_nodes(platform, False)
+    # the API does not withdraw code nodes from under the deployed flow
+    (broker,) = [b for b in platform.request("GET", "/api/brokers").json() if b["name"] == "default"]
+    (group,) = [g for g in broker["groups"] if g["name"] == "default"]
+    path = f"/api/brokers/{broker['id']}/groups/{group['id']}"
+    withdrawn = platform.request("PATCH", path, json={"codeNodes": False})
+    assert withdrawn.status_code == 409, withdrawn.text
+    # a repository changed behind the API's back: the worker itself refuses to load the flow again
+    engine = db.engine_from_settings(Settings(data=platform.data))
+    try:
+        with db.session_scope(db.session_factory(engine)) as session:
+            row = session.get(ExecutionGroup, group["id"])
+            assert row is not None
+            row.code_nodes = False
+    finally:
+        engine.dispose()
     with WorkerProcess(platform.data):
         refused = platform.wait_status(created["id"], {"failed"}, timeout=60)
     assert [(d["node"], d["message"]) for d in refused["diagnostics"]] == [

@@ -167,6 +167,20 @@ def require_code_admin(actor: str, actor_role: str) -> None:
         )
 
 
+def _refuse_while_code_runs(session: Session, group: ExecutionGroup) -> None:
+    """Code nodes are withdrawn from a group only once no deployed flow of it needs them."""
+    from flowbroker.services import deploy
+
+    flows = deploy.code_node_flows(session, group.id)
+    if flows:
+        raise Conflict(
+            f"execution group {group.broker.name}/{group.name} runs flows with code nodes "
+            f"({', '.join(flows)}); undeploy them before refusing code nodes",
+            {"pointer": "/codeNodes", "flows": flows},
+            code="in_use",
+        )
+
+
 def update_group(
     session: Session,
     actor: str,
@@ -182,6 +196,8 @@ def update_group(
     code_change = code_nodes is not None and bool(code_nodes) != bool(group.code_nodes)
     if code_change:
         require_code_admin(actor, actor_role)
+        if not code_nodes:
+            _refuse_while_code_runs(session, group)
     if "name" in changes and changes["name"] is not None and changes["name"] != group.name:
         check_name(changes["name"])
         taken = session.scalars(

@@ -106,13 +106,17 @@ def _compile(
     return compiled, dependency_service.message_set_problems(compiled.nodes, dependencies)
 
 
-def refuse_code_nodes(compiled: Any, group: ExecutionGroup) -> None:
-    """Refuse (409 ``code_nodes_disabled``) a flow with code nodes for a group not enabled for them."""
+def _code_nodes(compiled: Any) -> list[Any]:
     from flowbroker_nodes.python_compute import is_code_node
 
-    if compiled is None or group.code_nodes:
+    return [] if compiled is None else [node for node in compiled.nodes.values() if is_code_node(node.SPEC)]
+
+
+def refuse_code_nodes(compiled: Any, group: ExecutionGroup) -> None:
+    """Refuse (409 ``code_nodes_disabled``) a flow with code nodes for a group not enabled for them."""
+    if group.code_nodes:
         return
-    found = [node for node in compiled.nodes.values() if is_code_node(node.SPEC)]
+    found = _code_nodes(compiled)
     if not found:
         return
     where = f"{group.broker.name}/{group.name}"
@@ -283,6 +287,16 @@ def undeploy(
     if send:
         send_control(deployment.broker.name, deployment.group.name, "undeploy", deployment.id, data)
     return deployment
+
+
+def code_node_flows(session: Session, group_id: int) -> list[str]:
+    """The names of the flows deployed to the group (and not failed) that hold code nodes."""
+    return [
+        row.flow_version.flow.name
+        for row in group_flows(session, group_id)
+        if row.status in ACTIVE
+        and _code_nodes(_compile(row.flow_version.document, row.overrides, row.dependencies)[0])
+    ]
 
 
 def group_flows(session: Session, group_id: int) -> list[Deployment]:
