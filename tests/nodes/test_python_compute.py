@@ -131,3 +131,25 @@ def test_checking_the_code_does_not_run_it(tmp_path) -> None:
     code = f"open({str(marker)!r}, 'w').close()\n\ndef main(ctx):\n    return True\n"
     assert validation.problems(_doc(code)) == []
     assert not marker.exists()
+
+
+def test_propagate_to_a_label_and_a_module_body_that_fails_on_load() -> None:
+    code = "def main(ctx):\n    ctx.copy_message()\n    ctx.propagate_to_label('L')\n"
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": "UNUSED", "messageDomain": "XMLNSC"}),
+            "p": ("PythonCompute", {"code": code}),
+            "L": ("Label", {"labelName": "L"}),
+        },
+        ["in.out -> p"],
+    )
+    h = FlowHarness(doc)
+    h.inject("in", b"<a>1</a>", domain="XMLNSC")
+    assert [_body(a) for a in h.seen("L", "out")] == [b"<a>1</a>"]
+
+    broken = FlowHarness(_doc("import no_such_module_here\n\ndef main(ctx):\n    return True\n"))
+    failures = broken.tap("p", "failure")
+    broken.inject("in", b"<a/>", domain="XMLNSC")
+    text = failures.seen[0].exception_list.first_child.child("Text").value
+    assert text.startswith("PythonCompute node p: loading the module raised ModuleNotFoundError")
+    assert text.endswith("at line 1")
