@@ -47,6 +47,7 @@ NODE_MODULES: tuple[str, ...] = (
     "aggregate_request",
     "aggregate_reply",
     "xsl_transform",
+    "python_compute",
     "unsupported",
 )
 

@@ -276,6 +276,10 @@ class GroupOut(Out):
     development: bool = Field(
         default=False, description="a development group lets the step debugger pause its flows"
     )
+    code_nodes: bool = Field(
+        default=False,
+        description="whether flows with code nodes (PythonCompute) may be deployed here; only an admin changes it",
+    )
     state: GroupState = Field(
         description="running: the worker is up and taking work; starting; stopping; stopped; "
         "failed: it keeps exiting and is restarted with a growing back-off; unknown: no worker reports"
@@ -335,12 +339,19 @@ class GroupIn(Body):
     development: StrictBool = Field(
         default=False, description="a development group lets the step debugger pause its flows"
     )
+    code_nodes: StrictBool = Field(
+        default=False,
+        description="whether flows with code nodes (PythonCompute) may be deployed here; only an admin changes it",
+    )
 
 
 class GroupPatch(Body):
     name: str | None = Field(default=None, min_length=1, max_length=64)
     description: str | None = Field(default=None, max_length=4000)
     development: StrictBool | None = None
+    code_nodes: StrictBool | None = Field(
+        default=None, description="allow or refuse flows with code nodes (PythonCompute); admin role only"
+    )
 
 
 class DataSourceOut(Out):

@@ -131,6 +131,9 @@ class ExecutionGroup(Base):
     )
     #: A development group lets the step debugger pause its flows; a production group never pauses.
     development: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0", nullable=False)
+    #: Whether flows with code nodes (PythonCompute: trusted code with the worker's rights) may run
+    #: here; only an administrator turns it on.
+    code_nodes: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0", nullable=False)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
     broker: Mapped[Broker] = relationship(back_populates="groups")
     report: Mapped[GroupReport | None] = relationship(

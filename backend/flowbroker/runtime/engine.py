@@ -764,8 +764,12 @@ class ExecutionGroupRuntime:
         additional_instances: int | None = None,
         start: bool = True,
         dependencies: dict[str, Any] | None = None,
+        code_nodes: bool = True,
     ) -> DeployedFlow:
         """Compile ``document`` and replace the running version of the flow with it.
+
+        ``code_nodes`` False (an execution group no administrator enabled for them) refuses a
+        flow holding code nodes (PythonCompute) with one problem per such node.
 
         ``dependencies`` are the subflow and message set documents shipped with the deployment
         (see :mod:`flowbroker.runtime.dependencies`); the sets are registered before the flow's
@@ -780,6 +784,8 @@ class ExecutionGroupRuntime:
             externals=externals,
             additional_instances=additional_instances,
         )
+        if not code_nodes:
+            _refuse_code_nodes(compiled)
         install_message_sets(dependencies)
         with self._lock:
             self._check_http_routes(compiled)
@@ -887,3 +893,23 @@ class ExecutionGroupRuntime:
 
     def statistics(self) -> dict[str, Any]:
         return {name: flow.statistics() for name, flow in list(self.flows.items())}
+
+
+def _refuse_code_nodes(compiled: CompiledFlow) -> None:
+    """Raise :class:`FlowCompileError` naming each code node of ``compiled``, if it has any."""
+    from flowbroker_nodes.python_compute import is_code_node
+
+    from flowbroker.runtime.compiler import FlowCompileError, Problem
+
+    found = [node for node in compiled.nodes.values() if is_code_node(node.SPEC)]
+    if found:
+        raise FlowCompileError(
+            [
+                Problem(
+                    f"{node.SPEC.type} node {node.name!r}: this execution group does not run code nodes",
+                    node.id,
+                    "code",
+                )
+                for node in found
+            ]
+        )

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from flowbroker.repository.models import Broker, Deployment, ExecutionGroup
 from flowbroker.services import audit
-from flowbroker.services.errors import Conflict, Invalid, NotFound, problem
+from flowbroker.services.errors import Conflict, Forbidden, Invalid, NotFound, problem
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 DEFAULT = "default"
@@ -112,9 +112,20 @@ def group_by_name(session: Session, broker_name: str, group_name: str) -> Execut
 
 
 def create_group(
-    session: Session, actor: str, broker_id: int, name: str, description: str = "", development: bool = False
+    session: Session,
+    actor: str,
+    broker_id: int,
+    name: str,
+    description: str = "",
+    development: bool = False,
+    *,
+    code_nodes: bool = False,
+    actor_role: str = "",
 ) -> ExecutionGroup:
+    """Define a group; ``code_nodes`` (flows with PythonCompute nodes may run) needs ``actor_role`` admin."""
     broker = get(session, broker_id)
+    if code_nodes:
+        require_code_admin(actor, actor_role)
     check_name(name)
     exists = session.scalars(
         select(ExecutionGroup.id).where(ExecutionGroup.broker_id == broker.id, ExecutionGroup.name == name)
@@ -125,7 +136,13 @@ def create_group(
             {"pointer": "/name"},
             code="duplicate_name",
         )
-    group = ExecutionGroup(broker_id=broker.id, name=name, description=description, development=development)
+    group = ExecutionGroup(
+        broker_id=broker.id,
+        name=name,
+        description=description,
+        development=development,
+        code_nodes=code_nodes,
+    )
     session.add(group)
     session.flush()
     audit.record(
@@ -133,16 +150,54 @@ def create_group(
         actor,
         "group.create",
         f"group:{broker.name}/{name}",
-        {"id": group.id, "development": development},
+        {"id": group.id, "development": development, "code_nodes": code_nodes},
     )
     session.commit()
     return group
 
 
+def require_code_admin(actor: str, actor_role: str) -> None:
+    """Only an administrator decides where trusted code (PythonCompute) may run."""
+    from flowbroker.services.users import role_at_least
+
+    if not role_at_least(actor_role, "admin"):
+        raise Forbidden(
+            f"allowing or refusing code nodes in an execution group needs the admin role; {actor} is {actor_role}",
+            code="forbidden",
+        )
+
+
+def _refuse_while_code_runs(session: Session, group: ExecutionGroup) -> None:
+    """Code nodes are withdrawn from a group only once no deployed flow of it needs them."""
+    from flowbroker.services import deploy
+
+    flows = deploy.code_node_flows(session, group.id)
+    if flows:
+        raise Conflict(
+            f"execution group {group.broker.name}/{group.name} runs flows with code nodes "
+            f"({', '.join(flows)}); undeploy them before refusing code nodes",
+            {"pointer": "/codeNodes", "flows": flows},
+            code="in_use",
+        )
+
+
 def update_group(
-    session: Session, actor: str, broker_id: int, group_id: int, changes: dict[str, Any]
+    session: Session,
+    actor: str,
+    broker_id: int,
+    group_id: int,
+    changes: dict[str, Any],
+    *,
+    actor_role: str = "",
 ) -> ExecutionGroup:
+    """Change a group; changing ``code_nodes`` needs ``actor_role`` admin and is audited as its own action."""
     group = get_group(session, broker_id, group_id)
+    code_nodes = changes.get("code_nodes")
+    code_change = code_nodes is not None and bool(code_nodes) != bool(group.code_nodes)
+    if code_change:
+        require_code_admin(actor, actor_role)
+        if not code_nodes:
+            _refuse_while_code_runs(session, group)
     if "name" in changes and changes["name"] is not None and changes["name"] != group.name:
         check_name(changes["name"])
         taken = session.scalars(
@@ -156,7 +211,7 @@ def update_group(
                 {"pointer": "/name"},
                 code="duplicate_name",
             )
-    for key in ("name", "description", "development"):
+    for key in ("name", "description", "development", "code_nodes"):
         if key in changes and changes[key] is not None:
             setattr(group, key, changes[key])
     audit.record(
@@ -166,6 +221,14 @@ def update_group(
         f"group:{group.broker.name}/{group.name}",
         {"id": group.id, **({"development": changes["development"]} if "development" in changes else {})},
     )
+    if code_change:
+        audit.record(
+            session,
+            actor,
+            "group.code_nodes",
+            f"group:{group.broker.name}/{group.name}",
+            {"id": group.id, "code_nodes": bool(code_nodes)},
+        )
     session.commit()
     return group
 

@@ -21,7 +21,7 @@ from flowbroker.repository.models import Broker, Deployment, ExecutionGroup, Flo
 from flowbroker.services import audit, brokers
 from flowbroker.services import dependencies as dependency_service
 from flowbroker.services import flows as flow_service
-from flowbroker.services.errors import Invalid, NotFound, problem
+from flowbroker.services.errors import Conflict, Invalid, NotFound, problem
 
 
 def pickup_timeout() -> float:
@@ -84,6 +84,15 @@ def check(
     reference compile from them and the message sets the nodes name must be among them; without,
     only inline subflows can be compiled and message sets are not checked.
     """
+    return _compile(document, overrides, dependencies)[1]
+
+
+def _compile(
+    document: dict[str, Any],
+    overrides: dict[str, Any] | None,
+    dependencies: dict[str, Any] | None,
+) -> tuple[Any, list[dict[str, Any]]]:
+    """The compiled flow (None when it does not compile) and the problems of :func:`check`."""
     from flowbroker.runtime.compiler import FlowCompileError, compile_flow
     from flowbroker.runtime.dependencies import subflow_resolver
 
@@ -91,10 +100,36 @@ def check(
     try:
         compiled = compile_flow(doc, externals=externals, resolve_subflow=subflow_resolver(dependencies))
     except FlowCompileError as exc:
-        return [p.to_json() for p in exc.problems]
+        return None, [p.to_json() for p in exc.problems]
     if dependencies is None:
-        return []
-    return dependency_service.message_set_problems(compiled.nodes, dependencies)
+        return compiled, []
+    return compiled, dependency_service.message_set_problems(compiled.nodes, dependencies)
+
+
+def _code_nodes(compiled: Any) -> list[Any]:
+    from flowbroker_nodes.python_compute import is_code_node
+
+    return [] if compiled is None else [node for node in compiled.nodes.values() if is_code_node(node.SPEC)]
+
+
+def refuse_code_nodes(compiled: Any, group: ExecutionGroup) -> None:
+    """Refuse (409 ``code_nodes_disabled``) a flow with code nodes for a group not enabled for them."""
+    if group.code_nodes:
+        return
+    found = _code_nodes(compiled)
+    if not found:
+        return
+    where = f"{group.broker.name}/{group.name}"
+    names = ", ".join(f"{node.SPEC.type} node {node.name!r}" for node in found)
+    raise Conflict(
+        f"execution group {where} does not run code nodes, and the flow has {names}; "
+        "an administrator can allow code nodes in the group (codeNodes)",
+        {
+            "group": where,
+            "nodes": [{"id": node.id, "name": node.name, "type": node.SPEC.type} for node in found],
+        },
+        code="code_nodes_disabled",
+    )
 
 
 def _resolve_version(
@@ -146,6 +181,9 @@ def create(
         raise Invalid(
             "additional instances must be 0..256", [problem("/additional_instances", "must be 0..256")]
         )
+    needs = dependency_service.resolve(session, fv.document)
+    compiled, problems = _compile(fv.document, overrides, needs)
+    refuse_code_nodes(compiled, target)
     deployment = Deployment(
         flow_version_id=fv.id,
         broker_id=target.broker_id,
@@ -154,7 +192,7 @@ def create(
         overrides=dict(overrides or {}),
         status="compiling",
         diagnostics=[],
-        dependencies=dependency_service.resolve(session, fv.document),
+        dependencies=needs,
         # a redeploy to a development group keeps the step debugger's breakpoints the new version still has
         breakpoints=debugger_service.previous_breakpoints(session, fv.flow_id, target.id, fv.document)
         if target.development
@@ -162,7 +200,6 @@ def create(
     )
     session.add(deployment)
     session.flush()
-    problems = check(fv.document, deployment.overrides, deployment.dependencies)
     if problems:
         deployment.status = "failed"
         deployment.diagnostics = problems
@@ -268,6 +305,16 @@ def undeploy(
     if send:
         send_control(deployment.broker.name, deployment.group.name, "undeploy", deployment.id, data)
     return deployment
+
+
+def code_node_flows(session: Session, group_id: int) -> list[str]:
+    """The names of the flows deployed to the group (and not failed) that hold code nodes."""
+    return [
+        row.flow_version.flow.name
+        for row in group_flows(session, group_id)
+        if row.status in ACTIVE
+        and _code_nodes(_compile(row.flow_version.document, row.overrides, row.dependencies)[0])
+    ]
 
 
 def group_flows(session: Session, group_id: int) -> list[Deployment]:

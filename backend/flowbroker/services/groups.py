@@ -174,6 +174,7 @@ def describe_group(
         "created_at": group.created_at,
         "desired_state": group.desired_state,
         "development": bool(group.development),
+        "code_nodes": bool(group.code_nodes),
         **process_state(
             data,
             table,

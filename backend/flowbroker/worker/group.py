@@ -215,6 +215,8 @@ class GroupState:
             # the subflows and message sets shipped with the deployment; a deployment recorded
             # before they were has them looked up now
             needs = dict(row.dependencies or {}) or dependencies.resolve(session, document)
+            # read at every deploy and resume: code nodes run only while an administrator allows them
+            code_nodes = bool(row.group.code_nodes)
             deploy.begin_compiling(row)
             # data sources defined since the group started are usable by this deployment
             self.runtime.data_sources.urls.update(self._data_source_urls(session, row.broker_id))
@@ -229,6 +231,7 @@ class GroupState:
                     additional_instances=instances,
                     start=start and not define_queues,
                     dependencies=needs,
+                    code_nodes=code_nodes,
                 )
                 problems = []
                 if define_queues:

@@ -243,7 +243,9 @@ export interface paths {
         /**
          * Update Group
          * @description Rename or describe an execution group, or mark it as a development group (one whose flows
-         *     the step debugger may pause) or a production group (one that never pauses).
+         *     the step debugger may pause) or a production group (one that never pauses). Allowing or
+         *     refusing code nodes (``codeNodes``: flows with PythonCompute nodes) needs the admin role
+         *     and is recorded in the audit log.
          */
         patch: operations["update_group_api_brokers__broker_id__groups__group_id__patch"];
         trace?: never;
@@ -2420,6 +2422,12 @@ export interface components {
         /** GroupIn */
         GroupIn: {
             /**
+             * Codenodes
+             * @description whether flows with code nodes (PythonCompute) may be deployed here; only an admin changes it
+             * @default false
+             */
+            codeNodes?: boolean;
+            /**
              * Description
              * @default
              */
@@ -2440,6 +2448,12 @@ export interface components {
         GroupOut: {
             /** Brokerid */
             brokerId: number;
+            /**
+             * Codenodes
+             * @description whether flows with code nodes (PythonCompute) may be deployed here; only an admin changes it
+             * @default false
+             */
+            codeNodes: boolean;
             /**
              * Createdat
              * Format: date-time
@@ -2494,6 +2508,11 @@ export interface components {
         };
         /** GroupPatch */
         GroupPatch: {
+            /**
+             * Codenodes
+             * @description allow or refuse flows with code nodes (PythonCompute); admin role only
+             */
+            codeNodes?: boolean | null;
             /** Description */
             description?: string | null;
             /** Development */

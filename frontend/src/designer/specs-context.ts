@@ -34,6 +34,7 @@ export const ICON_GLYPHS: Record<string, string> = {
   'fan-out': '⋔',
   'fan-in': '⋲',
   xslt: '⟨⟩',
+  python: 'λ',
   'http-in': '⇲',
   'http-out': '⇱',
   'http-request': '⇄',

@@ -23,12 +23,14 @@ function GroupRow({
   group,
   canDeploy,
   canManage,
+  canAllowCode,
   act,
 }: {
   broker: Schemas['BrokerOut'];
   group: Schemas['GroupOut'];
   canDeploy: boolean;
   canManage: boolean;
+  canAllowCode: boolean;
   act: Act;
 }) {
   const flows = useQuery({
@@ -65,6 +67,33 @@ function GroupRow({
           </label>
         ) : (
           group.development && <span className="muted"> · development</span>
+        )}
+        {canAllowCode ? (
+          <label
+            className="muted development-flag"
+            title="Flows with code nodes (PythonCompute: trusted Python with the group's rights) may be deployed here; only an administrator changes this"
+          >
+            {' '}
+            <input
+              type="checkbox"
+              checked={group.codeNodes}
+              data-testid={`group-code-nodes-${group.name}`}
+              onChange={(e) => {
+                const codeNodes = e.target.checked;
+                act(() =>
+                  unwrap(
+                    api.PATCH('/api/brokers/{broker_id}/groups/{group_id}', {
+                      params: { path: { broker_id: broker.id, group_id: group.id } },
+                      body: { codeNodes },
+                    }),
+                  ),
+                );
+              }}
+            />{' '}
+            code nodes
+          </label>
+        ) : (
+          group.codeNodes && <span className="muted"> · code nodes</span>
         )}
       </td>
       <td>
@@ -160,6 +189,7 @@ function GroupRow({
 export function Topology() {
   const canManage = useCan('topology.manage');
   const canDeploy = useCan('deploy');
+  const canAllowCode = useCan('users.manage');
   const queryClient = useQueryClient();
   const brokers = useQuery({ queryKey: ['brokers'], queryFn: () => unwrap(api.GET('/api/brokers')), refetchInterval: 2000 });
   const graph = useQuery({
@@ -282,7 +312,7 @@ export function Topology() {
             </thead>
             <tbody>
               {b.groups.map((g) => (
-                <GroupRow key={g.id} broker={b} group={g} canDeploy={canDeploy} canManage={canManage} act={act} />
+                <GroupRow key={g.id} broker={b} group={g} canDeploy={canDeploy} canManage={canManage} canAllowCode={canAllowCode} act={act} />
               ))}
             </tbody>
           </table>

@@ -79,7 +79,14 @@ def create_group(
 ) -> Any:
     """Define an execution group on a broker; on the local broker `flowbroker up` starts its process."""
     group = brokers.create_group(
-        session, user.username, broker_id, body.name, body.description, body.development
+        session,
+        user.username,
+        broker_id,
+        body.name,
+        body.description,
+        body.development,
+        code_nodes=body.code_nodes,
+        actor_role=user.role,
     )
     return _group(group, settings)
 
@@ -100,10 +107,12 @@ def update_group(
     settings: SettingsDep,
 ) -> Any:
     """Rename or describe an execution group, or mark it as a development group (one whose flows
-    the step debugger may pause) or a production group (one that never pauses)."""
+    the step debugger may pause) or a production group (one that never pauses). Allowing or
+    refusing code nodes (``codeNodes``: flows with PythonCompute nodes) needs the admin role
+    and is recorded in the audit log."""
     changes = body.model_dump(exclude_unset=True, exclude_none=True)
     was = brokers.get_group(session, broker_id, group_id).development
-    group = brokers.update_group(session, user.username, broker_id, group_id, changes)
+    group = brokers.update_group(session, user.username, broker_id, group_id, changes, actor_role=user.role)
     if group.development != was:
         # the worker sets or clears its flows' breakpoints; a production group's paused threads go on
         debugger.sync_group(group, settings.data)
