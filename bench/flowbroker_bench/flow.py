@@ -29,7 +29,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from flowbroker_bench import appendix_b, bodies
+from flowbroker_bench import appendix_b, bodies, seed004_amqp
 from flowbroker_bench.appendix_b import CASES, Case
 from flowbroker_bench.core import Row, Scenario
 
@@ -70,8 +70,12 @@ def _pin(pid: int, core: int | None) -> None:
 class Bench:
     """A data directory with a repository, a queue manager, execution groups and a database."""
 
-    def __init__(self, args: argparse.Namespace, *, database: bool = True) -> None:
+    def __init__(self, args: argparse.Namespace, *, database: bool = True, transport: str = "qm") -> None:
         self.args = args
+        self.transport = transport
+        self.transport_label = seed004_amqp.TRANSPORTS[transport][0]
+        #: RabbitMQ when the groups' transport is amqp: the requests and queues go there
+        self.rabbit: seed004_amqp.RabbitSide | None = None
         self.with_database = database
         self._tmp = tempfile.TemporaryDirectory(prefix="fb-bench-flow-")
         self.data = Path(self._tmp.name)
@@ -92,6 +96,13 @@ class Bench:
     # -- set up and tear down ------------------------------------------------------------------
 
     def __enter__(self) -> Bench:
+        try:
+            return self._start()
+        except BaseException:  # what started before the failure is stopped, and the error stands
+            self.__exit__()
+            raise
+
+    def _start(self) -> Bench:
         from flowbroker.commands.platform import prepare_repository
         from flowbroker.qm.harness import QueueManagerProcess
         from flowbroker.settings import Settings
@@ -108,9 +119,24 @@ class Bench:
                     case.in_queue, replace=True, max_depth=1_000_000, backout_threshold=BACKOUT_THRESHOLD
                 )
                 qm.define_queue(case.out_queue, replace=True, max_depth=1_000_000)
+        kind = seed004_amqp.TRANSPORTS[self.transport][1]
+        if kind is not None:
+            self._use_rabbitmq(kind)
         if self.with_database:
             self._prepare_database()
         return self
+
+    def _use_rabbitmq(self, kind: str) -> None:
+        """The default broker's transport becomes RabbitMQ: its groups read and write queues there."""
+        from flowbroker.repository import db
+        from flowbroker.services import brokers
+
+        url = str(getattr(self.args, "amqp_url", "") or seed004_amqp.DEFAULT_URL)
+        self.rabbit = seed004_amqp.RabbitSide(url, kind)
+        repo = db.engine_from_settings(self.settings)
+        with db.session_scope(db.session_factory(repo)) as session:
+            brokers.update(session, "bench", brokers.by_name(session, "default").id, {"qm_url": url})
+        repo.dispose()
 
     def _prepare_database(self) -> None:
         import sqlalchemy as sa
@@ -158,6 +184,8 @@ class Bench:
             worker.stop(timeout=20)
         if self.qm is not None:
             self.qm.stop()
+        if self.rabbit is not None:
+            self.rabbit.close()
         self._drop_database()
         self._tmp.cleanup()
 
@@ -194,7 +222,8 @@ class Bench:
                 except Exception:  # it exists from an earlier case
                     session.rollback()
             repo.dispose()
-        worker = WorkerProcess(self.data, group=group, env={"FLOWBROKER_STATS_INTERVAL": "5"}).start()
+        env = {"FLOWBROKER_STATS_INTERVAL": "5", **(self.rabbit.env() if self.rabbit is not None else {})}
+        worker = WorkerProcess(self.data, group=group, env=env).start()
         _pin(worker.pid, getattr(self.args, "engine_core", None))
         self.workers[group] = worker
         return worker
@@ -247,6 +276,8 @@ class Bench:
         document = json.loads((EXAMPLES / case.flow_file).read_text())
         document["properties"] = {**(document.get("properties") or {}), **case.flow_properties}
         overrides = case.overrides(size) if case.overrides is not None else {}
+        if self.rabbit is not None:
+            self.rabbit.rename_queues(document)
         wanted = json.dumps([document, overrides], sort_keys=True)
         groups = ["default"] + [f"eg{n}" for n in range(2, case.groups + 1)]
         for group in [g for g in self.workers if g not in groups]:
@@ -348,6 +379,10 @@ class Bench:
         wanted = (case.subscribers, case.subscription_filter)
         if wanted == self.subscriptions:
             return
+        if self.rabbit is not None:
+            self._subscribe_rabbitmq(case)
+            self.subscriptions = wanted
+            return
         with self.qm.client() as qm:
             for name in self.subscription_names:
                 qm.unsubscribe(name)
@@ -364,7 +399,25 @@ class Bench:
                 self.subscription_names.append(name)
         self.subscriptions = wanted
 
+    def _subscribe_rabbitmq(self, case: Case) -> None:
+        """Bindings on the run's topic exchange; a content filter has no RabbitMQ equivalent."""
+        assert self.rabbit is not None
+        if case.subscription_filter:
+            raise RuntimeError("content-filtered subscriptions are applied by the queue manager only")
+        self.rabbit.unsubscribe_all()
+        for queue in self.fanout_queues:
+            self.rabbit.delete(queue)
+        self.fanout_queues = []
+        for n in range(case.subscribers):
+            queue = case.out_queue if n == 0 else f"{case.out_queue}.{n + 1}"
+            if n:
+                self.fanout_queues.append(queue)
+            self.rabbit.subscribe(bodies.TOPIC, queue)
+
     def purge(self, *queues: str) -> None:
+        if self.rabbit is not None:
+            self.rabbit.purge(*queues)
+            return
         with self.qm.client() as qm:
             for queue in queues:
                 qm.purge(queue)
@@ -377,6 +430,15 @@ class Bench:
         """
         deadline = time.monotonic() + timeout
         last = -1
+        if self.rabbit is not None:
+            while time.monotonic() < deadline:
+                depth = self.rabbit.depth(case.out_queue)
+                if not self.rabbit.depth(case.in_queue) and depth == last:
+                    break
+                last = depth
+                time.sleep(0.2)
+            self.purge(case.in_queue, case.out_queue, *self.fanout_queues)
+            return
         with self.qm.client() as qm:
             while time.monotonic() < deadline:
                 waiting = qm.inquire_queue(case.in_queue)
@@ -403,6 +465,8 @@ def _round_trip(bench: Bench, case: Case, persistent: bool, size: int, wait: flo
     The reply is told from a late one of an earlier row by its correlation id, which every flow
     here keeps from its input.
     """
+    if bench.rabbit is not None:
+        return bench.rabbit.round_trip(case, persistent, size, wait)
     body, fields = case.body(size, 0)
     correl_id = uuid.uuid4().bytes + b"PREFLGHT"
     with bench.qm.client() as qm:
@@ -559,11 +623,13 @@ def _row(
     result: dict[str, Any] | None,
     note: str,
     recording: str | None = None,
+    transport: str = "embedded queue manager",
 ) -> Row:
     """Appendix B's columns for one cell; ``result`` None for a cell that could not be measured."""
     row: Row = {
         "case": case.key,
         "flow": case.label,
+        "transport": transport,
         "table": case.table or "—",
         "persistence": "p" if persistent else "np",
         "message_size": size,
@@ -581,6 +647,7 @@ def _row(
     count, elapsed = result["count"], result["elapsed"]
     rate = count / elapsed if elapsed else 0.0
     msgs = max(count, 1)
+    qm_cpu = result["qm_cpu"]  # None on RabbitMQ, whose node's CPU is not counted
     row.update(
         {
             "Msgs/Sec": round(rate, 1),
@@ -588,11 +655,11 @@ def _row(
             "Get": _ms(result["get_ms"]),
             "Put": _ms(result["put_ms"]),
             "EG CPU (%)": round(100 * result["eg_cpu"] / elapsed, 1) if elapsed else None,
-            "QM CPU (%)": round(100 * result["qm_cpu"] / elapsed, 1) if elapsed else None,
+            "QM CPU (%)": round(100 * qm_cpu / elapsed, 1) if elapsed and qm_cpu is not None else None,
             # the seed's Mbits are 2**20 bits (1511 msgs/s of 1 KB = 11.8 Mbits/Sec)
             "Mbits/Sec": round(result["bytes"] * 8 / elapsed / 2**20, 2) if elapsed else None,
             "EG CPU-ms/msg": round(result["eg_cpu"] * 1000 / msgs, 3),
-            "QM CPU-ms/msg": round(result["qm_cpu"] * 1000 / msgs, 3),
+            "QM CPU-ms/msg": round(qm_cpu * 1000 / msgs, 3) if qm_cpu is not None else None,
             "driver CPU (%)": round(100 * result["driver_cpu"] / elapsed, 1) if elapsed else None,
         }
     )
@@ -633,14 +700,33 @@ def _note(case: Case, bench: Bench) -> str:
 
 
 def run_cases(cases: list[Case], args: argparse.Namespace) -> list[Row]:
-    """Every selected cell of every case, measured in one set of processes."""
+    """Every selected cell of every case on every selected transport, one set of processes per transport."""
     plan = [(case, _cells(case, args)) for case in cases]
     if not any(cells for _, cells in plan):
         raise ValueError("no cell of the selected cases has the selected sizes and persistence")
     if getattr(args, "load_core", None) is not None and args.load_core < (os.cpu_count() or 1):
         os.sched_setaffinity(0, {args.load_core})
     rows: list[Row] = []
-    with Bench(args) as bench:
+    for transport in list(dict.fromkeys(getattr(args, "transport", None) or ["qm"])):
+        rows.extend(_run_transport(plan, args, transport))
+    return rows
+
+
+def _measure(
+    bench: Bench, case: Case, persistent: bool, size: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    if bench.rabbit is None:
+        return _run_driver(_drive(bench, case, persistent, size, args))
+    pids = [w.pid for w in bench.workers.values()]
+    return bench.rabbit.drive(case, persistent, size, args, bench.fanout_queues, pids)
+
+
+def _run_transport(
+    plan: list[tuple[Case, list[tuple[bool, int]]]], args: argparse.Namespace, transport: str
+) -> list[Row]:
+    rows: list[Row] = []
+    with Bench(args, transport=transport) as bench:
+        label = bench.transport_label
         try:
             bench.start_group("default")
         except RuntimeError as exc:
@@ -650,7 +736,7 @@ def run_cases(cases: list[Case], args: argparse.Namespace) -> list[Row]:
             for persistent, size in cells:
                 note = _note(case, bench)
                 if unmeasured:
-                    rows.append(_row(case, persistent, size, None, unmeasured))
+                    rows.append(_row(case, persistent, size, None, unmeasured, transport=label))
                     continue
                 try:
                     bench.apply(case, size)
@@ -663,20 +749,19 @@ def run_cases(cases: list[Case], args: argparse.Namespace) -> list[Row]:
                 bench.settle(case)
                 if problem is not None:
                     unmeasured = f"not measured: {problem}"
-                    rows.append(_row(case, persistent, size, None, unmeasured))
+                    rows.append(_row(case, persistent, size, None, unmeasured, transport=label))
                     continue
                 for mode in _record_modes(args):
                     if mode == "off":
-                        result = _run_driver(_drive(bench, case, persistent, size, args))
-                        rows.append(_row(case, persistent, size, result, note, _recording_column(args, mode)))
+                        result = _measure(bench, case, persistent, size, args)
+                        column = _recording_column(args, mode)
+                        rows.append(_row(case, persistent, size, result, note, column, transport=label))
                     else:
                         bench.start_recording(bench.apply(case, size))
-                        result = _run_driver(_drive(bench, case, persistent, size, args))
+                        result = _measure(bench, case, persistent, size, args)
                         state = bench.stop_recording()
-                        said = _recording_note(state)
-                        rows.append(
-                            _row(case, persistent, size, result, "; ".join(filter(None, [note, said])), mode)
-                        )
+                        said = "; ".join(filter(None, [note, _recording_note(state)]))
+                        rows.append(_row(case, persistent, size, result, said, mode, transport=label))
                     bench.settle(case)
         time.sleep(1.0)
         deployed = sorted({name for _, name in bench.deployed})
@@ -684,6 +769,7 @@ def run_cases(cases: list[Case], args: argparse.Namespace) -> list[Row]:
             {
                 "case": "idle group RSS",
                 "flow": f"default group with {len(deployed)} flows deployed",
+                "transport": label,
                 "Msgs/Sec": None,
                 "note": f"{_rss(bench.workers['default'].pid) / 1e6:.0f} MB (limit 150 MB)",
             }
@@ -818,6 +904,14 @@ def add_arguments(p: argparse.ArgumentParser, *, sizes: str = "all", persistence
         help="flow exerciser recording during each row: off (never started), on (every message of the "
         "window recorded at every connection), or both (each cell measured off, then on)",
     )
+    p.add_argument(
+        "--transport",
+        choices=tuple(seed004_amqp.TRANSPORTS),
+        action="append",
+        help="the groups' transport (repeatable, in order): qm, the embedded queue manager (default); "
+        "amqp-quorum or amqp-classic, RabbitMQ at --amqp-url with that queue type",
+    )
+    p.add_argument("--amqp-url", default=seed004_amqp.DEFAULT_URL, help="RabbitMQ of the amqp-* transports")
 
 
 def _flow_arguments(p: argparse.ArgumentParser) -> None:

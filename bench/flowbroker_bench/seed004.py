@@ -7,6 +7,11 @@ source) beside it rather than a number typed into the driver.
 
     flowbroker bench seed004 --list
     flowbroker bench seed004 --case 7.11 --sizes 1024 --persistence np --compare-seed
+    flowbroker bench seed004 --case 7.1 --transport qm --transport amqp-quorum
+
+``--transport`` runs the cases with the execution groups' transport set to the embedded queue
+manager (the default) or to RabbitMQ with quorum or classic queues (:mod:`flowbroker_bench.seed004_amqp`),
+each transport in a set of processes of its own; every row names the transport it used.
 """
 
 from __future__ import annotations
