@@ -594,6 +594,8 @@ class DeployedFlow:
         self.repeated_errors = backouts.RepeatedErrors(log)
         #: The step debugger, once breakpoints were set (development groups only).
         self.debugger: FlowDebugger | None = None
+        #: The flow exerciser's recording running now; None (the usual case) taps nothing.
+        self.recording: Recording | None = None
 
     def set_breakpoints(
         self, breakpoints: Breakpoints, listener: PauseListener | None = None
@@ -608,9 +610,6 @@ class DeployedFlow:
         if not breakpoints:
             self.debugger.release_all()
         return self.debugger
-
-        #: The flow exerciser's recording running now; None (the usual case) taps nothing.
-        self.recording: Recording | None = None
 
     def start_recording(self, directory: Path, spec: RecordingSpec) -> Recording:
         """Record what crosses each connection (a recording already running is ended first)."""
