@@ -12,6 +12,7 @@ from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 SPEC = NodeSpec(
     type="Compute",
     label="Compute",
+    extra={"esqlProperty": "esql"},
     category="transformation",
     icon="compute",
     description="Runs the ESQL module's Main() on the input message assembly; the output assembly goes to the "

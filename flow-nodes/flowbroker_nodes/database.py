@@ -11,6 +11,7 @@ from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 SPEC = NodeSpec(
     type="Database",
     label="Database",
+    extra={"esqlProperty": "esql"},
     category="database",
     icon="database",
     description="Runs Main() of an ESQL DATABASE module with the named data source; the unchanged message "

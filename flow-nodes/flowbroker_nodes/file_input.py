@@ -52,7 +52,10 @@ SPEC = NodeSpec(
     label="FileInput",
     category="input",
     icon="file-in",
-    extra={"namesMessageSet": {"property": "messageSet", "when": {"messageDomain": "MRM"}}},
+    extra={
+        "namesMessageSet": {"property": "messageSet", "when": {"messageDomain": "MRM"}},
+        "testInput": "file",
+    },
     description="Polls a directory below the execution group's file roots for files matching a pattern "
     "and propagates each file, or each line of it, as a message; processed files move to mqsiarchive "
     "(or are deleted), failed ones to mqsibackout.",

@@ -11,6 +11,7 @@ from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 SPEC = NodeSpec(
     type="Filter",
     label="Filter",
+    extra={"esqlProperty": "esql"},
     category="routing",
     icon="filter",
     description="Main() returning TRUE, FALSE or UNKNOWN sends the unchanged message to the true, false or "

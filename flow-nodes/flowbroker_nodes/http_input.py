@@ -38,7 +38,10 @@ SPEC = NodeSpec(
     category="input",
     role="input",
     icon="http-in",
-    extra={"namesMessageSet": {"property": "messageSet", "when": {"messageDomain": "MRM"}}},
+    extra={
+        "namesMessageSet": {"property": "messageSet", "when": {"messageDomain": "MRM"}},
+        "testInput": "http",
+    },
     description="Receives HTTP requests on a path of the execution group's HTTP listener "
     "(FLOWBROKER_HTTP_PORT) and propagates each as a message; an HTTPReply node answers it.",
     outputs=(

@@ -25,6 +25,7 @@ SPEC = NodeSpec(
     role="input",
     extra={
         "readsQueue": {"property": "queueName"},
+        "testInput": "queue",
         "namesMessageSet": {"property": "messageSet", "when": {"messageDomain": "MRM"}},
     },
     icon="queue-in",

@@ -71,6 +71,32 @@ class NodeSpec:
         subflow's own entry and exit nodes, "" for every other node type."""
         return str(self.extra.get("subflow") or "")
 
+    @property
+    def is_placeholder(self) -> bool:
+        """``extra["placeholder"]``: a node of another product's type kept by an import, never run."""
+        return self.extra.get("placeholder") is True
+
+    @property
+    def subflow_terminal_property(self) -> str:
+        """``extra["terminalProperty"]``: the property that names the subflow node's terminal a
+        subflow's entry or exit node stands for; "" for every other node type."""
+        if self.subflow_part not in ("input", "output"):
+            return ""
+        return str(self.extra.get("terminalProperty") or "")
+
+    @property
+    def esql_property(self) -> str:
+        """``extra["esqlProperty"]``: the property holding the ESQL the node runs (where an ESQL
+        breakpoint can stop); "" for a node that runs no ESQL."""
+        return str(self.extra.get("esqlProperty") or "")
+
+    @property
+    def test_input(self) -> str:
+        """``extra["testInput"]``: how a flow test or a test message starts the flow at this node:
+        "queue" (put on the queue it reads), "file" (written into the directory it reads) or
+        "http" (sent to the path it serves); "" for a node no test starts."""
+        return str(self.extra.get("testInput") or "")
+
     def property(self, name: str) -> Property | None:
         for prop in self.properties:
             if prop.name == name:

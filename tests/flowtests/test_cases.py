@@ -25,6 +25,11 @@ def _flow(domain: str = "XMLNSC") -> dict[str, Any]:
                 "properties": {"queueName": "ORDERS.IN", "messageDomain": domain},
             },
             {"id": "out", "type": "MQOutput", "properties": {"queueName": "ORDERS.OUT"}},
+            {
+                "id": "listed",
+                "type": "MQOutput",
+                "properties": {"queueName": "ORDERS.OUT", "destinationMode": "destinationList"},
+            },
             {"id": "calc", "type": "Compute", "properties": {"esql": "RETURN TRUE;"}},
             {"id": "bare", "type": "MQInput", "properties": {}},
             {
@@ -67,10 +72,18 @@ def test_a_good_case_resolves_the_output_node_to_its_queue_and_the_domain_from_t
     ("change", "pointer", "words"),
     [
         ({"name": ""}, "/cases/0/name", "non-empty string"),
-        ({"input": {"node": "calc", "body": "x"}}, "/cases/0/input/node", "not an MQInput"),
+        (
+            {"input": {"node": "calc", "body": "x"}},
+            "/cases/0/input/node",
+            "node 'calc' is a Compute, not an MQInput, FileInput or HTTPInput",
+        ),
         ({"input": {"node": "nope"}}, "/cases/0/input/node", "no node 'nope'"),
         ({"input": {"node": "bare"}}, "/cases/0/input/node", "no queue name"),
-        ({"input": {"body": "x"}}, "/cases/0/input/node", "the flow has 6 input nodes"),
+        (
+            {"input": {"body": "x"}},
+            "/cases/0/input/node",
+            "the flow has 6 input nodes (MQInput, FileInput, HTTPInput)",
+        ),
         ({"input": {"node": "in", "body": 5}}, "/cases/0/input/body", "text, or a JSON object"),
         ({"input": {"node": "in", "bodyHex": "zz"}}, "/cases/0/input/bodyHex", "not valid hex"),
         ({"input": {"node": "in", "body": "a", "bodyHex": "00"}}, "/cases/0/input/bodyHex", "give one of"),
@@ -83,6 +96,8 @@ def test_a_good_case_resolves_the_output_node_to_its_queue_and_the_domain_from_t
         ),
         ({"input": {"node": "in", "domain": "YAML"}}, "/cases/0/input/domain", "unknown message domain"),
         ({"expect": [{"node": "calc", "messages": []}]}, "/cases/0/expect/0/node", "not an MQOutput"),
+        # its queueName is not where it puts: the destination list in the message says that
+        ({"expect": [{"node": "listed", "messages": []}]}, "/cases/0/expect/0/node", "not an MQOutput"),
         ({"expect": [{"messages": []}]}, "/cases/0/expect/0", "queue or node"),
         ({"expect": []}, "/cases/0/expect", "at least one"),
         (

@@ -94,3 +94,20 @@ def test_specs_say_which_queues_message_sets_and_labels_a_node_names() -> None:
     assert label.label_name({"labelName": "L1"}) == "L1"
     assert mq_input.label_name({"labelName": "L1"}) is None
     assert [s.type for s in registry.specs() if s.subflow_part == "node"] == ["Subflow"]
+
+
+def test_specs_say_where_tests_start_flows_where_esql_runs_and_what_bounds_a_subflow() -> None:
+    by_type = {s.type: s for s in registry.specs()}
+    starts = {t: s.test_input for t, s in by_type.items() if s.test_input}
+    assert starts == {"MQInput": "queue", "FileInput": "file", "HTTPInput": "http"}
+    assert {t for t, s in by_type.items() if s.esql_property} == {"Compute", "Filter", "Database"}
+    for spec in by_type.values():
+        if spec.esql_property:
+            declared = spec.property(spec.esql_property)
+            assert declared is not None and declared.type == "esql", spec.type
+    assert [t for t, s in by_type.items() if s.is_placeholder] == ["Unsupported"]
+    boundaries = {t: (s.subflow_part, s.subflow_terminal_property) for t, s in by_type.items()}
+    assert boundaries["Input"] == ("input", "terminalName")
+    assert boundaries["Output"] == ("output", "terminalName")
+    assert boundaries["Subflow"] == ("node", "")
+    assert boundaries["Compute"] == ("", "")

@@ -18,15 +18,21 @@ FLOW_SUFFIXES = (".msgflow", ".subflow")
 
 def _lacking(documents: list[dict[str, Any]]) -> set[str]:
     """The flows holding an Unsupported node themselves or in a subflow they use, at any depth."""
+    from flowbroker_nodes import registry
+
+    def placeholder(node: dict[str, Any]) -> bool:
+        spec = registry.spec(str(node.get("type")))
+        return spec is not None and spec.is_placeholder
+
     uses = {
         d["name"]: {
             n["properties"]["flow"]["name"]
             for n in d["nodes"]
-            if n["type"] == "Subflow" and isinstance(n.get("properties", {}).get("flow"), dict)
+            if registry.subflow_part(n) == "node" and isinstance(n.get("properties", {}).get("flow"), dict)
         }
         for d in documents
     }
-    lacking = {d["name"] for d in documents if any(n["type"] == "Unsupported" for n in d["nodes"])}
+    lacking = {d["name"] for d in documents if any(placeholder(n) for n in d["nodes"])}
     changed = True
     while changed:
         changed = False

@@ -44,11 +44,34 @@ MQMD_FIELDS = {name: attr for name, attr, _ in mqmd._FIELDS if name != "BackoutC
 _ID_FIELDS = {"MsgId", "CorrelId"}
 _INT_FIELDS = {"Expiry", "Encoding", "CodedCharSetId", "Priority", "Persistence"}
 _SEGMENT = re.compile(r"^(\(text\)|\(properties\)|[^.\[\]()]+)(\[(\d+|\*)\])?$")
-#: The input nodes a case can start: by a message put on the queue, or by a file written.
-INPUT_TYPES = ("MQInput", "FileInput", "HTTPInput")
 #: Bounds that keep one test file from taking the runner's memory or time.
 MAX_CASES = 500
 MAX_MESSAGES = 100
+
+
+def starts_by(node: dict[str, Any]) -> str:
+    """How a case starts the flow at a flow document's node: its spec's ``testInput`` ("queue",
+    "file", "http"), or "" for a node no case starts."""
+    from flowbroker_nodes import registry
+
+    spec = registry.spec(str(node.get("type")))
+    return spec.test_input if spec is not None else ""
+
+
+def input_types() -> list[str]:
+    """The node types a case can start at, in registry order."""
+    from flowbroker_nodes import registry
+
+    return [spec.type for spec in registry.specs() if spec.test_input]
+
+
+def queue_output(node: dict[str, Any]) -> str:
+    """The queue a flow document's node puts its messages to by name (its spec's ``writesQueue``)."""
+    from flowbroker_nodes import registry
+
+    spec = registry.spec(str(node.get("type")))
+    written = spec.queues_written(node.get("properties") or {}) if spec is not None else ()
+    return written[0] if written else ""
 
 
 class CaseError(ValueError):
@@ -275,12 +298,12 @@ class _Reader:
         node_id = self.input_node(inputs.get("node"), f"{pointer}/input/node")
         domain = str(self.nodes[node_id].get("properties", {}).get("messageDomain") or "")
         file_name = ""
-        if self.nodes[node_id].get("type") == "FileInput":
+        if starts_by(self.nodes[node_id]) == "file":
             file_name = self.input_file(inputs.get("file"), f"{pointer}/input/file", node_id)
         elif "file" in inputs:
             raise self.fail(f"{pointer}/input/file", f"node {node_id!r} is not a FileInput; it reads no file")
         request = reply = None
-        if self.nodes[node_id].get("type") == "HTTPInput":
+        if starts_by(self.nodes[node_id]) == "http":
             request = self.http_call(inputs, f"{pointer}/input", node_id)
             reply = self.http_reply(obj.get("reply"), f"{pointer}/reply", domain)
             inputs = {key: value for key, value in inputs.items() if key not in ("method", "path", "headers")}
@@ -350,24 +373,28 @@ class _Reader:
         return tuple(found)
 
     def input_node(self, value: Any, pointer: str) -> str:
-        inputs = [nid for nid, node in self.nodes.items() if node.get("type") in INPUT_TYPES]
+        inputs = [nid for nid, node in self.nodes.items() if starts_by(node)]
         if value is None:
             if len(inputs) != 1:
                 raise self.fail(
-                    pointer, f"required: the flow has {len(inputs)} input nodes ({', '.join(INPUT_TYPES)})"
+                    pointer, f"required: the flow has {len(inputs)} input nodes ({', '.join(input_types())})"
                 )
             return inputs[0]
         node_id = self.text(value, pointer)
         if node_id not in self.nodes:
             raise self.fail(pointer, f"the flow has no node {node_id!r}")
-        kind = self.nodes[node_id].get("type")
-        if kind not in INPUT_TYPES:
-            raise self.fail(pointer, f"node {node_id!r} is a {kind}, not an MQInput, FileInput or HTTPInput")
+        kind = starts_by(self.nodes[node_id])
+        if not kind:
+            *others, last = input_types()
+            raise self.fail(
+                pointer,
+                f"node {node_id!r} is a {self.nodes[node_id].get('type')}, not an {', '.join(others)} or {last}",
+            )
         properties = self.nodes[node_id].get("properties") or {}
-        if kind == "MQInput" and not properties.get("queueName"):
+        if kind == "queue" and not properties.get("queueName"):
             raise self.fail(pointer, f"node {node_id!r} has no queue name to put the input message on")
         directory = str(properties.get("directory") or "").strip()
-        if kind == "FileInput" and (not directory or _unsafe_relative(directory)):
+        if kind == "file" and (not directory or _unsafe_relative(directory)):
             raise self.fail(
                 pointer,
                 f"node {node_id!r} reads directory {directory!r}; a test writes its file only into a "
@@ -393,8 +420,8 @@ class _Reader:
             node = self.nodes.get(node_id)
             if node is None:
                 raise self.fail(f"{pointer}/node", f"the flow has no node {node_id!r}")
-            queue = str((node.get("properties") or {}).get("queueName") or "")
-            if node.get("type") != "MQOutput" or not queue:
+            queue = queue_output(node)
+            if not queue:
                 raise self.fail(
                     f"{pointer}/node", f"node {node_id!r} is not an MQOutput node with a queue name"
                 )

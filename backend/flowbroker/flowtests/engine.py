@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flowbroker.flowtests.cases import Expectation, MessageSetSetup, TestCase, TestSuite
+from flowbroker.flowtests.cases import Expectation, MessageSetSetup, TestCase, TestSuite, starts_by
 from flowbroker.flowtests.compare import Difference, UnparsableMessage, compare
 
 ACTOR = "flowtest"
@@ -269,7 +269,7 @@ class TestEngine:
             self._install_message_set(message_set)
         for node in document.get("nodes") or []:
             directory = str((node.get("properties") or {}).get("directory") or "").strip()
-            if node.get("type") == "FileInput" and directory and not Path(directory).is_absolute():
+            if starts_by(node) == "file" and directory and not Path(directory).is_absolute():
                 (self.files / directory).mkdir(parents=True, exist_ok=True)
         with self.qm.client() as qm:
             for subscription in suite.subscriptions:

@@ -64,21 +64,22 @@ def canvas_connection(source: Node, terminal: str, target: Node, target_terminal
     here by the subflow node and its terminal again. A connection inside a subflow keeps the
     inner ids (it is on the subflow's canvas, not on this one).
     """
-    outer_source = _outer(source, terminal, "Output", "out")
-    outer_target = _outer(target, target_terminal, "Input", "in")
+    outer_source = _outer(source, terminal, "output", "out")
+    outer_target = _outer(target, target_terminal, "input", "in")
     if outer_source is None or outer_target is None:
         return connection_id(source.id, terminal, target.id, target_terminal)
     return connection_id(*outer_source, *outer_target)
 
 
 def _outer(node: Node, terminal: str, boundary: str, default: str) -> tuple[str, str] | None:
-    """(id, terminal) on the top canvas: the node itself, or the subflow it is the boundary node of."""
+    """(id, terminal) on the top canvas: the node itself, or the subflow it is the boundary node of
+    (``boundary``: the spec's subflow part, "input" or "output")."""
     if "/" not in node.id:
         return node.id, terminal
     parent, _, inner = node.id.partition("/")
-    if "/" in inner or node.SPEC.type != boundary:
+    if "/" in inner or node.SPEC.subflow_part != boundary:
         return None
-    return parent, str(node.properties.get("terminalName") or default)
+    return parent, str(node.properties.get(node.SPEC.subflow_terminal_property) or default)
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:

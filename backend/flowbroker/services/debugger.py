@@ -21,10 +21,19 @@ from flowbroker.runtime.debugger import ACTIONS, connection_id
 from flowbroker.services import audit, deploy
 from flowbroker.services.errors import Conflict, Invalid, NotFound, problem
 
-#: Node types whose ``esql`` property runs, where an ESQL breakpoint can stop.
-ESQL_TYPES = frozenset({"Compute", "Filter", "Database"})
 #: At most this many breakpoints per deployment.
 MAX_BREAKPOINTS = 200
+
+
+def esql_source(node: dict[str, Any] | None) -> str | None:
+    """The ESQL a flow document's node runs, where an ESQL breakpoint can stop (its spec's
+    ``esqlProperty`` names the property); None for a node that runs no ESQL."""
+    from flowbroker_nodes import registry
+
+    spec = registry.spec(str(node.get("type"))) if node is not None else None
+    if node is None or spec is None or not spec.esql_property:
+        return None
+    return str((node.get("properties") or {}).get(spec.esql_property) or "")
 
 
 def require_development(group: ExecutionGroup) -> None:
@@ -70,11 +79,11 @@ def check_breakpoints(document: dict[str, Any], body: dict[str, Any]) -> dict[st
     esql = []
     for index, entry in enumerate(body.get("esql") or []):
         node_id, line = str(entry.get("node") or ""), entry.get("line")
-        node = nodes.get(node_id)
-        if node is None or node.get("type") not in ESQL_TYPES:
+        source = esql_source(nodes.get(node_id))
+        if source is None:
             problems.append(problem(f"/esql/{index}/node", f"the flow has no ESQL node {node_id!r}"))
             continue
-        count = len(str((node.get("properties") or {}).get("esql") or "").splitlines())
+        count = len(source.splitlines())
         if not isinstance(line, int) or isinstance(line, bool) or not 1 <= line <= count:
             problems.append(
                 problem(f"/esql/{index}/line", f"node {node_id}'s ESQL has lines 1 to {count}, not {line!r}")
@@ -99,10 +108,10 @@ def carried(previous: dict[str, Any], document: dict[str, Any]) -> dict[str, Any
     nodes = {str(n.get("id")): n for n in document.get("nodes") or []}
     esql = []
     for entry in previous.get("esql") or []:
-        node = nodes.get(str(entry.get("node")))
-        if node is None or node.get("type") not in ESQL_TYPES:
+        source = esql_source(nodes.get(str(entry.get("node"))))
+        if source is None:
             continue
-        count = len(str((node.get("properties") or {}).get("esql") or "").splitlines())
+        count = len(source.splitlines())
         if 1 <= int(entry.get("line") or 0) <= count:
             esql.append({"node": str(entry["node"]), "line": int(entry["line"])})
     return {"connections": [c for c in previous.get("connections") or [] if c in known], "esql": esql}

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from flowbroker.repository.models import Broker, Deployment, ExecutionGroup, Flow, FlowVersion
+from flowbroker.runtime.debugger import Breakpoints
 from flowbroker.services import audit, brokers
 from flowbroker.services import dependencies as dependency_service
 from flowbroker.services import flows as flow_service
@@ -257,6 +258,24 @@ def status(session: Session, deployment_id: int) -> str:
     """The deployment's status; "undeployed" for one that no longer exists."""
     deployment = session.get(Deployment, deployment_id)
     return deployment.status if deployment is not None else "undeployed"
+
+
+def breakpoints(session: Session, deployment_id: int) -> dict[str, Any]:
+    """The step debugger's breakpoints kept on the deployment, as the worker reads them ({} when it
+    has none or is gone)."""
+    deployment = session.get(Deployment, deployment_id)
+    return dict(deployment.breakpoints or {}) if deployment is not None else {}
+
+
+def mark_armed(session: Session, deployment_id: int, armed: Breakpoints) -> None:
+    """The worker set ``armed`` in the deployment's running flow: note it on the deployment, unless
+    other breakpoints were asked for since."""
+    deployment = session.get(Deployment, deployment_id, with_for_update=True)
+    if deployment is None:
+        return
+    current = dict(deployment.breakpoints or {})
+    if Breakpoints.from_json(current) == armed and not current.get("armed"):
+        deployment.breakpoints = {**current, "armed": True}
 
 
 def begin_compiling(deployment: Deployment) -> None:

@@ -24,8 +24,8 @@ from flowbroker.services import deploy, queues, recordings, stats
 from flowbroker.services.errors import Conflict, Invalid, problem
 from flowbroker.settings import Settings
 
-#: Input node types a test message can be sent to, and how.
-SENDABLE = {"MQInput": "queue", "HTTPInput": "http"}
+#: How a test message is sent, by the input node's ``testInput`` (its spec says which it is).
+SENDABLE = ("queue", "http")
 #: Domains whose body is checked here; MRM and DFDL need the flow's message sets and are checked by the flow.
 _CHECKED_DOMAINS = frozenset({"XMLNSC", "XMLNS", "XML", "JSON", "BLOB"})
 #: How long to wait for the group to start the recording before the message is sent.
@@ -71,11 +71,15 @@ def send(
         raise Invalid(
             f"the flow has no node {node_id!r}", [problem("/node", f"no node {node_id!r} in the flow")]
         )
-    kind = SENDABLE.get(str(node.get("type")))
-    if kind is None:
+    from flowbroker_nodes import registry
+
+    spec = registry.spec(str(node.get("type")))
+    kind = spec.test_input if spec is not None else ""
+    if kind not in SENDABLE:
+        targets = " and ".join(sendable_types())
         raise Invalid(
-            f"node {node_id!r} is a {node.get('type')} node: test messages go to MQInput and HTTPInput nodes",
-            [problem("/node", "not an MQInput or HTTPInput node")],
+            f"node {node_id!r} is a {node.get('type')} node: test messages go to {targets} nodes",
+            [problem("/node", f"not an {' or '.join(sendable_types())} node")],
         )
     if deployment.status not in deploy.STARTED:
         raise Invalid(
@@ -99,6 +103,13 @@ def send(
             settings, deployment, str(properties.get("path") or "/"), message.body, http or HttpRequest()
         )
     return sent
+
+
+def sendable_types() -> list[str]:
+    """The node types a test message can be sent to, in registry order."""
+    from flowbroker_nodes import registry
+
+    return [spec.type for spec in registry.specs() if spec.test_input in SENDABLE]
 
 
 def check_body(body: str, domain: str) -> None:

@@ -88,15 +88,15 @@ def forget_pauses(session_factory: Any, deployment_ids: list[int]) -> None:
 def apply_breakpoints(state: Any, deployment_id: int) -> str:
     """Set the deployment's breakpoints in its running flow (none unless the group is for development)."""
     from flowbroker.repository import db
-    from flowbroker.repository.models import Deployment, ExecutionGroup
+    from flowbroker.repository.models import ExecutionGroup
+    from flowbroker.services import deploy
 
     name = state.by_deployment.get(deployment_id)
     if name is None or state.runtime is None or name not in state.runtime.flows:
         return "missing"
     with db.session_scope(state.session_factory) as session:
-        row = session.get(Deployment, deployment_id)
+        wanted = deploy.breakpoints(session, deployment_id)
         group = session.get(ExecutionGroup, state.group_id) if state.group_id is not None else None
-        wanted = dict(row.breakpoints or {}) if row is not None else {}
         development = bool(group.development) if group is not None else False
     requested = Breakpoints.from_json(wanted) if development else Breakpoints()
     flow = state.runtime.flows[name]
@@ -122,15 +122,10 @@ def apply_breakpoints(state: Any, deployment_id: int) -> str:
 def _armed(session_factory: Any, deployment_id: int, breakpoints: Breakpoints) -> None:
     """Note on the deployment that its flow now stops at these breakpoints (unless others were asked for since)."""
     from flowbroker.repository import db
-    from flowbroker.repository.models import Deployment
+    from flowbroker.services import deploy
 
     with db.session_scope(session_factory) as session:
-        row = session.get(Deployment, deployment_id, with_for_update=True)
-        if row is None:
-            return
-        current = dict(row.breakpoints or {})
-        if Breakpoints.from_json(current) == breakpoints and not current.get("armed"):
-            row.breakpoints = {**current, "armed": True}
+        deploy.mark_armed(session, deployment_id, breakpoints)
 
 
 def command(state: Any, deployment_id: int, pause_id: str, action: str, edits: list[dict[str, Any]]) -> str:

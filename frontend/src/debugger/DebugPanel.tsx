@@ -8,13 +8,14 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { api, problemText, unwrap } from '../api/client';
 import { groups, type Deployment } from '../api/runtime';
 import { useCan } from '../auth';
+import { esqlProperty } from '../designer/spec';
+import { useSpecs } from '../designer/specs-context';
 import { useDesigner } from '../designer/store';
 import { MessageTreeView } from '../exerciser/MessageTreeView';
 import type { FieldEdit, MessageView } from '../exerciser/message-view';
 import { connectionId, debug, type Breakpoints, type DebugAction, type Pause } from './debug-api';
 import { debugTarget } from './esql-breakpoints';
 
-const ESQL_TYPES = new Set(['Compute', 'Filter', 'Database']);
 const LIVE = new Set(['running', 'waiting', 'stopped']);
 
 interface Target {
@@ -86,6 +87,7 @@ function DeploymentDebugger({ deploymentId }: { deploymentId: number }) {
   const queryClient = useQueryClient();
   const edges = useDesigner((s) => s.edges);
   const nodes = useDesigner((s) => s.nodes);
+  const specs = useSpecs();
   const breakpoints = useQuery({
     queryKey: ['breakpoints', deploymentId],
     queryFn: () => debug.breakpoints(deploymentId),
@@ -102,7 +104,7 @@ function DeploymentDebugger({ deploymentId }: { deploymentId: number }) {
       })),
     [edges, nodes],
   );
-  const esqlNodes = nodes.filter((n) => ESQL_TYPES.has(n.data.type));
+  const esqlNodes = nodes.filter((n) => esqlProperty(specs[n.data.type]) !== '');
 
   const save = async (next: { connections: string[]; esql: { node: string; line: number }[] }) => {
     setError(null);

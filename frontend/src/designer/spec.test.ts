@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { offsetOf } from './esql-language';
 import { SPECS } from './fixtures';
-import { defaultProperties, indexSpecs, propertyProblem, subflowTypes } from './spec';
+import { defaultProperties, esqlProperty, indexSpecs, propertyProblem, subflowTypes, takesTestMessages, testInput } from './spec';
 
 const prop = (type: string, name: string) => {
   const found = SPECS[type].properties.find((p) => p.name === name);
@@ -19,6 +19,16 @@ describe('node specs', () => {
     expect(roles?.input.properties.map((p) => p.name)).toContain(roles?.input.terminalProperty);
     const withoutSubflows = indexSpecs(Object.values(SPECS).filter((s) => !s.subflowRole));
     expect(subflowTypes(withoutSubflows)).toBeNull();
+  });
+
+  it('finds the inputs tests start and the nodes that run ESQL by the facts the specs declare', () => {
+    const types = Object.keys(SPECS);
+    expect(types.filter((t) => testInput(SPECS[t]) === 'file')).toEqual(['FileInput']);
+    expect(types.filter((t) => takesTestMessages(SPECS[t]))).toEqual(['MQInput', 'HTTPInput']);
+    expect(testInput(SPECS.HTTPInput)).toBe('http');
+    expect(types.filter((t) => esqlProperty(SPECS[t]) !== '')).toEqual(['Compute', 'Filter', 'Database']);
+    expect(esqlProperty(SPECS.Compute)).toBe('esql');
+    expect(testInput(undefined)).toBe('');
   });
 
   it('gives a new node the defaults of its spec', () => {

@@ -34,6 +34,28 @@ export function subflowTypes(specs: SpecIndex): SubflowTypes | null {
   return { node, input, output } as SubflowTypes;
 }
 
+/** How flow tests start the flow at a node of this type (its spec's `extra.testInput`): put on the
+ * queue it reads, written into the directory it reads, sent to the path it serves; '' for none. */
+export type TestInput = 'queue' | 'file' | 'http' | '';
+
+export function testInput(spec: NodeSpec | undefined): TestInput {
+  const kind = spec?.extra?.testInput;
+  return kind === 'queue' || kind === 'file' || kind === 'http' ? kind : '';
+}
+
+/** Whether the designer can send a test message to a node of this type (to the queue or the path it serves). */
+export function takesTestMessages(spec: NodeSpec | undefined): boolean {
+  const kind = testInput(spec);
+  return kind === 'queue' || kind === 'http';
+}
+
+/** The property holding the ESQL a node of this type runs (its spec's `extra.esqlProperty`), where
+ * the step debugger takes ESQL breakpoints; '' for a node that runs no ESQL. */
+export function esqlProperty(spec: NodeSpec | undefined): string {
+  const name = spec?.extra?.esqlProperty;
+  return typeof name === 'string' ? name : '';
+}
+
 /** The default property values of a new node of this type. */
 export function defaultProperties(spec: NodeSpec): Record<string, unknown> {
   const props: Record<string, unknown> = {};

@@ -7,12 +7,13 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useState } from 'react';
 import { problemText } from '../api/client';
 import { useCan } from '../auth';
+import { takesTestMessages } from '../designer/spec';
+import { useSpecs } from '../designer/specs-context';
 import { useDesigner, useDesignerStore } from '../designer/store';
 import { crossingCounts, exerciser, isLive, type CrossingSummary, type Recording } from './api';
 import { MessageTreeView } from './MessageTreeView';
 import { TestMessageDialog, type NamedTestMessage } from './TestMessageDialog';
 
-const SENDABLE = new Set(['MQInput', 'HTTPInput']);
 const OPEN_KEY = 'flowbroker.exerciser.open';
 
 function when(seconds: number): string {
@@ -36,6 +37,7 @@ function CrossedStyle({ connections, selected }: { connections: string[]; select
 
 export function ExerciserPanel() {
   const store = useDesignerStore();
+  const specs = useSpecs();
   const flowId = useDesigner((s) => (s.meta.imported ? null : s.meta.flowId));
   const focused = useDesigner((s) => (s.focused ? (s.nodes.find((n) => n.id === s.focused) ?? null) : null));
   const selectedEdge = useDesigner((s) => s.edges.find((e) => e.selected)?.id ?? null);
@@ -199,7 +201,7 @@ export function ExerciserPanel() {
                     Delete recording
                   </button>
                 )}
-                {canSend && focused && SENDABLE.has(focused.data.type) && (
+                {canSend && focused && takesTestMessages(specs[focused.data.type]) && (
                   <button type="button" className="primary" onClick={() => setSendTo(focused.id)}>
                     Send test message…
                   </button>

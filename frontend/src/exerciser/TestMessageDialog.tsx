@@ -8,6 +8,8 @@
 import { useState, type FormEvent } from 'react';
 import { ApiProblem, problemText, type Schemas } from '../api/client';
 import type { FlowCanvasNode } from '../designer/document';
+import { testInput } from '../designer/spec';
+import { useSpecs } from '../designer/specs-context';
 import { EMPTY_RFH2, rfh2Request, type Rfh2Form } from '../pages/Queues';
 import { exerciser, type TestMessageSent } from './api';
 import { BodyEditor, type BodyError } from './BodyEditor';
@@ -76,7 +78,8 @@ export function TestMessageDialog({
   onSent: (sent: TestMessageSent) => void;
   onClose: () => void;
 }) {
-  const isHttp = node.data.type === 'HTTPInput';
+  const specs = useSpecs();
+  const isHttp = testInput(specs[node.data.type]) === 'http';
   const saved = namedTestMessages(node);
   const [name, setName] = useState(saved[0]?.name ?? '');
   const [body, setBody] = useState(saved[0]?.message.body ?? '');
