@@ -12,16 +12,6 @@ from flowbroker_bench import mst
 from flowbroker_bench.peers import loadgen, mqttwire
 
 
-def test_remaining_length_encoding() -> None:
-    assert mqttwire.encode_length(0) == b"\x00"
-    assert mqttwire.encode_length(127) == b"\x7f"
-    assert mqttwire.encode_length(128) == b"\x80\x01"
-    assert mqttwire.encode_length(16_383) == b"\xff\x7f"
-    assert mqttwire.encode_length(268_435_455) == b"\xff\xff\xff\x7f"
-    with pytest.raises(ValueError, match="out of range"):
-        mqttwire.encode_length(268_435_456)
-
-
 def test_publish_packet_round_trip() -> None:
     packet = mqttwire.publish_packet("a/b", b"x" * 300)
     assert packet[0] == 0x30

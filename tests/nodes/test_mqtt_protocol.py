@@ -18,6 +18,7 @@ from flowbroker.runtime.datasources import DataSources
 from flowbroker.runtime.engine import DeployedFlow, FlowThread
 from flowbroker.runtime.harness import FlowHarness, flow
 from flowbroker.runtime.usertrace import UserTrace
+from flowbroker_nodes import mqtt_wire
 from flowbroker_nodes.base import Unwinding
 from flowbroker_nodes.mqtt_wire import MAX_INFLIGHT, MqttConnection, MqttError, encode_string
 
@@ -298,3 +299,13 @@ def test_publisher_replaces_a_connection_dropped_while_idle_without_losing_the_n
         assert [p for _, p, _ in collector.wait_for(2)] == [b"one", b"two"]
     finally:
         collector.close()
+
+
+def test_remaining_length_encoding() -> None:
+    assert mqtt_wire.encode_length(0) == b"\x00"
+    assert mqtt_wire.encode_length(127) == b"\x7f"
+    assert mqtt_wire.encode_length(128) == b"\x80\x01"
+    assert mqtt_wire.encode_length(16_383) == b"\xff\x7f"
+    assert mqtt_wire.encode_length(268_435_455) == b"\xff\xff\xff\x7f"
+    with pytest.raises(ValueError, match="out of range"):
+        mqtt_wire.encode_length(268_435_456)

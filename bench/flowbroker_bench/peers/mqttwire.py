@@ -13,49 +13,25 @@ import struct
 import time
 from collections.abc import Callable
 
+from flowbroker_nodes import mqtt_wire as wire
+from flowbroker_nodes.mqtt_wire import encode_string
+
 
 class MqttWireError(OSError):
     """The broker refused or broke the conversation (message says which packet and why)."""
 
 
-def encode_length(length: int) -> bytes:
-    """MQTT's variable-length remaining-length field."""
-    if length < 0 or length > 268_435_455:
-        raise ValueError(f"MQTT remaining length {length} is out of range 0..268435455")
-    out = bytearray()
-    while True:
-        byte = length & 0x7F
-        length >>= 7
-        if length:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _utf8(text: str) -> bytes:
-    data = text.encode("utf-8")
-    if len(data) > 0xFFFF:
-        raise ValueError(f"MQTT string of {len(data)} bytes exceeds 65535")
-    return struct.pack("!H", len(data)) + data
-
-
 def connect_packet(client_id: str, clean_session: bool = True, keepalive: int = 0) -> bytes:
-    variable = _utf8("MQTT") + bytes([4, 0x02 if clean_session else 0]) + struct.pack("!H", keepalive)
-    payload = _utf8(client_id)
-    body = variable + payload
-    return b"\x10" + encode_length(len(body)) + body
+    return wire.connect_packet(client_id, keepalive, clean_session)
 
 
 def subscribe_packet(packet_id: int, topic: str, qos: int = 0) -> bytes:
-    body = struct.pack("!H", packet_id) + _utf8(topic) + bytes([qos])
-    return b"\x82" + encode_length(len(body)) + body
+    return wire.subscribe_packet(packet_id, topic, qos)
 
 
 def publish_packet(topic: str, payload: bytes, retain: bool = False) -> bytes:
     """One QoS 0 PUBLISH; callers build it once and send it many times."""
-    body = _utf8(topic) + payload
-    return bytes([0x30 | (1 if retain else 0)]) + encode_length(len(body)) + body
+    return wire.publish_packet(encode_string(topic), payload, 0, retain, 0)
 
 
 def parse_publish(packet: bytes) -> tuple[str, bytes]:
