@@ -43,6 +43,10 @@ class XsltError(Exception):
         self.column = column
 
 
+class _ApplyError(XsltError):
+    """libxslt failed while applying the stylesheet (where a failed allocation also shows)."""
+
+
 # -- what parent and child share ----------------------------------------------------------------
 
 
@@ -116,7 +120,7 @@ def _transform(xslt: Any, data: bytes, params: dict[str, str], max_output: int) 
         result = xslt(doc, **{k: etree.XSLT.strparam(v) for k, v in params.items()})
     except etree.XSLTApplyError as exc:
         text, line, column = _first_error(exc, "the transformation failed")
-        raise XsltError(f"the transformation failed: {text}", line, column) from None
+        raise _ApplyError(f"the transformation failed: {text}", line, column) from None
     out = bytes(result)
     if len(out) > max_output:
         raise XsltError(f"the result is {len(out)} bytes, more than the limit of {max_output}")
@@ -160,7 +164,6 @@ def child_main(memory_limit: int) -> None:
             return
         header, payloads = frame
         key = str(header["key"])
-        peak_before = _peak_bytes()
         try:
             xslt = compiled.get(key)
             if xslt is None:
@@ -173,14 +176,23 @@ def child_main(memory_limit: int) -> None:
                     compiled.popitem(last=False)
             compiled.move_to_end(key)
             out = _transform(xslt, payloads[0], dict(header.get("params") or {}), int(header["max"]))
-            _write_frame(stdout, {"ok": True}, out)
+            _write_frame(stdout, {"ok": True, "last": _grown(memory_limit)}, out)
         except XsltError as exc:
-            if _near_limit(memory_limit, peak_before):
+            if isinstance(exc, _ApplyError) and _near_limit(memory_limit):
                 # libxslt reports a failed allocation as an XPath error ("Undefined variable"): say
                 # what happened, and end this process so the next transformation starts afresh
                 _write_frame(stdout, {"ok": False, "error": _OUT_OF_MEMORY % memory_limit, "retire": True})
                 return
-            _write_frame(stdout, {"ok": False, "error": exc.text, "line": exc.line, "column": exc.column})
+            _write_frame(
+                stdout,
+                {
+                    "ok": False,
+                    "error": exc.text,
+                    "line": exc.line,
+                    "column": exc.column,
+                    "last": _grown(memory_limit),
+                },
+            )
         except MemoryError:
             _write_frame(stdout, {"ok": False, "error": _OUT_OF_MEMORY % memory_limit, "retire": True})
             return
@@ -197,11 +209,15 @@ def _peak_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _near_limit(memory_limit: int, peak_before: int) -> bool:
-    """Whether this transformation raised the process's peak resident size to within a quarter of
-    its address-space limit (a peak an earlier transformation reached says nothing of this one)."""
-    peak = _peak_bytes()
-    return peak > peak_before and peak > memory_limit * 3 // 4
+def _near_limit(memory_limit: int) -> bool:
+    """Whether this process's peak resident size came within a quarter of its address-space limit."""
+    return _peak_bytes() > memory_limit * 3 // 4
+
+
+def _grown(memory_limit: int) -> bool:
+    """Whether this process's peak passed half its limit: it then serves no further transformation,
+    so a later failure is never taken for a memory failure because of an earlier peak."""
+    return _peak_bytes() > memory_limit // 2
 
 
 # -- the parent --------------------------------------------------------------------------------
@@ -310,7 +326,7 @@ def transform(
         child.kill()
         raise XsltError(str(reply.get("error")))
     with _LOCK:
-        if len(_IDLE) < _MOST_IDLE:
+        if not reply.get("last") and len(_IDLE) < _MOST_IDLE:
             _IDLE.append(child)
             child = None  # type: ignore[assignment]
     if child is not None:
