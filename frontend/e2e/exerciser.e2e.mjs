@@ -2,9 +2,11 @@
 // (MQInput → Compute doubling <qty> → MQOutput) is saved and deployed; from the designer an
 // operator records a message and clicks a connection to see its tree and body; a test message
 // that does not parse is refused with the parser's line and column in the dialog; a test message
-// sent from the canvas is kept with the flow and its path opens; a viewer sees the recording but
-// cannot record or send; and a 10 MB message is recorded cut short with a notice. The steps build
-// on each other. Prints one JSON line of step results; exits 1 when any step fails.
+// sent from the canvas is kept with the flow and its path opens; a test case made from that
+// recording passes in the Tests panel and fails once the ESQL is changed and saved; a viewer sees
+// the recording but cannot record or send; and a 10 MB message is recorded cut short with a
+// notice. The steps build on each other. Prints one JSON line of step results; exits 1 when any
+// step fails.
 import { launch, login, rest as restCall, stepRunner } from './browser.mjs';
 
 const base = process.env.FLOWBROKER_URL ?? 'http://127.0.0.1:8080';
@@ -183,6 +185,37 @@ try {
     const body = await again.getByLabel('Message body').innerText();
     if (body !== '<order><qty>3</qty></order>') throw new Error(`the kept body reads ${JSON.stringify(body)}`);
     await again.getByRole('button', { name: 'Close' }).click();
+  });
+
+  await step('a test case made from the recording passes in Tests, and fails once the ESQL is changed', async () => {
+    await clickEdge('c.out->out.in');
+    await panel().getByRole('button', { name: 'Create test case…' }).click();
+    const form = panel().getByRole('form', { name: 'New test case' });
+    await form.getByLabel('Test case name').fill('doubles three');
+    await form.getByLabel('Mark Root.MQMD.CorrelId').check();
+    await form.getByRole('button', { name: 'Save test case' }).click();
+    await panel().getByText('Test case “doubles three” saved with the flow; run it in Tests.').waitFor({ timeout: 15000 });
+    const stored = await rest('GET', `/api/flows/${flowId}`);
+    const ignore = stored.body.document.tests?.[0]?.ignore ?? [];
+    if (!ignore.includes('Root.MQMD.CorrelId')) throw new Error(`the case ignores ${JSON.stringify(ignore)}`);
+    const runTests = async (summary) => {
+      // the flow's properties (with its Tests) show when no node is chosen
+      await page.locator('.react-flow__pane').click({ position: { x: 20, y: 20 } });
+      await page.getByRole('button', { name: 'Tests (1)', exact: true }).click();
+      const dialog = page.getByRole('dialog', { name: 'Flow tests' });
+      await dialog.getByRole('button', { name: 'Run tests' }).click();
+      await dialog.getByTestId('test-summary').filter({ hasText: summary }).waitFor({ timeout: 120_000 });
+      await shot(summary.startsWith('1') ? 'exerciser-07-test-case' : 'exerciser-08-test-case-fails');
+      await dialog.getByRole('button', { name: 'Close' }).click();
+    };
+    await runTests('1 of 1 passed');
+    // the ESQL is changed in the designer's store, as the property panel changes it, and saved
+    await page.evaluate((text) => window.__designer.getState().setProperty('c', 'esql', text), DOUBLE.replace('* 2', '* 5'));
+    await Promise.all([
+      page.waitForResponse((r) => r.url().includes(`/api/flows/${flowId}`) && r.request().method() === 'PUT'),
+      page.getByRole('button', { name: 'Save', exact: true }).click(),
+    ]);
+    await runTests('0 of 1 passed');
   });
 
   await step('a viewer sees the recordings but can neither record nor send', async () => {

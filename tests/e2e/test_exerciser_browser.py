@@ -22,10 +22,12 @@ SCREENSHOTS = (
     "exerciser-04-sent-path",
     "exerciser-05-viewer",
     "exerciser-06-truncated",
+    "exerciser-07-test-case",
+    "exerciser-08-test-case-fails",
 )
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(540)
 def test_flow_exerciser_records_shows_and_sends(broker: str, admin_password: str) -> None:
     out = ROOT / "test-output" / "exerciser"
     shutil.rmtree(out, ignore_errors=True)  # a screenshot of an earlier run proves nothing
@@ -37,6 +39,6 @@ def test_flow_exerciser_records_shows_and_sends(broker: str, admin_password: str
         "FLOWBROKER_PASSWORD": admin_password,
         "OUTPUT_DIR": str(out),
     }
-    run_script("exerciser.e2e.mjs", env, timeout=400, steps=6)
+    run_script("exerciser.e2e.mjs", env, timeout=520, steps=7)
     missing = [shot for shot in SCREENSHOTS if not (out / f"{shot}.png").is_file()]
     assert missing == []

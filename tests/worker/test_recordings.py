@@ -1,4 +1,4 @@
-"""The flow exerciser against a real execution group: record over REST, read each connection, send test messages."""
+"""The flow exerciser against a real execution group: record over REST, read each connection, send test messages, make test cases."""
 
 from __future__ import annotations
 
@@ -216,3 +216,78 @@ def test_test_message_to_an_http_input_is_posted_to_its_group_listener_and_recor
         assert ("X-Test", "yes") in [(f["name"], f["value"]) for f in headers["children"]]
         platform.request("DELETE", f"/api/deployments/{created['id']}")
         platform.wait_status(created["id"], {"undeployed"})
+
+
+def _recorded(platform, deployment: dict, body: str) -> str:
+    sent = platform.request(
+        "POST",
+        f"/api/deployments/{deployment['id']}/test-messages",
+        json={"node": "in", "message": {"body": body, "format": "XML"}},
+    )
+    assert sent.status_code == 201, sent.text
+    recording = sent.json()["recording"]["id"]
+    assert _finished(platform, deployment["id"], recording)["status"] == "complete"
+    return str(recording)
+
+
+def test_a_recorded_message_becomes_a_test_case_saved_with_the_flow_that_passes(platform, worker) -> None:
+    deployment, _, dst = _deployed(platform, "CaseFromRecording")
+    recording = _recorded(platform, deployment, "<order><qty>3</qty><id>7</id></order>")
+    with platform.qm.client() as qm:
+        get_all(qm, dst, 1)
+    path = f"/api/deployments/{deployment['id']}/recordings/{recording}/test-cases"
+    made = platform.request(
+        "POST", path, json={"name": "doubles the quantity", "ignore": ["Root.XMLNSC.order.id"]}
+    )
+    assert made.status_code == 201, made.text
+    answer = made.json()
+    assert answer["flowId"] == deployment["flowId"] and answer["version"] == 2
+    case = answer["case"]
+    assert case["input"]["node"] == "in"
+    assert case["input"]["body"] == "<order>\n  <qty>3</qty>\n  <id>7</id>\n</order>"
+    ((expected,),) = [e["messages"] for e in case["expect"]]
+    assert [e["queue"] for e in case["expect"]] == [dst]
+    assert expected["body"] == "<order>\n  <qty>6</qty>\n  <id>7</id>\n</order>"
+    assert expected["domain"] == "XMLNSC"
+    assert case["ignore"][-1] == "Root.XMLNSC.order.id" and "MQMD.MsgId" in case["ignore"]
+    stored = platform.request("GET", f"/api/flows/{deployment['flowId']}").json()
+    assert [c["name"] for c in stored["document"]["tests"]] == ["doubles the quantity"]
+    again = platform.request("POST", path, json={"name": "doubles the quantity"})
+    assert again.status_code == 409
+    run = platform.request("POST", f"/api/flows/{deployment['flowId']}/tests/run", json={})
+    assert run.status_code == 200, run.text
+    assert run.json()["passed"], run.json()
+
+
+def test_a_missing_recording_message_or_output_is_refused_and_viewers_cannot_make_cases(
+    platform, worker
+) -> None:
+    deployment, _, dst = _deployed(platform, "CaseRefused")
+    recording = _recorded(platform, deployment, "<order><qty>1</qty></order>")
+    with platform.qm.client() as qm:
+        get_all(qm, dst, 1)
+    base = f"/api/deployments/{deployment['id']}/recordings"
+    no_message = platform.request("POST", f"{base}/{recording}/test-cases", json={"name": "x", "message": 2})
+    assert no_message.status_code == 404 and "has no message 2" in no_message.json()["message"]
+    unknown = platform.request("POST", f"{base}/{'0' * 32}/test-cases", json={"name": "x"})
+    assert unknown.status_code == 404
+    other_tree = platform.request(
+        "POST", f"{base}/{recording}/test-cases", json={"name": "x", "ignore": ["Environment.Seen"]}
+    )
+    assert other_tree.status_code == 422 and other_tree.json()["detail"][0]["pointer"] == "/ignore/0"
+    viewer = platform.client.post(
+        f"{base}/{recording}/test-cases", json={"name": "x"}, headers=_viewer(platform)
+    )
+    assert viewer.status_code == 403
+    # the path the message took: in -> c only, once the output node's connection is gone
+    flow = platform.request("GET", f"/api/flows/{deployment['flowId']}").json()
+    document = flow["document"]
+    document["connections"] = [c for c in document["connections"] if c["to"]["node"] != "out"]
+    redeployed = platform.deploy(document)
+    running = platform.wait_status(redeployed["id"], {"running"})
+    silent = _recorded(platform, running, "<order><qty>1</qty></order>")
+    no_output = platform.request(
+        "POST", f"/api/deployments/{running['id']}/recordings/{silent}/test-cases", json={"name": "x"}
+    )
+    assert no_output.status_code == 422, no_output.text
+    assert "reached no node that writes to a queue" in no_output.json()["message"]

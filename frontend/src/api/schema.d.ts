@@ -498,6 +498,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/deployments/{deployment_id}/recordings/{recording_id}/test-cases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create Test Case
+         * @description Make a test case of one recorded message: its input as it left the input node, and what
+         *     reached each node writing to a queue; saved with the flow as its next version (audit-logged).
+         */
+        post: operations["create_test_case_api_deployments__deployment_id__recordings__recording_id__test_cases_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/deployments/{deployment_id}/start": {
         parameters: {
             query?: never;
@@ -3302,6 +3323,39 @@ export interface components {
             /** Name */
             name: string;
         };
+        /**
+         * RecordedCaseIn
+         * @description Which recorded message becomes a test case, its name, and the fields the comparison leaves out.
+         */
+        RecordedCaseIn: {
+            /**
+             * Ignore
+             * @description tree paths (e.g. Root.XMLNSC.order.id) ignored besides MsgId, PutDate, PutTime, Expiry, BackoutCount
+             */
+            ignore?: string[];
+            /**
+             * Message
+             * @description which recorded message, from 1
+             * @default 1
+             */
+            message?: number;
+            /** Name */
+            name: string;
+        };
+        /** RecordedCaseOut */
+        RecordedCaseOut: {
+            /** Case */
+            case: {
+                [key: string]: unknown;
+            };
+            /** Flowid */
+            flowId: number;
+            /**
+             * Version
+             * @description the flow's new version, which holds the case
+             */
+            version: number;
+        };
         /** RecordingDetailOut */
         RecordingDetailOut: {
             /**
@@ -6013,6 +6067,97 @@ export interface operations {
             };
             /** @description The named object does not exist */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_test_case_api_deployments__deployment_id__recordings__recording_id__test_cases_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deployment_id: number;
+                /** @description a recording's id (32 hex digits) */
+                recording_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecordedCaseIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordedCaseOut"];
+                };
+            };
+            /** @description Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The change conflicts with the object's current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body, or the message, is larger than allowed */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -12,6 +12,7 @@ import { useSpecs } from '../designer/specs-context';
 import { useDesigner, useDesignerStore } from '../designer/store';
 import { crossingCounts, exerciser, isLive, type CrossingSummary, type Recording } from './api';
 import { MessageTreeView } from './MessageTreeView';
+import { RecordedCaseForm } from './RecordedCaseForm';
 import { TestMessageDialog, type NamedTestMessage } from './TestMessageDialog';
 
 const OPEN_KEY = 'flowbroker.exerciser.open';
@@ -57,6 +58,9 @@ export function ExerciserPanel() {
   const [maxMessages, setMaxMessages] = useState(10);
   const [seconds, setSeconds] = useState(60);
   const [error, setError] = useState<string | null>(null);
+  /** Making a test case of the shown message; then the name of the case last saved. */
+  const [makingCase, setMakingCase] = useState(false);
+  const [savedCase, setSavedCase] = useState<string | null>(null);
   /** The input node whose test message dialog is open (kept when the graph is replaced). */
   const [sendTo, setSendTo] = useState<string | null>(null);
   const sendNode = useDesigner((s) => (sendTo ? (s.nodes.find((n) => n.id === sendTo) ?? null) : null));
@@ -96,6 +100,7 @@ export function ExerciserPanel() {
   });
 
   useEffect(() => setSeq(null), [selectedEdge, chosen]);
+  useEffect(() => setMakingCase(false), [selectedEdge, chosen, shownSeq]);
 
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['exerciser'] });
 
@@ -240,7 +245,42 @@ export function ExerciserPanel() {
                     ))}
                   </div>
                   {crossing.error && <p className="error">{problemText(crossing.error)}</p>}
-                  {crossing.data && <MessageTreeView view={crossing.data.view} />}
+                  {savedCase && (
+                    <p className="muted" role="status">
+                      Test case “{savedCase}” saved with the flow; run it in Tests.
+                    </p>
+                  )}
+                  {crossing.data && chosen && makingCase ? (
+                    <RecordedCaseForm
+                      deploymentId={deployment.id}
+                      recordingId={chosen}
+                      message={crossing.data.message}
+                      view={crossing.data.view}
+                      onCancel={() => setMakingCase(false)}
+                      onSaved={(saved) => {
+                        // the case is the flow's new version: the open flow takes it as saved, keeping any edits
+                        const { meta } = store.getState();
+                        const tests = Array.isArray(meta.tests) ? meta.tests : [];
+                        store.setState({ meta: { ...meta, tests: [...tests, saved.case], version: saved.version } });
+                        setSavedCase(String(saved.case.name));
+                        setMakingCase(false);
+                      }}
+                    />
+                  ) : (
+                    crossing.data && (
+                      <>
+                        {canEdit && (
+                          <button type="button" onClick={() => {
+                              setSavedCase(null);
+                              setMakingCase(true);
+                            }}>
+                            Create test case…
+                          </button>
+                        )}
+                        <MessageTreeView view={crossing.data.view} />
+                      </>
+                    )
+                  )}
                 </div>
               )}
             </>

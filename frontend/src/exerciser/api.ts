@@ -7,6 +7,7 @@ export type CrossingSummary = Schemas['CrossingSummaryOut'];
 export type Crossing = Schemas['CrossingOut'];
 export type TestMessageRequest = Schemas['TestMessageIn'];
 export type TestMessageSent = Schemas['TestMessageOut'];
+export type RecordedCase = Schemas['RecordedCaseOut'];
 
 const recordingPath = (deployment: number, recording: string) => ({
   params: { path: { deployment_id: deployment, recording_id: recording } },
@@ -35,6 +36,9 @@ export const exerciser = {
         params: { path: { deployment_id: deployment, recording_id: recording, seq } },
       }),
     ),
+  /** Make a test case of recorded message `message`, saved with the flow as its next version. */
+  testCase: (deployment: number, recording: string, body: Schemas['RecordedCaseIn']) =>
+    unwrap(api.POST('/api/deployments/{deployment_id}/recordings/{recording_id}/test-cases', { ...recordingPath(deployment, recording), body })),
   send: (deployment: number, body: TestMessageRequest) =>
     unwrap(api.POST('/api/deployments/{deployment_id}/test-messages', { params: { path: { deployment_id: deployment } }, body })),
 };

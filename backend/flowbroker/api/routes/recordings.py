@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, status
+from fastapi import APIRouter, Path, Request, status
 from pydantic import Field
 
-from flowbroker.api.deps import DbSession, Deployer, QueueWriter, Reader, SettingsDep
+from flowbroker.api.deps import DbSession, Deployer, FlowEditor, QueueWriter, Reader, SettingsDep
 from flowbroker.api.errors import AUTHENTICATED, responses
 from flowbroker.api.message_views import MessageViewOut
 from flowbroker.api.routes.deployments import DeploymentOut
 from flowbroker.api.routes.queue_messages import PutIn, to_test_message
 from flowbroker.api.schemas import Body, Id, Out, StrictInt
-from flowbroker.services import deploy, recordings, test_messages
+from flowbroker.services import deploy, recorded_cases, recordings, test_messages
 
 router = APIRouter(tags=["recordings"], responses=responses(*AUTHENTICATED))
 
@@ -149,6 +149,56 @@ def delete_recording(
 ) -> None:
     """Delete a recording now (stopping it first if it runs)."""
     recordings.delete(session, user.username, deployment_id, recording_id, settings)
+
+
+class RecordedCaseIn(Body):
+    """Which recorded message becomes a test case, its name, and the fields the comparison leaves out."""
+
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    message: Annotated[int, Field(ge=1)] = Field(default=1, description="which recorded message, from 1")
+    ignore: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        default_factory=list,
+        max_length=200,
+        description="tree paths (e.g. Root.XMLNSC.order.id) ignored besides MsgId, PutDate, PutTime, Expiry, BackoutCount",
+    )
+
+
+class RecordedCaseOut(Out):
+    flow_id: int
+    version: int = Field(description="the flow's new version, which holds the case")
+    case: dict[str, Any]
+
+
+@router.post(
+    "/api/deployments/{deployment_id}/recordings/{recording_id}/test-cases",
+    responses=responses(404, 409, 422),
+    response_model=RecordedCaseOut,
+    status_code=status.HTTP_201_CREATED,
+)
+def create_test_case(
+    deployment_id: Id,
+    recording_id: RecordingId,
+    body: RecordedCaseIn,
+    request: Request,
+    user: FlowEditor,
+    session: DbSession,
+    settings: SettingsDep,
+) -> Any:
+    """Make a test case of one recorded message: its input as it left the input node, and what
+    reached each node writing to a queue; saved with the flow as its next version (audit-logged).
+    """
+    state, case = recorded_cases.create(
+        session,
+        user.username,
+        deployment_id,
+        recording_id,
+        settings,
+        name=body.name,
+        message=body.message,
+        ignore=body.ignore,
+        lookup=request.app.state.node_lookup,
+    )
+    return RecordedCaseOut(flow_id=state.id, version=state.current_version, case=case)
 
 
 class HttpIn(Body):

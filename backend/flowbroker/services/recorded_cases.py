@@ -1,0 +1,172 @@
+"""A flow test case made from one recorded flow invocation.
+
+The recording holds, per connection a message crossed, the message view
+(:mod:`flowbroker.runtime.message_view`). The case's input is the message as it left the flow's
+input node (the node a case starts at, by its spec's ``testInput``); what is expected is each
+message that reached a node writing to a queue (its spec's ``writesQueue``), per queue, in the
+order they crossed. The views are turned back into a test file's message form: the serialized
+body, the MQMD fields that were set, the MQRFH2 folders. The case is then stored with the flow
+(:func:`flowbroker.services.flow_tests.add_case`), so it becomes the flow's next version.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from flowbroker.flowtests import cases
+from flowbroker.formats import mqmd
+from flowbroker.services import audit, deploy, flow_tests, flows, recordings, validation
+from flowbroker.services.errors import Invalid, NotFound, problem
+from flowbroker.settings import Settings
+
+#: Trees a test compares; marked fields in the other trees cannot be ignored (they are never compared).
+_OTHER_TREES = ("LocalEnvironment", "Environment", "ExceptionList")
+#: MQMD fields that differ on every run: never part of a recorded message.
+_VOLATILE = frozenset(path.partition(".")[2] for path in cases.VOLATILE_PATHS)
+_DEFAULTS = {name: default for name, _, default in mqmd._FIELDS}
+
+
+def create(
+    session: Session,
+    actor: str,
+    deployment_id: int,
+    recording_id: str,
+    settings: Settings,
+    *,
+    name: str,
+    message: int = 1,
+    ignore: list[str] | None = None,
+    lookup: validation.SpecLookup | None = None,
+) -> tuple[flows.FlowState, dict[str, Any]]:
+    """Add to the deployed flow a case made from recorded message ``message``; the flow's state and the case."""
+    bad = [n for n, path in enumerate(ignore or []) if path.split(".")[0] in _OTHER_TREES]
+    if bad:
+        raise Invalid(
+            f"{(ignore or [])[bad[0]]!r} is not compared by a test: only fields below Root can be ignored",
+            [problem(f"/ignore/{bad[0]}", "only fields below Root are compared")],
+        )
+    deployment = deploy.get(session, deployment_id)
+    where = recordings.directory(settings.data, deployment)
+    recordings.expire(where, settings.recording_ttl_seconds)
+    state = recordings.describe(where, recording_id)
+    entries = [e for e in recordings._index(where, recording_id) if e.get("message") == message]
+    if not entries:
+        raise NotFound(f"recording {recording_id} has no message {message} (it holds {state['messages']})")
+    document = deployment.flow_version.document
+    nodes = {str(n.get("id")): n for n in document.get("nodes") or [] if isinstance(n, dict)}
+    start = next((e for e in entries if cases.starts_by(nodes.get(_end(e, "from"), {}))), None)
+    if start is None:
+        raise Invalid(
+            f"recorded message {message} did not leave an input node a test can start at",
+            [problem("/message", "no input node in the recorded path")],
+        )
+    outputs: dict[str, list[dict[str, Any]]] = {}
+    reached = [(e, cases.queue_output(nodes.get(_end(e, "to"), {}))) for e in entries]
+    reached = [(e, queue) for e, queue in reached if queue]
+    if not reached:
+        raise Invalid(
+            f"recorded message {message} reached no node that writes to a queue: there is nothing to expect",
+            [problem("/message", "no output in the recorded path")],
+        )
+    with open(where / f"{recording_id}.jsonl", "rb") as handle:
+        given = _case_message(_read(handle, start), "input")
+        for entry, queue in reached:
+            outputs.setdefault(queue, []).append(_case_message(_read(handle, entry), entry["connection"]))
+    case = cases.case_from_views(
+        name, given, outputs, input_node=_end(start, "from"), ignore=list(ignore or [])
+    )
+    audit.record(
+        session,
+        actor,
+        "recording.read",
+        f"deployment:{deployment.id}",
+        {"recording": recording_id, "message": message, "testCase": name},
+    )
+    flow_id = deployment.flow_version.flow_id
+    return flow_tests.add_case(session, actor, flow_id, case, lookup=lookup), case
+
+
+def _end(entry: dict[str, Any], side: str) -> str:
+    end = entry.get(side) or {}
+    return str(end.get("node") or "")
+
+
+def _read(handle: Any, entry: dict[str, Any]) -> dict[str, Any]:
+    handle.seek(int(entry["offset"]))
+    view: dict[str, Any] = json.loads(handle.read(int(entry["length"])))["view"]
+    return view
+
+
+def _case_message(view: dict[str, Any], where: str) -> dict[str, Any]:
+    """A recorded view as a test file's message: body, set MQMD fields, MQRFH2 folders, domain."""
+    body = view.get("body") or {}
+    if view.get("truncated") or body.get("notices"):
+        raise Invalid(
+            f"the message recorded at {where} was cut by the recording's limits; a test needs it whole",
+            [problem("/message", f"{where}: {'; '.join(view.get('notices') or ['truncated'])}")],
+        )
+    root: dict[str, Any] = next(
+        (t for t in view.get("trees") or [] if t.get("name") == "Root"), {"children": []}
+    )
+    folders = {kid["name"]: kid for kid in root.get("children") or []}
+    out: dict[str, Any] = {}
+    fields = _mqmd_fields(folders.get("MQMD"))
+    rfh2 = folders.get("MQRFH2")
+    if rfh2 is not None:
+        out["rfh2"] = {
+            folder["name"]: {f["name"]: f.get("value") or "" for f in folder["children"]}
+            for folder in rfh2.get("children") or []
+            if folder.get("children")
+        }
+        inner = next((f.get("value") for f in rfh2.get("children") or [] if f["name"] == "Format"), "")
+        fields["Format"] = str(inner or "").strip() or fields.get("Format", "")
+        if not fields["Format"]:
+            del fields["Format"]
+    if fields:
+        out["mqmd"] = fields
+    fmt = body.get("format")
+    if fmt in ("xml", "json"):
+        out["body"] = body.get("text", "")
+    elif fmt == "hex":
+        out["bodyHex"] = "".join(
+            line[10:].split("  ")[0].replace(" ", "") for line in str(body.get("text", "")).splitlines()
+        )
+    if body.get("domain"):
+        out["domain"] = body["domain"]
+    return out
+
+
+def _mqmd_fields(folder: dict[str, Any] | None) -> dict[str, Any]:
+    """The MQMD fields a test sets that the recorded message had other than their defaults."""
+    fields: dict[str, Any] = {}
+    for kid in (folder or {}).get("children") or []:
+        name, text = kid.get("name"), kid.get("value")
+        if name not in cases.MQMD_FIELDS or name in _VOLATILE or text is None:
+            continue
+        value: Any = text
+        if name in ("Encoding", "CodedCharSetId", "Priority", "Persistence"):
+            try:
+                value = int(text)
+            except ValueError:
+                continue
+        elif name == "CorrelId":
+            try:
+                value = bytes.fromhex(text).rstrip(b"\x00").decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                continue  # an id that is not text is left out (so not compared)
+            if not value:
+                continue
+        elif name == "Format":
+            value = text.strip()
+            if not value or value == mqmd.FORMAT_RFH2.strip():
+                continue
+        elif not text.strip():
+            continue
+        default = _DEFAULTS.get(name)
+        if value == default or (isinstance(default, str) and value == default.strip()):
+            continue
+        fields[name] = value
+    return fields
