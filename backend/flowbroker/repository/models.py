@@ -134,6 +134,8 @@ class ExecutionGroup(Base):
     #: Whether flows with code nodes (PythonCompute: trusted code with the worker's rights) may run
     #: here; only an administrator turns it on.
     code_nodes: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0", nullable=False)
+    #: The port of the group's HTTP listener (its HTTPInput nodes); None: FLOWBROKER_HTTP_PORT.
+    http_port: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
     broker: Mapped[Broker] = relationship(back_populates="groups")
     report: Mapped[GroupReport | None] = relationship(
