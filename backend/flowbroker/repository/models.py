@@ -120,7 +120,11 @@ class ExecutionGroup(Base):
     """An execution group: one worker process of a broker, isolated from its siblings."""
 
     __tablename__ = "execution_groups"
-    __table_args__ = (UniqueConstraint("broker_id", "name", name="uq_execution_groups_broker_name"),)
+    __table_args__ = (
+        UniqueConstraint("broker_id", "name", name="uq_execution_groups_broker_name"),
+        # the groups of a broker share a host: no two listen on one HTTP port (NULLs never clash)
+        UniqueConstraint("broker_id", "http_port", name="uq_execution_groups_broker_http_port"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     broker_id: Mapped[int] = mapped_column(ForeignKey("brokers.id", ondelete="CASCADE"), nullable=False)
     name: Mapped[str] = mapped_column(String(64), nullable=False)
