@@ -43,7 +43,7 @@ SPEC = NodeSpec(
         "testInput": "http",
     },
     description="Receives HTTP requests on a path of the execution group's HTTP listener "
-    "(FLOWBROKER_HTTP_PORT) and propagates each as a message; an HTTPReply node answers it.",
+    "(its httpPort, else FLOWBROKER_HTTP_PORT) and propagates each as a message; an HTTPReply node answers it.",
     outputs=(
         Terminal("out", "out", "Out"),
         Terminal("failure", "failure", "Failure"),

@@ -1,5 +1,5 @@
 // End-to-end through the browser against a running `flowbroker up`: the topology drawn as a graph,
-// the ESQL editor's module skeleton and wide panel, export with the subflows a flow uses, and an
+// a group's HTTP port, the ESQL editor's module skeleton and wide panel, export with the subflows a flow uses, and an
 // import whose name is taken (rename or overwrite, never the other flow's live counts).
 // Prints one JSON line of step results; exits 1 when any step fails.
 import { readFileSync } from 'node:fs';
@@ -94,6 +94,26 @@ try {
     const table = await page.locator('table.grid').first().boundingBox();
     if (!(drawn && table && table.y > drawn.y)) throw new Error(`graph at ${JSON.stringify(drawn)}, table at ${JSON.stringify(table)}`);
     await shot('topology-graph');
+  });
+
+  await step("a group's HTTP port set, refused when invalid, and cleared on the topology page", async () => {
+    const port = 18000 + (stamp % 1000);
+    const httpPort = async () =>
+      (await rest('GET', '/api/brokers')).body.flatMap((b) => b.groups).find((g) => g.name === 'default')?.httpPort;
+    const field = page.getByTestId('group-http-port-default');
+    await field.fill(String(port));
+    await field.press('Enter');
+    await until('the port saved', async () => (await httpPort()) === port);
+    await until('the field showing it', async () => (await field.inputValue()) === String(port));
+    await field.fill('70000');
+    await field.press('Enter');
+    await page.locator('.error', { hasText: 'httpPort' }).first().waitFor({ timeout: 10000 });
+    if ((await httpPort()) !== port) throw new Error('an invalid port changed the group');
+    await until('the field back to the saved port', async () => (await field.inputValue()) === String(port));
+    // empty: back to the worker's FLOWBROKER_HTTP_PORT
+    await field.fill('');
+    await field.press('Enter');
+    await until('the port cleared', async () => (await httpPort()) === null);
   });
 
   await step('the ESQL editor inserts the module skeleton and opens in a wide panel', async () => {

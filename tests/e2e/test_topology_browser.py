@@ -27,6 +27,6 @@ def test_topology_editor_and_import_in_the_browser(broker: str) -> None:
         "FLOWBROKER_PASSWORD": PASSWORD,
         "OUTPUT_DIR": str(out),
     }
-    run_script("topology.e2e.mjs", env, timeout=240, steps=7)
+    run_script("topology.e2e.mjs", env, timeout=240, steps=8)
     missing = [shot for shot in SCREENSHOTS if not (out / f"{shot}.png").is_file()]
     assert missing == []

@@ -264,6 +264,13 @@ class ValidationOut(Out):
 GroupState = Literal["running", "starting", "stopping", "stopped", "failed", "unknown"]
 
 
+_HTTP_PORT = (
+    "the port of the group's HTTP listener, which serves its flows' HTTPInput nodes (1-65535, unique "
+    "among the broker's groups); null: the worker's FLOWBROKER_HTTP_PORT. A change takes effect when "
+    "the listener next opens: at the group's next start, or its first HTTP flow"
+)
+
+
 class GroupOut(Out):
     """An execution group and what its process is doing right now."""
 
@@ -280,6 +287,7 @@ class GroupOut(Out):
         default=False,
         description="whether flows with code nodes (PythonCompute) may be deployed here; only an admin changes it",
     )
+    http_port: int | None = Field(default=None, description=_HTTP_PORT)
     state: GroupState = Field(
         description="running: the worker is up and taking work; starting; stopping; stopped; "
         "failed: it keeps exiting and is restarted with a growing back-off; unknown: no worker reports"
@@ -343,6 +351,7 @@ class GroupIn(Body):
         default=False,
         description="whether flows with code nodes (PythonCompute) may be deployed here; only an admin changes it",
     )
+    http_port: StrictInt | None = Field(default=None, ge=1, le=65535, description=_HTTP_PORT)
 
 
 class GroupPatch(Body):
@@ -351,6 +360,9 @@ class GroupPatch(Body):
     development: StrictBool | None = None
     code_nodes: StrictBool | None = Field(
         default=None, description="allow or refuse flows with code nodes (PythonCompute); admin role only"
+    )
+    http_port: StrictInt | None = Field(
+        default=None, ge=1, le=65535, description=_HTTP_PORT + "; null clears it"
     )
 
 

@@ -251,6 +251,40 @@ def prepare_repository(settings: Any) -> str | None:
     return shown
 
 
+def group_http_ports(settings: Any) -> list[tuple[str, int | None]]:
+    """Each execution group of the local broker with its own HTTP port (None: FLOWBROKER_HTTP_PORT)."""
+    from sqlalchemy import select
+
+    from flowbroker.repository import db
+    from flowbroker.repository.models import Broker, ExecutionGroup
+
+    engine = db.engine_from_settings(settings)
+    try:
+        with db.session_scope(db.session_factory(engine)) as session:
+            rows = session.execute(
+                select(ExecutionGroup.name, ExecutionGroup.http_port)
+                .join(Broker, ExecutionGroup.broker_id == Broker.id)
+                .where(Broker.name == settings.local_broker)
+                .order_by(ExecutionGroup.name)
+            )
+            return [(name, port) for name, port in rows]
+    finally:
+        engine.dispose()
+
+
+def print_http_ports(settings: Any) -> None:
+    """Say where each execution group serves its HTTPInput nodes."""
+    fallback = "any free port" if settings.http_port == 0 else f"port {settings.http_port}"
+    print(
+        f"HTTP flows: the execution groups serve HTTPInput nodes on {settings.http_host}, "
+        "each group's port opened by its first flow that has one:",
+        flush=True,
+    )
+    for name, port in group_http_ports(settings):
+        where = f"port {port} (httpPort)" if port is not None else f"{fallback} (FLOWBROKER_HTTP_PORT)"
+        print(f"  {settings.local_broker}/{name}: {where}", flush=True)
+
+
 def _wait_answering(url: str, timeout: float, supervisor: Any, statuses: tuple[int, ...] = (200,)) -> bool:
     import http.client
     from urllib.parse import urlsplit
@@ -307,12 +341,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     healthy = answering and _wait_answering(url + "/api/health", 10.0, supervisor)
     if healthy:
         print(f"flowbroker is up at {url}/  (components: {names}; data: {settings.data})", flush=True)
-        http_port = "any free port" if settings.http_port == 0 else f"port {settings.http_port}"
-        print(
-            f"HTTP flows: the execution groups serve HTTPInput nodes on {settings.http_host}, "
-            f"{http_port} (FLOWBROKER_HTTP_PORT), opened by the first flow that has one",
-            flush=True,
-        )
+        print_http_ports(settings)
     elif not supervisor.stopping:
         print(
             f"flowbroker: the API did not answer at {url}; see {settings.data / 'logs'}",

@@ -120,7 +120,11 @@ class ExecutionGroup(Base):
     """An execution group: one worker process of a broker, isolated from its siblings."""
 
     __tablename__ = "execution_groups"
-    __table_args__ = (UniqueConstraint("broker_id", "name", name="uq_execution_groups_broker_name"),)
+    __table_args__ = (
+        UniqueConstraint("broker_id", "name", name="uq_execution_groups_broker_name"),
+        # the groups of a broker share a host: no two listen on one HTTP port (NULLs never clash)
+        UniqueConstraint("broker_id", "http_port", name="uq_execution_groups_broker_http_port"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     broker_id: Mapped[int] = mapped_column(ForeignKey("brokers.id", ondelete="CASCADE"), nullable=False)
     name: Mapped[str] = mapped_column(String(64), nullable=False)
@@ -134,6 +138,8 @@ class ExecutionGroup(Base):
     #: Whether flows with code nodes (PythonCompute: trusted code with the worker's rights) may run
     #: here; only an administrator turns it on.
     code_nodes: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0", nullable=False)
+    #: The port of the group's HTTP listener (its HTTPInput nodes); None: FLOWBROKER_HTTP_PORT.
+    http_port: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow, nullable=False)
     broker: Mapped[Broker] = relationship(back_populates="groups")
     report: Mapped[GroupReport | None] = relationship(

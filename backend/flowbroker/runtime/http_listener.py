@@ -166,7 +166,7 @@ class HTTPListener:
                 raise OSError(
                     exc.errno,
                     f"cannot open the HTTP listener on {self.host}:{self.port}: {exc.strerror or exc} "
-                    "(set FLOWBROKER_HTTP_PORT for this execution group)",
+                    "(set the execution group's httpPort, or FLOWBROKER_HTTP_PORT)",
                 ) from None
             sock.listen(1024)
             sock.setblocking(False)

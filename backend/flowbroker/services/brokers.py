@@ -120,9 +120,11 @@ def create_group(
     development: bool = False,
     *,
     code_nodes: bool = False,
+    http_port: int | None = None,
     actor_role: str = "",
 ) -> ExecutionGroup:
-    """Define a group; ``code_nodes`` (flows with PythonCompute nodes may run) needs ``actor_role`` admin."""
+    """Define a group; ``code_nodes`` (flows with PythonCompute nodes may run) needs ``actor_role`` admin;
+    ``http_port`` is its HTTP listener's port, which no other group of the broker may have."""
     broker = get(session, broker_id)
     if code_nodes:
         require_code_admin(actor, actor_role)
@@ -136,12 +138,14 @@ def create_group(
             {"pointer": "/name"},
             code="duplicate_name",
         )
+    _check_http_port(session, broker, http_port, None)
     group = ExecutionGroup(
         broker_id=broker.id,
         name=name,
         description=description,
         development=development,
         code_nodes=code_nodes,
+        http_port=http_port,
     )
     session.add(group)
     session.flush()
@@ -150,10 +154,34 @@ def create_group(
         actor,
         "group.create",
         f"group:{broker.name}/{name}",
-        {"id": group.id, "development": development, "code_nodes": code_nodes},
+        {"id": group.id, "development": development, "code_nodes": code_nodes, "http_port": http_port},
     )
     session.commit()
     return group
+
+
+def _check_http_port(session: Session, broker: Broker, port: int | None, group_id: int | None) -> None:
+    """Two groups of a broker run on one host under `flowbroker up`: each needs its own HTTP port."""
+    if port is None:
+        return
+    if not 1 <= port <= 65535:
+        raise Invalid(
+            f"httpPort must be a port from 1 to 65535, not {port}",
+            [problem("/httpPort", "a port from 1 to 65535, or null")],
+        )
+    other = session.scalars(
+        select(ExecutionGroup).where(
+            ExecutionGroup.broker_id == broker.id,
+            ExecutionGroup.http_port == port,
+            ExecutionGroup.id != (group_id if group_id is not None else -1),
+        )
+    ).first()
+    if other is not None:
+        raise Conflict(
+            f"port {port} is already the HTTP port of execution group {broker.name}/{other.name}",
+            {"pointer": "/httpPort", "group": other.name},
+            code="duplicate_port",
+        )
 
 
 def require_code_admin(actor: str, actor_role: str) -> None:
@@ -211,15 +239,24 @@ def update_group(
                 {"pointer": "/name"},
                 code="duplicate_name",
             )
+    port_change = "http_port" in changes and changes["http_port"] != group.http_port
+    if port_change:
+        _check_http_port(session, group.broker, changes["http_port"], group.id)
     for key in ("name", "description", "development", "code_nodes"):
         if key in changes and changes[key] is not None:
             setattr(group, key, changes[key])
+    if port_change:
+        group.http_port = changes["http_port"]  # None: back to the worker's FLOWBROKER_HTTP_PORT
     audit.record(
         session,
         actor,
         "group.update",
         f"group:{group.broker.name}/{group.name}",
-        {"id": group.id, **({"development": changes["development"]} if "development" in changes else {})},
+        {
+            "id": group.id,
+            **({"development": changes["development"]} if "development" in changes else {}),
+            **({"http_port": group.http_port} if port_change else {}),
+        },
     )
     if code_change:
         audit.record(

@@ -175,6 +175,7 @@ def describe_group(
         "desired_state": group.desired_state,
         "development": bool(group.development),
         "code_nodes": bool(group.code_nodes),
+        "http_port": group.http_port,
         **process_state(
             data,
             table,

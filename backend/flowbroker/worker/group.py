@@ -72,6 +72,7 @@ class GroupState:
                 "FLOWBROKER_QM", ""
             )
             sources = self._data_source_urls(session, target.broker_id)
+            http_port = target.http_port
         data = str(self.data)
         try:
             # the broker's URL scheme names the transport: the queue manager or RabbitMQ
@@ -90,7 +91,7 @@ class GroupState:
             recording_dir=recordings_dir(self.data, self.broker, self.group),
             resolve_subflow=self._resolve_subflow,
             broker=broker_attributes(self.broker, self.group, qm_url, self.data),
-            http=http_listener(settings),
+            http=http_listener(settings, http_port),
         )
 
     @staticmethod
@@ -217,10 +218,15 @@ class GroupState:
             needs = dict(row.dependencies or {}) or dependencies.resolve(session, document)
             # read at every deploy and resume: code nodes run only while an administrator allows them
             code_nodes = bool(row.group.code_nodes)
+            http_port = row.group.http_port
             deploy.begin_compiling(row)
             # data sources defined since the group started are usable by this deployment
             self.runtime.data_sources.urls.update(self._data_source_urls(session, row.broker_id))
         with self.lock:
+            listener = self.runtime.http
+            if http_port is not None and listener is not None and listener.address is None:
+                # a port set on the group since the worker started counts until the listener opens
+                listener.port = http_port
             try:
                 if self.transport_problem:
                     raise TransportUnusable(self.transport_problem)
@@ -517,13 +523,14 @@ class GroupState:
             reports.touch(session, self.group_id, self.host, os.getpid(), statistics)
 
 
-def http_listener(settings: Any) -> Any:
-    """The group's HTTP listener as the FLOWBROKER_HTTP_* settings say (opened on first use)."""
+def http_listener(settings: Any, port: int | None = None) -> Any:
+    """The group's HTTP listener as the FLOWBROKER_HTTP_* settings say (opened on first use), on
+    ``port`` (the group's own ``httpPort``) when there is one."""
     from flowbroker.runtime.http_listener import HTTPListener
 
     return HTTPListener(
         settings.http_host,
-        settings.http_port,
+        settings.http_port if port is None else port,
         max_body_bytes=settings.http_max_body_bytes,
         max_connections=settings.http_max_connections,
         keep_alive_s=settings.http_keep_alive_seconds,

@@ -245,7 +245,8 @@ export interface paths {
          * @description Rename or describe an execution group, or mark it as a development group (one whose flows
          *     the step debugger may pause) or a production group (one that never pauses). Allowing or
          *     refusing code nodes (``codeNodes``: flows with PythonCompute nodes) needs the admin role
-         *     and is recorded in the audit log.
+         *     and is recorded in the audit log. ``httpPort`` sets the port of the group's HTTP listener
+         *     (null: the worker's FLOWBROKER_HTTP_PORT); a port another group of the broker has is refused.
          */
         patch: operations["update_group_api_brokers__broker_id__groups__group_id__patch"];
         trace?: never;
@@ -2459,6 +2460,11 @@ export interface components {
              * @default false
              */
             development?: boolean;
+            /**
+             * Httpport
+             * @description the port of the group's HTTP listener, which serves its flows' HTTPInput nodes (1-65535, unique among the broker's groups); null: the worker's FLOWBROKER_HTTP_PORT. A change takes effect when the listener next opens: at the group's next start, or its first HTTP flow
+             */
+            httpPort?: number | null;
             /** Name */
             name: string;
         };
@@ -2504,6 +2510,11 @@ export interface components {
              * @description the host name the group's worker process runs on
              */
             host: string | null;
+            /**
+             * Httpport
+             * @description the port of the group's HTTP listener, which serves its flows' HTTPInput nodes (1-65535, unique among the broker's groups); null: the worker's FLOWBROKER_HTTP_PORT. A change takes effect when the listener next opens: at the group's next start, or its first HTTP flow
+             */
+            httpPort: number | null;
             /** Id */
             id: number;
             /** Name */
@@ -2538,6 +2549,11 @@ export interface components {
             description?: string | null;
             /** Development */
             development?: boolean | null;
+            /**
+             * Httpport
+             * @description the port of the group's HTTP listener, which serves its flows' HTTPInput nodes (1-65535, unique among the broker's groups); null: the worker's FLOWBROKER_HTTP_PORT. A change takes effect when the listener next opens: at the group's next start, or its first HTTP flow; null clears it
+             */
+            httpPort?: number | null;
             /** Name */
             name?: string | null;
         };

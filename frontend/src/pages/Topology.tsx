@@ -18,6 +18,51 @@ export function flowState(flow: Pick<Deployment, 'status'>, group: Pick<Schemas[
   return flow.status;
 }
 
+/** The port of the group's HTTP listener (empty: the worker's FLOWBROKER_HTTP_PORT), saved on Enter or leaving the field. */
+function HttpPortField({ broker, group, act }: { broker: Schemas['BrokerOut']; group: Schemas['GroupOut']; act: Act }) {
+  // what is being typed; null while the field shows the group's port
+  const [draft, setDraft] = useState<string | null>(null);
+  const save = () => {
+    if (draft === null) return;
+    const text = draft.trim();
+    setDraft(null);
+    const httpPort = text === '' ? null : Number(text);
+    if (httpPort === (group.httpPort ?? null)) return;
+    act(() =>
+      unwrap(
+        api.PATCH('/api/brokers/{broker_id}/groups/{group_id}', {
+          params: { path: { broker_id: broker.id, group_id: group.id } },
+          body: { httpPort },
+        }),
+      ),
+    );
+  };
+  return (
+    <label
+      className="muted development-flag"
+      title="The port of this group's HTTP listener, which serves its HTTPInput nodes; empty: the worker's FLOWBROKER_HTTP_PORT. A change counts from the group's next start (or its first HTTP flow)"
+    >
+      {' '}
+      HTTP port{' '}
+      <input
+        type="number"
+        min={1}
+        max={65535}
+        className="port-field"
+        placeholder="default"
+        value={draft ?? (group.httpPort ?? '')}
+        data-testid={`group-http-port-${group.name}`}
+        onChange={(e) => setDraft(e.target.value)}
+        onBlur={save}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter') save();
+          if (e.key === 'Escape') setDraft(null);
+        }}
+      />
+    </label>
+  );
+}
+
 function GroupRow({
   broker,
   group,
@@ -94,6 +139,11 @@ function GroupRow({
           </label>
         ) : (
           group.codeNodes && <span className="muted"> · code nodes</span>
+        )}
+        {canManage ? (
+          <HttpPortField broker={broker} group={group} act={act} />
+        ) : (
+          group.httpPort != null && <span className="muted"> · HTTP port {group.httpPort}</span>
         )}
       </td>
       <td>

@@ -86,6 +86,7 @@ def create_group(
         body.description,
         body.development,
         code_nodes=body.code_nodes,
+        http_port=body.http_port,
         actor_role=user.role,
     )
     return _group(group, settings)
@@ -109,8 +110,11 @@ def update_group(
     """Rename or describe an execution group, or mark it as a development group (one whose flows
     the step debugger may pause) or a production group (one that never pauses). Allowing or
     refusing code nodes (``codeNodes``: flows with PythonCompute nodes) needs the admin role
-    and is recorded in the audit log."""
+    and is recorded in the audit log. ``httpPort`` sets the port of the group's HTTP listener
+    (null: the worker's FLOWBROKER_HTTP_PORT); a port another group of the broker has is refused."""
     changes = body.model_dump(exclude_unset=True, exclude_none=True)
+    if "http_port" in body.model_fields_set:
+        changes["http_port"] = body.http_port  # null is a change: back to FLOWBROKER_HTTP_PORT
     was = brokers.get_group(session, broker_id, group_id).development
     group = brokers.update_group(session, user.username, broker_id, group_id, changes, actor_role=user.role)
     if group.development != was:
