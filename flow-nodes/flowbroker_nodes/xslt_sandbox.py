@@ -204,6 +204,15 @@ _OUT_OF_MEMORY = (
 
 
 def _peak_bytes() -> int:
+    """This process image's peak resident size. Linux keeps ``ru_maxrss`` across exec, so a sandbox
+    started by a large process would read that process's peak; ``VmHWM`` belongs to this image."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -225,3 +227,36 @@ def test_a_stylesheet_past_the_memory_limit_fails_and_the_next_one_runs(
     assert "memory" in failure_text(failed)
     (out,), _ = run(harness(stylesheet=RENAME), ORDER)
     assert out.root.last_child.child("invoice") is not None
+
+
+SANDBOX_FROM_A_LARGE_PROCESS = """
+import sys
+from flowbroker_nodes import xslt_sandbox
+
+ballast = bytearray(200 * 1024 * 1024)
+for i in range(0, len(ballast), 4096):
+    ballast[i] = 1
+stylesheet = sys.argv[1].encode()
+try:
+    xslt_sandbox.transform(
+        "k", stylesheet, b"<r/>", {}, time_limit_ms=5000, memory_limit=128 * 1024 * 1024, max_output=1 << 20
+    )
+except xslt_sandbox.XsltError as exc:
+    print(exc.text)
+"""
+
+
+def test_a_sandbox_started_by_a_large_process_reports_its_own_failure_not_memory() -> None:
+    # Linux keeps the peak resident size across exec: the sandbox must judge its own peak only
+    recursion = XSL.format(
+        '<xsl:template match="/"><xsl:call-template name="again"/></xsl:template>'
+        '<xsl:template name="again"><xsl:call-template name="again"/></xsl:template>'
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", SANDBOX_FROM_A_LARGE_PROCESS, recursion],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "transformation failed" in done.stdout and "memory" not in done.stdout, done.stdout
