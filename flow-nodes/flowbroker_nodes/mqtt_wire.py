@@ -311,7 +311,7 @@ class MqttConnection:
         sock = self.sock
         assert sock is not None
         while True:
-            size = _complete_size(self._buffer)
+            size = complete_packet_size(self._buffer)
             if size:
                 packet = bytes(self._buffer[:size])
                 del self._buffer[:size]
@@ -357,7 +357,8 @@ class MqttConnection:
         self._last_sent = time.monotonic()
 
 
-def _complete_size(buffer: bytearray) -> int:
+def complete_packet_size(buffer: bytearray) -> int:
+    """Bytes of the first whole packet at the start of ``buffer``, or 0 while it is incomplete."""
     if len(buffer) < 2:
         return 0
     length = 0

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from flowbroker_nodes import mqtt_wire as wire
-from flowbroker_nodes.mqtt_wire import encode_string
+from flowbroker_nodes.mqtt_wire import complete_packet_size, encode_string
 
 
 class MqttWireError(OSError):
@@ -96,7 +96,7 @@ class MqttWire:
         """One whole packet (blocking up to ``timeout``), for the handshake only."""
         self.sock.settimeout(timeout)
         while True:
-            size = _complete_packet_size(self._buffer)
+            size = complete_packet_size(self._buffer)
             if size:
                 packet = bytes(self._buffer[:size])
                 del self._buffer[:size]
@@ -161,21 +161,3 @@ class MqttWire:
         except OSError:
             pass
         self.sock.close()
-
-
-def _complete_packet_size(buffer: bytearray) -> int:
-    if len(buffer) < 2:
-        return 0
-    length = 0
-    shift = 0
-    pos = 1
-    while True:
-        if pos >= len(buffer):
-            return 0
-        byte = buffer[pos]
-        length |= (byte & 0x7F) << shift
-        pos += 1
-        if not byte & 0x80:
-            break
-        shift += 7
-    return pos + length if pos + length <= len(buffer) else 0
