@@ -26,7 +26,10 @@ SPEC = NodeSpec(
     label="MQGet",
     category="transformation",
     icon="queue-in",
-    extra={"namesMessageSet": {"property": "messageSet", "when": {"messageDomain": "MRM"}}},
+    extra={
+        "readsQueue": {"property": "queueName"},
+        "namesMessageSet": {"property": "messageSet", "when": {"messageDomain": "MRM"}},
+    },
     description="Gets a message from a queue while the flow runs (optionally the one whose CorrelId or "
     "MsgId matches the input message's), under the flow's unit of work, and propagates it to out; to "
     "noMessage when none arrives within the wait interval.",

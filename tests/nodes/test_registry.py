@@ -89,6 +89,8 @@ def test_specs_say_which_queues_message_sets_and_labels_a_node_names() -> None:
     assert mq_input.message_sets({"messageSet": "ORDERS"}) == ()  # the default domain is BLOB
     assert mq_output.queues_written({"queueName": "OUT.Q"}) == ("OUT.Q",)  # default mode: queueName
     assert mq_output.queues_written({"queueName": "OUT.Q", "destinationMode": "destinationList"}) == ()
+    mq_get = registry.spec("MQGet")
+    assert mq_get is not None and mq_get.queues_read({"queueName": "REPLY.Q"}) == ("REPLY.Q",)
     assert reset.message_sets({"messageSet": "S", "resetMessageSet": True}) == ("S",)
     assert reset.message_sets({"messageSet": "S"}) == ()
     assert label.label_name({"labelName": "L1"}) == "L1"
