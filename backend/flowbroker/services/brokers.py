@@ -85,6 +85,12 @@ def _deployed_count(session: Session, *where: Any) -> int:
     )
 
 
+def transport_url(session: Session, broker_id: int, fallback: str = "") -> str:
+    """The URL of the broker's transport (``qm_url``: the queue manager or RabbitMQ), else ``fallback``."""
+    broker = session.get(Broker, broker_id)
+    return (broker.qm_url if broker is not None else "") or fallback
+
+
 def delete(session: Session, actor: str, broker_id: int) -> None:
     broker = get(session, broker_id)
     if _deployed_count(session, Deployment.broker_id == broker.id):
@@ -109,6 +115,12 @@ def group_by_name(session: Session, broker_name: str, group_name: str) -> Execut
     if group is None:
         raise NotFound(f"broker {broker_name!r} has no execution group named {group_name!r}")
     return group
+
+
+def is_development(session: Session, group_id: int | None) -> bool:
+    """Whether the group is a development group (the only kind whose flows pause at breakpoints)."""
+    group = session.get(ExecutionGroup, group_id) if group_id is not None else None
+    return bool(group.development) if group is not None else False
 
 
 def create_group(

@@ -55,6 +55,16 @@ def list_all(session: Session) -> list[DataSource]:
     return list(session.scalars(select(DataSource).order_by(DataSource.name)))
 
 
+def urls_for_broker(session: Session, broker_id: int) -> dict[str, str]:
+    """Name → URL of every data source a broker's flows reach: its own and the shared ones."""
+    from sqlalchemy import or_
+
+    rows = session.scalars(
+        select(DataSource).where(or_(DataSource.broker_id.is_(None), DataSource.broker_id == broker_id))
+    )
+    return {row.name: row.url for row in rows}
+
+
 def get(session: Session, source_id: int) -> DataSource:
     source = session.get(DataSource, source_id)
     if source is None:

@@ -181,6 +181,41 @@ def describe_pause(row: DebugPause) -> dict[str, Any]:
     }
 
 
+def record_pause(session: Session, deployment_id: int, pause: Any, paused_at: Any, resumes_at: Any) -> None:
+    """Write (or rewrite, after an edit) one paused flow thread as its group reports it."""
+    view = pause.view()
+    row = session.get(DebugPause, pause.id)
+    if row is None:
+        row = DebugPause(id=pause.id, deployment_id=deployment_id)
+        session.add(row)
+    row.flow = pause.flow
+    row.thread = pause.thread
+    row.kind = pause.kind
+    row.connection = pause.connection
+    row.node = pause.node
+    row.line = pause.line
+    row.message = view["message"]
+    row.variables = view["variables"]
+    row.revision = pause.revision
+    row.paused_at = paused_at
+    row.resumes_at = resumes_at
+
+
+def drop_pause(session: Session, pause_id: str) -> None:
+    """Forget a pause whose thread has resumed."""
+    row = session.get(DebugPause, pause_id)
+    if row is not None:
+        session.delete(row)
+
+
+def forget_pauses(session: Session, deployment_ids: list[int]) -> None:
+    """Forget the pauses of these deployments (a group process that ended took its threads with it)."""
+    from sqlalchemy import delete
+
+    if deployment_ids:
+        session.execute(delete(DebugPause).where(DebugPause.deployment_id.in_(deployment_ids)))
+
+
 def pauses(session: Session, deployment_id: int) -> list[dict[str, Any]]:
     deploy.get(session, deployment_id)
     rows = session.scalars(

@@ -30,25 +30,12 @@ class RepositoryPauses:
 
     def _write(self, pause: Pause) -> None:
         from flowbroker.repository import db
-        from flowbroker.repository.models import DebugPause
+        from flowbroker.services import debugger
 
-        view = pause.view()
         with db.session_scope(self.session_factory) as session:
-            row = session.get(DebugPause, pause.id)
-            if row is None:
-                row = DebugPause(id=pause.id, deployment_id=self.deployment_id)
-                session.add(row)
-            row.flow = pause.flow
-            row.thread = pause.thread
-            row.kind = pause.kind
-            row.connection = pause.connection
-            row.node = pause.node
-            row.line = pause.line
-            row.message = view["message"]
-            row.variables = view["variables"]
-            row.revision = pause.revision
-            row.paused_at = _when(pause.paused_at)
-            row.resumes_at = _when(pause.resumes_at)
+            debugger.record_pause(
+                session, self.deployment_id, pause, _when(pause.paused_at), _when(pause.resumes_at)
+            )
 
     def paused(self, pause: Pause) -> None:
         try:
@@ -61,43 +48,37 @@ class RepositoryPauses:
 
     def resumed(self, pause: Pause) -> None:
         from flowbroker.repository import db
-        from flowbroker.repository.models import DebugPause
+        from flowbroker.services import debugger
 
         try:
             with db.session_scope(self.session_factory) as session:
-                row = session.get(DebugPause, pause.id)
-                if row is not None:
-                    session.delete(row)
+                debugger.drop_pause(session, pause.id)
         except Exception as exc:
             log.warning("cannot report the resumption of %s: %s", pause.thread, exc)
 
 
 def forget_pauses(session_factory: Any, deployment_ids: list[int]) -> None:
     """Delete pauses a previous process of the group left (its threads are gone with it)."""
-    from sqlalchemy import delete
-
     from flowbroker.repository import db
-    from flowbroker.repository.models import DebugPause
+    from flowbroker.services import debugger
 
     if not deployment_ids:
         return
     with db.session_scope(session_factory) as session:
-        session.execute(delete(DebugPause).where(DebugPause.deployment_id.in_(deployment_ids)))
+        debugger.forget_pauses(session, deployment_ids)
 
 
 def apply_breakpoints(state: Any, deployment_id: int) -> str:
     """Set the deployment's breakpoints in its running flow (none unless the group is for development)."""
     from flowbroker.repository import db
-    from flowbroker.repository.models import ExecutionGroup
-    from flowbroker.services import deploy
+    from flowbroker.services import brokers, deploy
 
     name = state.by_deployment.get(deployment_id)
     if name is None or state.runtime is None or name not in state.runtime.flows:
         return "missing"
     with db.session_scope(state.session_factory) as session:
         wanted = deploy.breakpoints(session, deployment_id)
-        group = session.get(ExecutionGroup, state.group_id) if state.group_id is not None else None
-        development = bool(group.development) if group is not None else False
+        development = brokers.is_development(session, state.group_id)
     requested = Breakpoints.from_json(wanted) if development else Breakpoints()
     flow = state.runtime.flows[name]
     if not requested and flow.debugger is None:

@@ -54,10 +54,9 @@ class GroupState:
     def open(self) -> None:
 
         from flowbroker.repository import db
-        from flowbroker.repository.models import Broker
         from flowbroker.runtime import transports
         from flowbroker.runtime.datasources import DataSources
-        from flowbroker.services import brokers, reports
+        from flowbroker.services import brokers, datasources, reports
         from flowbroker.settings import Settings
 
         settings = Settings(data=self.data)
@@ -67,11 +66,8 @@ class GroupState:
             target = brokers.group_by_name(session, self.broker, self.group)
             self.group_id = target.id
             reports.register(session, target.id, self.host, os.getpid(), self.started)
-            broker_row = session.get(Broker, target.broker_id)
-            qm_url = (broker_row.qm_url if broker_row is not None else "") or os.environ.get(
-                "FLOWBROKER_QM", ""
-            )
-            sources = self._data_source_urls(session, target.broker_id)
+            qm_url = brokers.transport_url(session, target.broker_id, os.environ.get("FLOWBROKER_QM", ""))
+            sources = datasources.urls_for_broker(session, target.broker_id)
             http_port = target.http_port
         data = str(self.data)
         try:
@@ -93,17 +89,6 @@ class GroupState:
             broker=broker_attributes(self.broker, self.group, qm_url, self.data),
             http=http_listener(settings, http_port),
         )
-
-    @staticmethod
-    def _data_source_urls(session: Any, broker_id: int) -> dict[str, str]:
-        from sqlalchemy import or_, select
-
-        from flowbroker.repository.models import DataSource
-
-        rows = session.scalars(
-            select(DataSource).where(or_(DataSource.broker_id.is_(None), DataSource.broker_id == broker_id))
-        )
-        return {row.name: row.url for row in rows}
 
     def _resolve_subflow(self, ref: dict[str, Any]) -> dict[str, Any] | None:
         from flowbroker.repository import db
@@ -203,7 +188,7 @@ class GroupState:
         """
         from flowbroker.repository import db
         from flowbroker.runtime.compiler import FlowCompileError
-        from flowbroker.services import dependencies, deploy
+        from flowbroker.services import datasources, dependencies, deploy
 
         assert self.runtime is not None
         with db.session_scope(self.session_factory) as session:
@@ -221,7 +206,7 @@ class GroupState:
             http_port = row.group.http_port
             deploy.begin_compiling(row)
             # data sources defined since the group started are usable by this deployment
-            self.runtime.data_sources.urls.update(self._data_source_urls(session, row.broker_id))
+            self.runtime.data_sources.urls.update(datasources.urls_for_broker(session, row.broker_id))
         with self.lock:
             listener = self.runtime.http
             if http_port is not None and listener is not None and listener.address is None:
