@@ -103,6 +103,24 @@ def test_a_flow_that_cannot_be_saved_is_refused_and_unreadable_files_are_errors(
     ]
 
 
+def test_a_cwf_message_set_is_stored_once_and_the_others_are_reported(api: Any) -> None:
+    client, headers = api
+    data = zip_dirs([FIXTURES / "msgsets" / "Bank"])
+    body = _post(api, "dev", data).json()
+    models = {m["file"]: m for m in body["models"]}
+    bankset = models["Bank/cwfset/messageSet.mset"]
+    assert (bankset["outcome"], bankset["version"]) == ("created", 1)
+    assert "document" not in bankset  # the report names the set; the document is in the repository
+    assert models["Bank/xmlset/messageSet.mset"]["outcome"] == "not imported"
+    assert body["summary"]["modelsImported"] == 1
+    sets = {s["name"]: s for s in client.get("/api/message-sets", headers=headers["dev"]).json()}
+    assert set(sets) >= {"BANKSET"} and "XMLSET" not in sets
+    stored = client.get(f"/api/message-sets/{sets['BANKSET']['id']}", headers=headers["dev"]).json()
+    assert stored["document"]["messages"] == ["Account", "Header"]
+    again = _post(api, "dev", data).json()
+    assert {m["file"]: m for m in again["models"]}["Bank/cwfset/messageSet.mset"]["outcome"] == "unchanged"
+
+
 def test_a_path_outside_the_archive_is_refused(api: Any) -> None:
     import io
     import zipfile

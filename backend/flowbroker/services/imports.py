@@ -1,8 +1,8 @@
 """Imports of other products' projects into the repository (today: IBM ACE / IIB Toolkit workspaces).
 
 The conversion is :mod:`flowbroker.importers.ace`; this service stores what it made: each flow
-as a new flow or a new version of the flow of that name (unchanged when identical), in one unit
-of work, and each local queue and durable subscription of the MQSC scripts on the queue manager
+and each message set converted from an MRM set as a new one or a new version of the one of that
+name (unchanged when identical), in one unit of work, and each local queue and durable subscription of the MQSC scripts on the queue manager
 when the caller may define queues. Storing is all-or-nothing per flow: a flow whose document does not validate is
 refused and reported, not stored, and so is every flow that uses it as a subflow (at any depth);
 a failure while storing stores nothing of the request. A workspace that holds more files or
@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from flowbroker.importers.ace import Workspace, WorkspaceError, import_workspace
 from flowbroker.importers.ace.workspace import MAX_BYTES, MAX_FILES, WorkspaceTooLarge, refuse_dependents
-from flowbroker.repository.models import Flow, FlowVersion
-from flowbroker.services import audit, flows, queues, validation
+from flowbroker.repository.models import Flow, FlowVersion, MessageSet, MessageSetVersion
+from flowbroker.services import audit, flows, messagesets, queues, validation
 from flowbroker.services.errors import Invalid, ServiceError, problem
 
 
@@ -72,7 +72,19 @@ def import_ace(
         entry = by_name[document["name"]]
         entry.outcome, entry.version = _store(session, actor, document)
         stored.append({"name": entry.name, "version": entry.version, "outcome": entry.outcome})
-    audit.record(session, actor, "import.ace", "ace", {"flows": stored, "summary": report.summary()})
+    models = {m["file"]: m for m in report.models}
+    sets_stored: list[dict[str, Any]] = []
+    for found in converted.message_sets:
+        model = models[found["source"]]
+        model["outcome"], model["version"] = _store_set(session, actor, found)
+        sets_stored.append({"name": found["name"], "version": model["version"], "outcome": model["outcome"]})
+    audit.record(
+        session,
+        actor,
+        "import.ace",
+        "ace",
+        {"flows": stored, "messageSets": sets_stored, "summary": report.summary()},
+    )
     session.commit()
     for queue in report.queues:
         if queue["problem"]:
@@ -104,6 +116,30 @@ def import_ace(
         else:
             sub["outcome"] = "defined"
     return report.to_json()
+
+
+def _store_set(session: Session, actor: str, found: dict[str, Any]) -> tuple[str, int]:
+    """Add a converted message set, or its next version when the stored document differs (as archives do)."""
+    name, document = found["name"], found["document"]
+    existing = messagesets.by_name(session, name)
+    if existing is None:
+        existing = MessageSet(
+            name=name, description=f"Imported from ACE {found['source']}.", current_version=0
+        )
+        session.add(existing)
+        session.flush()
+        outcome = "created"
+    elif messagesets.version(session, existing).document == document:
+        return "unchanged", existing.current_version
+    else:
+        outcome = "updated"
+    number = existing.current_version + 1
+    session.add(
+        MessageSetVersion(message_set_id=existing.id, version=number, document=document, author=actor)
+    )
+    existing.current_version = number
+    session.flush()
+    return outcome, number
 
 
 def _store(session: Session, actor: str, document: dict[str, Any]) -> tuple[str, int]:

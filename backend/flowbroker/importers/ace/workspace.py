@@ -216,6 +216,8 @@ class Converted:
     queues: list[mqsc.QueueDefinition]
     report: ImportReport
     subscriptions: list[mqsc.SubscriptionDefinition] = field(default_factory=list)
+    #: message sets converted from MRM sets with a CWF format: {"name", "document", "source"}
+    message_sets: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Converter:
@@ -239,8 +241,11 @@ class _Converter:
         queues: list[mqsc.QueueDefinition] = []
         topics: list[mqsc.TopicDefinition] = []
         subscriptions: list[mqsc.SubscriptionDefinition] = []
+        message_sets: list[dict[str, Any]] = []
         for project in self.workspace.projects:
-            self.report.models.extend(models.report(project.name, project.models))
+            found = models.read(project.name, project.models)
+            self.report.models.extend(found.entries)
+            message_sets.extend(found.sets)
             for rel, content in sorted(project.files.items()):
                 if rel.endswith(".esql"):
                     self.esql.add(project.name, rel, content.decode("utf-8", "replace").lstrip("\ufeff"))
@@ -313,7 +318,13 @@ class _Converter:
             }
             for q in final
         ]
-        return Converted(documents, final, self.report, [s for s in subs if not s.problem])
+        return Converted(
+            documents,
+            final,
+            self.report,
+            [s for s in subs if not s.problem],
+            _unique_sets(message_sets, self.report),
+        )
 
     def _parse(self, key: tuple[str, str]) -> xmi.XmiFlow:
         """The flow file ``key`` (project, path) parsed once; :class:`xmi.XmiError` when it cannot be."""
@@ -710,6 +721,23 @@ class _Converter:
                 "outputTerminals": [],
             },
         }
+
+
+def _unique_sets(found: list[dict[str, Any]], report: ImportReport) -> list[dict[str, Any]]:
+    """The converted sets, one per name: a second set of a name already taken is reported, not kept."""
+    kept: dict[str, dict[str, Any]] = {}
+    for one in found:
+        first = kept.get(one["name"])
+        if first is None:
+            kept[one["name"]] = one
+            continue
+        if first["document"] == one["document"]:
+            continue
+        for entry in report.models:
+            if entry["file"] == one["source"]:
+                entry["outcome"] = "not imported"
+                entry["reason"] = f"another message set named {one['name']} ({first['source']}) is imported"
+    return list(kept.values())
 
 
 def _column(data: bytes, node_id: str) -> int:
