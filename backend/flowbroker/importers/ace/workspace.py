@@ -644,6 +644,23 @@ class _Converter:
                 flow.dropped_properties.append(
                     {"node": label, "property": attribute, "value": value, "reason": str(exc)}
                 )
+                continue
+            raw = value.strip()
+            if (
+                attribute == "URLSpecifier"
+                and mapping.type == "HTTPInput"
+                and raw.endswith("*")
+                and not raw.endswith("/*")
+            ):
+                flow.dropped_properties.append(
+                    {
+                        "node": label,
+                        "property": attribute,
+                        "value": value,
+                        "reason": f"served as {props[ours]}: ACE's * after a segment also matches paths that "
+                        "continue the segment's text, which this does not",
+                    }
+                )
         for element, (ours, convert_row) in mapping.tables.items():
             rows = []
             for index, row in enumerate(node.rows.get(element, []), 1):
