@@ -41,6 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(flows imported, nodes mapped, flows that validate, the node types left unmapped)",
     )
     ace.add_argument("--no-queues", action="store_true", help="do not define the MQSC scripts' queues")
+    ace.add_argument(
+        "--broker",
+        metavar="NAME",
+        help="the broker the queues are for: one whose transport URL is amqp:// gets them on its RabbitMQ",
+    )
     ace.add_argument("--api", default=None, help="API URL (default FLOWBROKER_API or http://127.0.0.1:8080)")
     ace.set_defaults(func=_ace)
 
@@ -63,12 +68,18 @@ def _ace(args: argparse.Namespace) -> int:
             report = converted.report.to_json()
             _write(Path(args.out), converted.documents, converted.message_sets, report)
         else:
+            from urllib.parse import urlencode
+
             from flowbroker.commands.platform import api_request
 
             data = zip_dirs(args.dirs)
+            query = {
+                **({"queues": "false"} if args.no_queues else {}),
+                **({"broker": args.broker} if args.broker else {}),
+            }
             report = api_request(
                 "POST",
-                "/api/imports/ace" + ("?queues=false" if args.no_queues else ""),
+                "/api/imports/ace" + (f"?{urlencode(query)}" if query else ""),
                 api=args.api,
                 content=data,
                 headers={"Content-Type": "application/zip"},

@@ -109,6 +109,8 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"queue {queue['name']} ({queue['kind']}, {queue['source']}): {state}")
         for dropped in queue.get("dropped", []):
             lines.append(f"  dropped {dropped['attribute']}({dropped['value']}): {dropped['reason']}")
+        for note in queue.get("notes", []):
+            lines.append(f"  {note}")
     for topic in report.get("topics", []):
         state = topic.get("problem") or topic.get("outcome") or ""
         lines.append(f"topic {topic['name']} ({topic['topicString']!r}, {topic['source']}): {state}")
