@@ -87,10 +87,12 @@ def import_ace(
         stored.append({"name": entry.name, "version": entry.version, "outcome": entry.outcome})
     models = {m["file"]: m for m in report.models}
     sets_stored: list[dict[str, Any]] = []
-    for found in converted.message_sets:
-        model = models[found["source"]]
-        model["outcome"], model["version"] = _store_set(session, actor, found)
-        sets_stored.append({"name": found["name"], "version": model["version"], "outcome": model["outcome"]})
+    for message_set in converted.message_sets:
+        model = models[message_set["source"]]
+        model["outcome"], model["version"] = _store_set(session, actor, message_set)
+        sets_stored.append(
+            {"name": message_set["name"], "version": model["version"], "outcome": model["outcome"]}
+        )
     audit.record(
         session,
         actor,
