@@ -219,6 +219,25 @@ _MESSAGE = '<xsd:annotation><xsd:appinfo source="WMQI_APPINFO"><MRMessage messag
             '<xsd:element name="A" type="xsd:int"/>',
             "P/set/M.mxsd:1: no global element is marked as a message (MRMessage)",
         ),
+        (
+            f'<xsd:element name="M">{_MESSAGE}<xsd:complexType><xsd:sequence>'
+            '<xsd:element name="Items" type="xsd:int" maxOccurs="9"><xsd:annotation><xsd:appinfo>'
+            '<cwfInclRep messageSetDefaultRep="CWF1" repeatReference="Count"/></xsd:appinfo></xsd:annotation>'
+            '</xsd:element><xsd:element name="Count" type="xsd:int"/></xsd:sequence></xsd:complexType></xsd:element>',
+            "P/set/M.mxsd:3: element 'Items' of type 'M' repeats by 'Count', which is not an earlier field of "
+            "the type",
+        ),
+        (
+            f'<xsd:element name="M" type="T0">{_MESSAGE}</xsd:element>'
+            + "".join(
+                f'<xsd:complexType name="T{i}"><xsd:sequence><xsd:element name="E" type="T{i + 1}"/>'
+                "</xsd:sequence></xsd:complexType>"
+                for i in range(2000)
+            )
+            + '<xsd:complexType name="T2000"><xsd:sequence><xsd:element name="L" type="xsd:int"/>'
+            "</xsd:sequence></xsd:complexType>",
+            "P/set/M.mxsd:3: types nest more than 64 deep at 'T64'",
+        ),
     ],
 )
 def test_constructs_without_a_counterpart_are_refused_with_file_and_line(

@@ -32,6 +32,8 @@ from lxml import etree
 
 XSD_NS = "http://www.w3.org/2001/XMLSchema"
 _X = f"{{{XSD_NS}}}"
+#: How deep types may contain each other (a CWF record nests far less; a bound on hostile input).
+MAX_DEPTH = 64
 
 #: XSD built-in types by our simple type, with the CWF defaults they imply.
 _STRINGS = {
@@ -192,6 +194,8 @@ class _Builder:
                 node.sourceline,
                 f"type '{type_name}' contains itself ({chain}): a CWF record has a fixed shape",
             )
+        if len(self._building) >= MAX_DEPTH:
+            raise Refused(source, node.sourceline, f"types nest more than {MAX_DEPTH} deep at '{type_name}'")
         self._building.append(type_name)
         elements: list[dict[str, Any]] = []
         for child in node:
@@ -216,6 +220,18 @@ class _Builder:
         self._building.pop()
         if not elements:
             raise Refused(source, node.sourceline, f"type '{type_name}' has no elements")
+        earlier: set[str] = set()
+        for element in elements:
+            occurs = element.get("occurs")
+            counter = occurs.get("dependsOn") if isinstance(occurs, dict) else None
+            if counter is not None and counter not in earlier:
+                raise Refused(
+                    source,
+                    node.sourceline,
+                    f"element '{element['name']}' of type '{type_name}' repeats by '{counter}', which is not "
+                    "an earlier field of the type",
+                )
+            earlier.update(alt.get("name", "") for alt in [element, *element.get("choice", [])])
         self.types[type_name] = {"elements": elements}
 
     def _particle(self, node: Any, source: str, owner: str) -> list[dict[str, Any]]:
