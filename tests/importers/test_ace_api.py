@@ -280,6 +280,15 @@ def test_the_command_stores_the_workspace_through_the_api(
     refused = subprocess.run(command, capture_output=True, text=True, timeout=60, env=anonymous)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert refused.stderr.startswith("flowbroker: error: POST /api/imports/ace?queues=false: 401:")
+    # --broker names the broker the queues are for; an unknown one is refused before anything is stored
+    unknown = subprocess.run(
+        [*command, "--broker", "no such"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert unknown.returncode == 1 and "Traceback" not in unknown.stderr
+    assert unknown.stderr.startswith(
+        "flowbroker: error: POST /api/imports/ace?queues=false&broker=no+such: 404:"
+    )
+    assert "no broker named 'no such'" in unknown.stderr
 
 
 def _rabbit_workspace(tmp_path: Path, stem: str) -> Path:
