@@ -279,3 +279,35 @@ def test_the_command_writes_the_message_sets_with_out(tmp_path: Path) -> None:
     written = json.loads((out / "messagesets" / "BANKSET.json").read_text())
     assert written["name"] == "BANKSET" and written["document"]["messages"] == ["Account", "Header"]
     assert "MRM message set BANKSET" in done.stdout
+
+
+def _mrm_flow(name: str, message_set: str) -> str:
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<ecore:EPackage xmi:version="2.0" xmlns:xmi="http://www.omg.org/XMI"'
+        ' xmlns:ecore="http://www.eclipse.org/emf/2002/Ecore" xmlns:eflow="http://www.ibm.com/wbi/2005/eflow"'
+        ' xmlns:ComIbmMQInput.msgnode="ComIbmMQInput.msgnode" xmlns:ComIbmMQOutput.msgnode="ComIbmMQOutput.msgnode"'
+        f' nsURI="{name}.msgflow">\n'
+        '  <eClassifiers xmi:type="eflow:FCMComposite" name="FCMComposite_1"><composition>\n'
+        '    <nodes xmi:type="ComIbmMQInput.msgnode:FCMComposite_1" xmi:id="In" location="20,20"'
+        f' queueName="IN" messageDomainProperty="MRM" messageSetProperty="{message_set}"'
+        ' messageTypeProperty="Account" messageFormatProperty="CWF1"/>\n'
+        '    <nodes xmi:type="ComIbmMQOutput.msgnode:FCMComposite_1" xmi:id="Out" location="120,20" queueName="OUT"/>\n'
+        '  <connections xmi:type="eflow:FCMConnection" xmi:id="C1" targetNode="Out" sourceNode="In"'
+        ' sourceTerminalName="OutTerminal.out" targetTerminalName="InTerminal.in"/>\n'
+        "  </composition></eClassifiers>\n</ecore:EPackage>\n"
+    )
+
+
+def test_flows_naming_a_converted_set_check_against_it_and_the_others_say_why_not(tmp_path: Path) -> None:
+    workspace = tmp_path / "Bank"
+    shutil.copytree(BANK, workspace)
+    (workspace / "Accounts.msgflow").write_text(_mrm_flow("Accounts", "BANKSET"))
+    (workspace / "Quotes.msgflow").write_text(_mrm_flow("Quotes", "TDSSET"))
+    converted = import_workspace(Workspace.from_dirs([workspace]))
+    problems = {f.name: [p["message"] for p in f.problems] for f in converted.report.flows}
+    assert problems["Accounts"] == []
+    assert problems["Quotes"] == [
+        "message set 'TDSSET': the workspace's message set (Bank/tdsset/messageSet.mset) is not imported: "
+        "TDS (tagged/delimited) physical format: not supported"
+    ]

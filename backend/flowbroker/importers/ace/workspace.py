@@ -836,7 +836,16 @@ def _check(converted: Converted) -> None:
     dependencies = {
         "subflows": [
             {"name": d["name"], "version": 1, "latest": True, "document": d} for d in converted.documents
-        ]
+        ],
+        # the sets the workspace's models became; a set it holds but could not convert says why
+        "messageSets": [
+            {"name": m["name"], "version": 1, "document": m["document"]} for m in converted.message_sets
+        ],
+        "unusableMessageSets": {
+            str(m["name"]): f"the workspace's message set ({m['file']}) is not imported: {m['reason']}"
+            for m in converted.report.models
+            if m.get("kind") == "MRM message set" and m.get("name") and m.get("outcome") == "not imported"
+        },
     }
     reports = {f.name: f for f in converted.report.flows}
     for document in converted.documents:
