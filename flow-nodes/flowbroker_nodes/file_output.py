@@ -52,9 +52,10 @@ SPEC = NodeSpec(
             "fileName",
             "string",
             "File name or pattern",
-            required=True,
+            default="",
             description="One file name; a * in it is replaced by LocalEnvironment.Wildcard.WildcardMatch. "
-            "LocalEnvironment.Destination.File.Name overrides it.",
+            "LocalEnvironment.Destination.File.Name overrides it; left empty, every message must name its "
+            "file there (as ACE allows), else it goes to failure.",
         ),
         Property(
             "recordDefinition",
@@ -89,7 +90,7 @@ class Node(BaseNode):
         if problem:
             raise DeployProblem(problem, property="directory")
         name = str(props.get("fileName") or "").strip()
-        problem = files.file_name_problem(name.replace("*", "x"))
+        problem = files.file_name_problem(name.replace("*", "x")) if name else ""
         if problem or name.count("*") > 1:
             raise DeployProblem(problem or "at most one * in the file name", property="fileName")
         self.directory = str(props["directory"]).strip()
@@ -125,6 +126,13 @@ class Node(BaseNode):
         local = assembly.local_environment
         directory = str(field_value(local, "Destination", "File", "Directory") or "") or self.directory
         name = str(field_value(local, "Destination", "File", "Name") or "") or self.file_name
+        if not name:
+            raise NodeError(
+                f"{self.name}: no file name: the node's fileName is empty and "
+                "LocalEnvironment.Destination.File.Name is not set",
+                number=3303,
+                inserts=("",),
+            )
         if "*" in name:
             match = str(field_value(local, "Wildcard", "WildcardMatch") or "")
             name = name.replace("*", match, 1)

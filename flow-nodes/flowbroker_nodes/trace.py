@@ -1,14 +1,22 @@
-"""Trace: writes a pattern with ${…} ESQL field references to a file, the user trace or the log."""
+"""Trace: writes a pattern with ${…} ESQL expressions to a file, the user trace or the log.
+
+A ``${…}`` that is a field path (``${Root.XMLNSC.Order}``) renders the field or, for a folder, the
+tree below it; any other ESQL expression (``${CAST(ASBITSTREAM(Root) AS CHARACTER CCSID 1208)}``,
+``${COALESCE(Environment.Id, 'none')}``) is compiled on deploy, as ACE's Trace node takes it, and
+evaluated with the correlation names of a Filter node (Root, Body, LocalEnvironment, Environment,
+ExceptionList, DestinationList), its value written as CAST to CHARACTER would.
+"""
 
 from __future__ import annotations
 
 import datetime
 import re
 import threading
+from typing import Any
 
 from esql.tree import Element
 
-from flowbroker_nodes.base import Assembly, DeployProblem
+from flowbroker_nodes.base import Assembly, DeployProblem, NodeError, esql_log
 from flowbroker_nodes.base import Node as BaseNode
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
@@ -18,7 +26,7 @@ SPEC = NodeSpec(
     category="diagnostics",
     icon="trace",
     description="Formats the pattern — ${Root}, ${Root.XMLNSC.Order.Id}, ${LocalEnvironment}, ${ExceptionList}, "
-    "${CURRENT_TIMESTAMP} — and writes it; the message passes on unchanged.",
+    "${CURRENT_TIMESTAMP} or any ESQL expression — and writes it; the message passes on unchanged.",
     inputs=(Terminal("in", "in", "In"),),
     outputs=(Terminal("out", "out", "Out"),),
     properties=(
@@ -43,7 +51,8 @@ SPEC = NodeSpec(
             "Pattern",
             default="${Root}",
             editor="multiline",
-            description="Text with ${…} field references and ${CURRENT_TIMESTAMP}.",
+            description="Text with ${…} field references, ${CURRENT_TIMESTAMP} and other ESQL expressions "
+            "(evaluated as in a Filter node).",
         ),
     ),
 )
@@ -51,6 +60,12 @@ SPEC = NodeSpec(
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _STEP = re.compile(r"^\s*(\*|[A-Za-z_][\w-]*|\"[^\"]*\")\s*(?:\[\s*(<?)\s*(\d*)\s*\])?\s*$")
 _CORRELATIONS = ("Root", "LocalEnvironment", "Environment", "ExceptionList")
+_PREFIX = (
+    "CREATE FILTER MODULE TracePattern\nCREATE FUNCTION Main() RETURNS CHARACTER\nBEGIN\nRETURN CAST((\n"
+)
+_SUFFIX = "\n) AS CHARACTER);\nEND;\nEND MODULE;\n"
+#: A ${…} that is an ESQL expression: its text and the compiled routine.
+_EXPRESSION = "expression"
 
 
 class Node(BaseNode):
@@ -60,11 +75,11 @@ class Node(BaseNode):
 
     def prepare(self) -> None:
         pattern = self.properties.get("pattern") or ""
-        self.parts: list[str | tuple[str, list[tuple[str, int]]]] = []
+        self.parts: list[str | tuple[str, Any]] = []
         last = 0
         for match in _REFERENCE.finditer(pattern):
             self.parts.append(pattern[last : match.start()])
-            self.parts.append(_parse_reference(match.group(1), match.start()))
+            self.parts.append(_parse_reference(match.group(1), match.start(), self.id))
             last = match.end()
         self.parts.append(pattern[last:])
         if self.properties.get("destination") == "file" and not self.properties.get("filePath"):
@@ -74,7 +89,9 @@ class Node(BaseNode):
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
         destination = self.properties.get("destination")
         if destination != "none":
-            text = "".join(part if isinstance(part, str) else _render(part, assembly) for part in self.parts)
+            text = "".join(
+                part if isinstance(part, str) else self._render(part, assembly) for part in self.parts
+            )
             if destination == "file":
                 with self.lock, open(self.properties["filePath"], "a", encoding="utf-8") as out:
                     out.write(text + "\n")
@@ -84,30 +101,73 @@ class Node(BaseNode):
                 self.flow.user_trace(text)
         self.propagate("out", assembly)
 
+    def _render(self, reference: tuple[str, Any], assembly: Assembly) -> str:
+        if reference[0] != _EXPRESSION:
+            return _render(reference, assembly)
+        from esql.functions import invocation
+        from esql.runtime import ExecutionContext
 
-def _parse_reference(text: str, offset: int) -> tuple[str, list[tuple[str, int]]]:
+        text, routine = reference[1]
+        cpu_limit_ms, memory_limit_bytes = self.flow.esql_limits()
+        ctx = ExecutionContext(
+            input_root=assembly.root,
+            input_local_environment=assembly.local_environment,
+            input_exception_list=assembly.exception_list,
+            environment=assembly.environment,
+            stop=self.flow.stop,
+            log=esql_log(self),
+            node_name=self.name,
+            cpu_limit_ms=cpu_limit_ms,
+            memory_limit_bytes=memory_limit_bytes,
+            broker=self.flow.broker_attributes(),
+        )
+        try:
+            with invocation(stop=self.flow.stop):
+                value = routine.run(ctx)
+        except Exception as exc:
+            raise NodeError(f"Trace pattern ${{{text}}} failed: {exc}") from exc
+        return "" if value is None else str(value)
+
+
+def _parse_reference(text: str, offset: int, node_id: str = "trace") -> tuple[str, Any]:
     if text.strip() in {"CURRENT_TIMESTAMP", "CURRENT_GMTTIMESTAMP"}:
         return (text.strip(), [])
     steps = text.split(".")
     head = steps[0].strip()
-    if head not in _CORRELATIONS:
-        raise DeployProblem(
-            f"${{{text}}} at offset {offset}: a reference starts with Root, LocalEnvironment, Environment, "
-            "ExceptionList or is CURRENT_TIMESTAMP",
-            property="pattern",
-        )
     path: list[tuple[str, int]] = []
-    for step in steps[1:]:
+    for step in steps[1:] if head in _CORRELATIONS else ():
         match = _STEP.match(step)
         if match is None:
-            raise DeployProblem(f"${{{text}}} at offset {offset}: bad path step {step!r}", property="pattern")
+            break
         name, last, index = match.group(1).strip('"'), match.group(2), match.group(3)
         position = int(index) if index else 1
         path.append((name, -position if last else position))
-    return (head, path)
+    else:
+        if head in _CORRELATIONS:
+            return (head, path)
+    return (_EXPRESSION, (text, _compile(text, offset, node_id)))
 
 
-def _render(reference: tuple[str, list[tuple[str, int]]], assembly: Assembly) -> str:
+def _compile(text: str, offset: int, node_id: str) -> Any:
+    """The ESQL expression ``text`` of the pattern compiled; a DeployProblem names it and its offset."""
+    from esql.compiler import EsqlCompileError, compile_program
+
+    try:
+        program = compile_program(_PREFIX + text + _SUFFIX, filename=f"{node_id}.trace.esql")
+        return program.main_module(kind="FILTER")
+    except EsqlCompileError as exc:
+        first = next(
+            (d for d in getattr(exc, "diagnostics", []) or [] if getattr(d, "severity", "error") == "error"),
+            None,
+        )
+        reason = first.message if first is not None else str(exc)
+        raise DeployProblem(
+            f"${{{text}}} at offset {offset}: not a field reference, and as an ESQL expression: {reason}",
+            property="pattern",
+        ) from None
+
+
+def _render(reference: tuple[str, Any], assembly: Assembly) -> str:
     head, path = reference
     if head == "CURRENT_TIMESTAMP":
         return datetime.datetime.now().isoformat(sep=" ")

@@ -103,6 +103,24 @@ def test_a_flow_that_cannot_be_saved_is_refused_and_unreadable_files_are_errors(
     ]
 
 
+def test_a_cwf_message_set_is_stored_once_and_the_others_are_reported(api: Any) -> None:
+    client, headers = api
+    data = zip_dirs([FIXTURES / "msgsets" / "Bank"])
+    body = _post(api, "dev", data).json()
+    models = {m["file"]: m for m in body["models"]}
+    bankset = models["Bank/cwfset/messageSet.mset"]
+    assert (bankset["outcome"], bankset["version"]) == ("created", 1)
+    assert "document" not in bankset  # the report names the set; the document is in the repository
+    assert models["Bank/xmlset/messageSet.mset"]["outcome"] == "not imported"
+    assert body["summary"]["modelsImported"] == 1
+    sets = {s["name"]: s for s in client.get("/api/message-sets", headers=headers["dev"]).json()}
+    assert set(sets) >= {"BANKSET"} and "XMLSET" not in sets
+    stored = client.get(f"/api/message-sets/{sets['BANKSET']['id']}", headers=headers["dev"]).json()
+    assert stored["document"]["messages"] == ["Account", "Header"]
+    again = _post(api, "dev", data).json()
+    assert {m["file"]: m for m in again["models"]}["Bank/cwfset/messageSet.mset"]["outcome"] == "unchanged"
+
+
 def test_a_path_outside_the_archive_is_refused(api: Any) -> None:
     import io
     import zipfile
@@ -262,3 +280,120 @@ def test_the_command_stores_the_workspace_through_the_api(
     refused = subprocess.run(command, capture_output=True, text=True, timeout=60, env=anonymous)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert refused.stderr.startswith("flowbroker: error: POST /api/imports/ace?queues=false: 401:")
+    # --broker names the broker the queues are for; an unknown one is refused before anything is stored
+    unknown = subprocess.run(
+        [*command, "--broker", "no such"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert unknown.returncode == 1 and "Traceback" not in unknown.stderr
+    assert unknown.stderr.startswith(
+        "flowbroker: error: POST /api/imports/ace?queues=false&broker=no+such: 404:"
+    )
+    assert "no broker named 'no such'" in unknown.stderr
+
+
+def _rabbit_workspace(tmp_path: Path, stem: str) -> Path:
+    """A project with an MQSC script of queues named ``stem.…`` and a flow reading ``stem.IN``."""
+    project = tmp_path / "RabbitApp"
+    project.mkdir()
+    (project / ".project").write_text("<projectDescription><name>RabbitApp</name></projectDescription>")
+    (project / "queues.mqsc").write_text(
+        f"DEFINE QLOCAL('{stem}.IN') MAXDEPTH(2) BOTHRESH(3) BOQNAME('{stem}.BACKOUT') +\n"
+        "       DESCR('arrivals') DEFPSIST(YES) REPLACE\n"
+        f"DEFINE QLOCAL('{stem}.BACKOUT')\n"
+        f"DEFINE QLOCAL('{stem}.AUDIT')\n"
+        f"DEFINE SUB('{stem}.SUB') TOPICSTR('{stem.lower()}/orders/#') DEST('{stem}.AUDIT')\n"
+    )
+    (project / "Reader.msgflow").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<ecore:EPackage xmi:version="2.0" xmlns:xmi="http://www.omg.org/XMI"'
+        ' xmlns:ecore="http://www.eclipse.org/emf/2002/Ecore" xmlns:eflow="http://www.ibm.com/wbi/2005/eflow"'
+        ' xmlns:ComIbmMQInput.msgnode="ComIbmMQInput.msgnode" xmlns:ComIbmMQOutput.msgnode="ComIbmMQOutput.msgnode"'
+        ' nsURI="Reader.msgflow">\n'
+        '  <eClassifiers xmi:type="eflow:FCMComposite" name="FCMComposite_1"><composition>\n'
+        '    <nodes xmi:type="ComIbmMQInput.msgnode:FCMComposite_1" xmi:id="In" location="20,20"'
+        f' queueName="{stem}.IN"/>\n'
+        '    <nodes xmi:type="ComIbmMQOutput.msgnode:FCMComposite_1" xmi:id="Out" location="120,20"'
+        f' queueName="{stem}.AUDIT"/>\n'
+        '  <connections xmi:type="eflow:FCMConnection" xmi:id="C1" targetNode="Out" sourceNode="In"'
+        ' sourceTerminalName="OutTerminal.out" targetTerminalName="InTerminal.in"/>\n'
+        "  </composition></eClassifiers>\n</ecore:EPackage>\n"
+    )
+    return project
+
+
+def test_queues_for_a_rabbitmq_broker_are_defined_on_rabbitmq(
+    api: Any, rabbitmq_url: str, tmp_path: Path
+) -> None:
+    import uuid
+
+    import pika
+    import pika.exceptions
+
+    client, headers = api
+    stem = f"ACEIMP{uuid.uuid4().hex[:8].upper()}"
+    made = client.post(
+        "/api/brokers", json={"name": f"rabbit-{stem}", "qmUrl": rabbitmq_url}, headers=headers["admin"]
+    )
+    assert made.status_code in (200, 201), made.text
+    data = zip_dirs([_rabbit_workspace(tmp_path, stem)])
+    connection = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+    channel = connection.channel()
+    try:
+        # an unknown broker is refused before anything is written
+        unknown = _post(api, "admin", data, "?broker=no-such-broker")
+        assert unknown.status_code == 404
+        assert all(f["name"] != "Reader" for f in client.get("/api/flows", headers=headers["admin"]).json())
+
+        body = _post(api, "admin", data, f"?broker=rabbit-{stem}").json()
+        queues = {q["name"]: q for q in body["queues"]}
+        assert queues[f"{stem}.IN"]["outcome"] == "defined on RabbitMQ (quorum queue)"
+        assert {d["attribute"]: d["reason"] for d in queues[f"{stem}.IN"]["dropped"]} == {
+            "DESCR": "RabbitMQ queues hold no description",
+            "DEFPSIST": "persistence is per message on RabbitMQ; the queues defined here are durable",
+        }
+        # RabbitMQ queues have no backout settings: the MQInput node reading the queue takes them
+        assert queues[f"{stem}.IN"]["notes"][0] == (
+            "BOTHRESH, BOQNAME given to the MQInput nodes reading the queue: Reader/In"
+        )
+        (reader,) = [f for f in body["flows"] if f["name"] == "Reader"]
+        flows = {f["name"]: f for f in client.get("/api/flows", headers=headers["admin"]).json()}
+        stored = client.get(f"/api/flows/{flows['Reader']['id']}", headers=headers["admin"]).json()
+        (mq_input,) = [n for n in stored["document"]["nodes"] if n["type"] == "MQInput"]
+        assert (mq_input["properties"]["backoutThreshold"], mq_input["properties"]["backoutQueue"]) == (
+            3,
+            f"{stem}.BACKOUT",
+        )
+        assert reader["outcome"] == "created"
+        assert queues[f"{stem}.IN"]["notes"][1].startswith(
+            "MAXDEPTH(2) is x-max-length with publishes refused once the queue is full"
+        )
+        # the bound holds: puts past it are refused and the oldest message is not dropped
+        channel.confirm_delivery()
+        refused = 0
+        for n in range(4):
+            try:
+                channel.basic_publish("", f"{stem}.IN", f"m{n}".encode(), mandatory=True)
+            except pika.exceptions.NackError:
+                refused += 1
+        assert refused >= 1
+        assert channel.queue_declare(f"{stem}.IN", passive=True).method.message_count == 4 - refused
+        _method, _props, first = channel.basic_get(f"{stem}.IN", auto_ack=True)
+        assert first == b"m0"
+        # the subscription is a binding to the topic exchange: a publication reaches its queue
+        (sub,) = body["subscriptions"]
+        assert sub["outcome"].startswith(f"defined on RabbitMQ (a binding of {stem}.AUDIT to the exchange ")
+        channel.basic_publish("flowbroker.topics", f"{stem.lower()}.orders.new", b"pub", mandatory=True)
+        assert channel.queue_declare(f"{stem}.AUDIT", passive=True).method.message_count == 1
+
+        again = _post(api, "admin", data, f"?broker=rabbit-{stem}").json()
+        assert {q["name"]: q["outcome"] for q in again["queues"]}[f"{stem}.IN"] == (
+            "exists on RabbitMQ (left as it is)"
+        )
+    finally:
+        for suffix in ("IN", "BACKOUT", "AUDIT"):
+            channel = channel if channel.is_open else connection.channel()
+            try:
+                channel.queue_delete(f"{stem}.{suffix}")
+            except pika.exceptions.ChannelClosedByBroker:
+                pass
+        connection.close()

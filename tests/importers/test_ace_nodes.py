@@ -277,3 +277,23 @@ def test_file_input_fixed_length_records_keep_their_length(converted: Any) -> No
         "messageFormat": "CWF",
     }
     assert _dropped(converted, "shipping.Batch") == {}
+
+
+def test_a_rest_apis_path_with_a_trailing_star_serves_everything_below_it(tmp_path: Path) -> None:
+    flow = tmp_path / "Api" / "gen" / "Sum.msgflow"
+    flow.parent.mkdir(parents=True)
+    flow.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<ecore:EPackage xmi:version="2.0" xmlns:xmi="http://www.omg.org/XMI"'
+        ' xmlns:ecore="http://www.eclipse.org/emf/2002/Ecore" xmlns:eflow="http://www.ibm.com/wbi/2005/eflow"'
+        ' xmlns:ComIbmWSInput.msgnode="ComIbmWSInput.msgnode" nsURI="gen/Sum.msgflow">\n'
+        '  <eClassifiers xmi:type="eflow:FCMComposite" name="FCMComposite_1"><composition>\n'
+        '    <nodes xmi:type="ComIbmWSInput.msgnode:FCMComposite_1" xmi:id="FCMComposite_1_1" location="20,20"'
+        ' URLSpecifier="/sum_api/v1*"/>\n'
+        "  </composition></eClassifiers>\n</ecore:EPackage>\n"
+    )
+    converted = import_workspace(Workspace.from_dirs([tmp_path / "Api"]), check=False)
+    (document,) = converted.documents
+    assert document["nodes"][0]["properties"]["path"] == "/sum_api/v1/*"
+    (note,) = converted.report.flows[0].dropped_properties
+    assert note["reason"].startswith("served as /sum_api/v1/*: ACE's * after a segment also matches")

@@ -177,3 +177,17 @@ def test_a_directory_in_the_way_is_a_failure_that_leaves_nothing_in_transit(root
     (failed,) = failures.seen
     assert "cannot move the file into place" in failed.exception_list.first_child.child("Text").value
     assert list((root / "out" / "mqsitransit").iterdir()) == []
+
+
+def test_an_empty_file_name_takes_the_local_environments_or_goes_to_failure(root: Path) -> None:
+    # ACE flows leave the name empty and set LocalEnvironment.Destination.File.Name in ESQL
+    h = writer(directory="out", fileName="")
+    h.inject("w", b"named", local_environment=destination(Name="given.txt"))
+    assert (root / "out" / "given.txt").read_bytes() == b"named"
+    failures = h.tap("w", "failure")
+    h.inject("w", b"nameless")
+    (failed,) = failures.seen
+    assert (
+        "no file name: the node's fileName is empty" in failed.exception_list.first_child.child("Text").value
+    )
+    assert sorted(p.name for p in (root / "out").iterdir()) == ["given.txt", "mqsitransit"]

@@ -68,3 +68,30 @@ def test_file_destination_needs_a_path() -> None:
     with pytest.raises(FlowCompileError) as info:
         FlowHarness(with_input({"t": ("Trace", {"destination": "file"})}, [], first="t"))
     assert info.value.problems[0].property == "filePath"
+
+
+def test_an_esql_expression_is_evaluated_as_ace_trace_takes_it(tmp_path: Path) -> None:
+    out = tmp_path / "t.txt"
+    pattern = (
+        "n=${COALESCE(Root.Nope, 'none')} up=${UPPER(CAST(Root.BLOB.BLOB AS CHARACTER CCSID 1208))} "
+        "bits=${CAST(ASBITSTREAM(Root.BLOB OPTIONS BITOR(FolderBitStream, ValidateNone)) AS CHARACTER CCSID 1208)}"
+        " len=${LENGTH(Root.BLOB.BLOB) + 1}"
+    )
+    h = FlowHarness(
+        with_input(
+            {"t": ("Trace", {"destination": "file", "filePath": str(out), "pattern": pattern})}, [], first="t"
+        )
+    )
+    h.inject("in", b"abc")
+    assert out.read_text() == "n=none up=ABC bits=abc len=4\n"
+
+
+def test_an_expression_that_does_not_compile_names_its_offset_and_the_reason() -> None:
+    doc = with_input({"t": ("Trace", {"pattern": "x ${CAST(Root AS)}"})}, [], first="t")
+    with pytest.raises(FlowCompileError) as info:
+        FlowHarness(doc)
+    problem = info.value.problems[0]
+    assert problem.property == "pattern"
+    assert problem.message.startswith(
+        "${CAST(Root AS)} at offset 2: not a field reference, and as an ESQL expression: "
+    )

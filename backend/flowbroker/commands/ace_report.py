@@ -13,6 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from flowbroker.importers.ace.report import IMPORTED
+
 FLOW_SUFFIXES = (".msgflow", ".subflow")
 
 
@@ -66,7 +68,7 @@ def figures(report: dict[str, Any], documents: list[dict[str, Any]]) -> dict[str
         "subscriptions": sum(1 for q in report["subscriptions"] if not q.get("problem")),
         "subscriptionsNotDefined": sum(1 for q in report["subscriptions"] if q.get("problem")),
         "models": len(models),
-        "modelsImported": sum(1 for m in models if m.get("outcome") == "imported"),
+        "modelsImported": sum(1 for m in models if m.get("outcome") in IMPORTED),
         "unsupportedNodeTypes": Counter(report["summary"]["unsupportedNodeTypes"]),
         "errors": len(report["errors"]),
     }

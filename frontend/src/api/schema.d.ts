@@ -7687,6 +7687,8 @@ export interface operations {
             query?: {
                 /** @description define the MQSC scripts' local queues (needs the operator role) */
                 queues?: boolean;
+                /** @description the broker the queues are for: when its transport URL is amqp:// the MQSC queues and subscriptions are defined on that RabbitMQ, else on the queue manager */
+                broker?: string | null;
             };
             header?: never;
             path?: never;

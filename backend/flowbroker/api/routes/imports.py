@@ -64,6 +64,14 @@ async def import_ace(
         bool,
         Query(alias="queues", description="define the MQSC scripts' local queues (needs the operator role)"),
     ] = True,
+    broker: Annotated[
+        str | None,
+        Query(
+            max_length=128,
+            description="the broker the queues are for: when its transport URL is amqp:// the MQSC queues and "
+            "subscriptions are defined on that RabbitMQ, else on the queue manager",
+        ),
+    ] = None,
 ) -> Any:
     """Import a zipped Toolkit workspace (project folders): flows, subflows, ESQL and MQSC queues."""
     data = await request.body()
@@ -74,6 +82,7 @@ async def import_ace(
         user.username,
         data,
         queue_manager=settings.data if may_define else None,
+        broker=broker or None,
         lookup=request.app.state.node_lookup,
         max_files=settings.ace_import_max_files,
         max_bytes=settings.ace_import_max_bytes,

@@ -94,6 +94,9 @@ def http_path(value: str) -> str:
 
     path = value.strip()
     path = path if path.startswith("/") else "/" + path
+    if path.endswith("*") and not path.endswith("/*"):
+        # ACE's "/api/v1*" (a REST API's generated input): everything at and below /api/v1
+        path = path[:-1].rstrip("/") + "/*"
     problem = _path_problem(path)
     if problem:
         raise Unconvertible(problem)

@@ -6,6 +6,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+#: Outcomes of a message model that became a flowbroker message set.
+IMPORTED = ("converted", "created", "updated", "unchanged")
+
 
 @dataclass
 class FlowReport:
@@ -56,7 +59,7 @@ class ImportReport:
             "subscriptions": sum(1 for s in self.subscriptions if not s.get("problem")),
             "subscriptionsUnsupported": sum(1 for s in self.subscriptions if s.get("problem")),
             "models": len(self.models),
-            "modelsImported": sum(1 for m in self.models if m.get("outcome") == "imported"),
+            "modelsImported": sum(1 for m in self.models if m.get("outcome") in IMPORTED),
             "errors": len(self.errors),
         }
 
@@ -106,6 +109,8 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"queue {queue['name']} ({queue['kind']}, {queue['source']}): {state}")
         for dropped in queue.get("dropped", []):
             lines.append(f"  dropped {dropped['attribute']}({dropped['value']}): {dropped['reason']}")
+        for note in queue.get("notes", []):
+            lines.append(f"  {note}")
     for topic in report.get("topics", []):
         state = topic.get("problem") or topic.get("outcome") or ""
         lines.append(f"topic {topic['name']} ({topic['topicString']!r}, {topic['source']}): {state}")
@@ -124,6 +129,8 @@ def render(report: dict[str, Any]) -> str:
         lines.append(
             f"{model['kind']}{named} ({model['file']}{formats}): {model['outcome']}: {model['reason']}"
         )
+        for warning in model.get("warnings", []):
+            lines.append(f"  warning: {warning}")
     for command in report["unsupportedCommands"]:
         lines.append(f"mqsc {command['source']}: not imported: {command['command']}")
     for error in report["errors"]:

@@ -216,6 +216,8 @@ class Converted:
     queues: list[mqsc.QueueDefinition]
     report: ImportReport
     subscriptions: list[mqsc.SubscriptionDefinition] = field(default_factory=list)
+    #: message sets converted from MRM sets with a CWF format: {"name", "document", "source"}
+    message_sets: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Converter:
@@ -239,8 +241,11 @@ class _Converter:
         queues: list[mqsc.QueueDefinition] = []
         topics: list[mqsc.TopicDefinition] = []
         subscriptions: list[mqsc.SubscriptionDefinition] = []
+        message_sets: list[dict[str, Any]] = []
         for project in self.workspace.projects:
-            self.report.models.extend(models.report(project.name, project.models))
+            found = models.read(project.name, project.models)
+            self.report.models.extend(found.entries)
+            message_sets.extend(found.sets)
             for rel, content in sorted(project.files.items()):
                 if rel.endswith(".esql"):
                     self.esql.add(project.name, rel, content.decode("utf-8", "replace").lstrip("\ufeff"))
@@ -313,7 +318,13 @@ class _Converter:
             }
             for q in final
         ]
-        return Converted(documents, final, self.report, [s for s in subs if not s.problem])
+        return Converted(
+            documents,
+            final,
+            self.report,
+            [s for s in subs if not s.problem],
+            _unique_sets(message_sets, self.report),
+        )
 
     def _parse(self, key: tuple[str, str]) -> xmi.XmiFlow:
         """The flow file ``key`` (project, path) parsed once; :class:`xmi.XmiError` when it cannot be."""
@@ -633,6 +644,23 @@ class _Converter:
                 flow.dropped_properties.append(
                     {"node": label, "property": attribute, "value": value, "reason": str(exc)}
                 )
+                continue
+            raw = value.strip()
+            if (
+                attribute == "URLSpecifier"
+                and mapping.type == "HTTPInput"
+                and raw.endswith("*")
+                and not raw.endswith("/*")
+            ):
+                flow.dropped_properties.append(
+                    {
+                        "node": label,
+                        "property": attribute,
+                        "value": value,
+                        "reason": f"served as {props[ours]}: ACE's * after a segment also matches paths that "
+                        "continue the segment's text, which this does not",
+                    }
+                )
         for element, (ours, convert_row) in mapping.tables.items():
             rows = []
             for index, row in enumerate(node.rows.get(element, []), 1):
@@ -710,6 +738,23 @@ class _Converter:
                 "outputTerminals": [],
             },
         }
+
+
+def _unique_sets(found: list[dict[str, Any]], report: ImportReport) -> list[dict[str, Any]]:
+    """The converted sets, one per name: a second set of a name already taken is reported, not kept."""
+    kept: dict[str, dict[str, Any]] = {}
+    for one in found:
+        first = kept.get(one["name"])
+        if first is None:
+            kept[one["name"]] = one
+            continue
+        if first["document"] == one["document"]:
+            continue
+        for entry in report.models:
+            if entry["file"] == one["source"]:
+                entry["outcome"] = "not imported"
+                entry["reason"] = f"another message set named {one['name']} ({first['source']}) is imported"
+    return list(kept.values())
 
 
 def _column(data: bytes, node_id: str) -> int:
@@ -791,7 +836,16 @@ def _check(converted: Converted) -> None:
     dependencies = {
         "subflows": [
             {"name": d["name"], "version": 1, "latest": True, "document": d} for d in converted.documents
-        ]
+        ],
+        # the sets the workspace's models became; a set it holds but could not convert says why
+        "messageSets": [
+            {"name": m["name"], "version": 1, "document": m["document"]} for m in converted.message_sets
+        ],
+        "unusableMessageSets": {
+            str(m["name"]): f"the workspace's message set ({m['file']}) is not imported: {m['reason']}"
+            for m in converted.report.models
+            if m.get("kind") == "MRM message set" and m.get("name") and m.get("outcome") == "not imported"
+        },
     }
     reports = {f.name: f for f in converted.report.flows}
     for document in converted.documents:

@@ -381,6 +381,20 @@ class AmqpTransport:
                 side.close()
         self._queues.add(queue)
 
+    def queue_exists(self, name: str) -> bool:
+        """Whether ``name`` is a queue of the virtual host (asked on a side channel)."""
+        side = self._conn.channel()
+        try:
+            side.queue_declare(name, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            if exc.reply_code == 404:
+                return False
+            raise _refusal(exc, f"queue {name}") from None
+        finally:
+            if side.is_open:
+                side.close()
+        return True
+
     def inquire_queue(self, name: str) -> dict[str, Any]:
         side = self._conn.channel()
         try:
@@ -393,12 +407,21 @@ class AmqpTransport:
         return {"name": name, "depth": ok.method.message_count, "consumers": ok.method.consumer_count}
 
     def define_queue(self, name: str, **attrs: Any) -> dict[str, Any]:
-        """Declare a durable queue: quorum, or classic when configured or a priority is asked for."""
+        """Declare a durable queue: quorum, or classic when configured or a priority is asked for.
+
+        ``max_depth`` bounds the queue as MQ's MAXDEPTH does: ``x-max-length`` with publishes
+        refused once it is full (``x-overflow: reject-publish``), so a put to a full queue fails
+        instead of dropping the oldest message.
+        """
         max_priority = int(attrs.get("max_priority") or 0)
         kind = "classic" if max_priority else queue_type()
         arguments: dict[str, Any] = {"x-queue-type": kind}
         if max_priority:
             arguments["x-max-priority"] = min(max_priority, 9)
+        max_depth = int(attrs.get("max_depth") or 0)
+        if max_depth:
+            arguments["x-max-length"] = max_depth
+            arguments["x-overflow"] = "reject-publish"
         side = self._conn.channel()
         try:
             side.queue_declare(name, durable=True, arguments=arguments)
@@ -408,7 +431,7 @@ class AmqpTransport:
             if side.is_open:
                 side.close()
         self._queues.add(name)
-        return {"name": name, "type": kind}
+        return {"name": name, "type": kind, **({"max_depth": max_depth} if max_depth else {})}
 
     def backout_policy(self, queue: str) -> tuple[int, str]:
         """RabbitMQ queues have no backout threshold nor backout queue: the input node's apply."""
