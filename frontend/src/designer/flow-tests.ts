@@ -38,13 +38,18 @@ export function caseRows(tests: unknown, run: TestRun | null): CaseRow[] {
   });
 }
 
+/** Where an expected message belongs: its output node with the node's queue, or the queue (or HTTP reply). */
+export function messagePlace(message: { queue: string; node?: string }): string {
+  return message.node ? `${message.node} (${message.queue})` : message.queue;
+}
+
 /** The differences of a case's messages as table rows; problems without a path get a row of their own. */
 export function diffRows(result: CaseResult): DiffRow[] {
   const rows: DiffRow[] = [];
   if (result.error) rows.push({ where: '', path: '', kind: 'error', expected: '', actual: result.error });
   for (const problem of result.problems) rows.push({ where: '', path: '', kind: 'problem', expected: '', actual: problem });
   for (const message of result.messages) {
-    const where = `${message.queue} #${message.index + 1}`;
+    const where = `${messagePlace(message)} #${message.index + 1}`;
     if (message.problem) rows.push({ where, path: '', kind: 'problem', expected: '', actual: message.problem });
     for (const d of message.differences) {
       rows.push({

@@ -28,6 +28,7 @@ const view: MessageView = {
   body: { domain: 'XMLNSC', format: 'xml', text: '<Qty>3</Qty>', bytes: 12 },
   truncated: true,
   notices: ['the body is 10,485,760 bytes: only the first 262,144 are shown'],
+  properties: {},
 };
 
 describe('MessageTreeView', () => {
