@@ -331,10 +331,10 @@ def test_breakpoints_on_the_connections_into_and_out_of_a_subflow_pause_there(gr
     assert {entering, leaving, "s/i.out->s/p.in", "s/p.out->s/o.in"} <= connections
     qm.put(src, b"<r>1</r>")
     first = listener.next()
-    assert (first.kind, first.connection) == ("connection", entering)
+    assert (first.kind, first.connection, first.node) == ("connection", entering, "s")
     deployed.debugger.command(first.id, "resume")
     second = listener.next()
-    assert second.connection == leaving
+    assert (second.connection, second.node) == (leaving, "out")
     # the inner connections have no breakpoint: the message went through them without a pause
     deployed.debugger.command(second.id, "step")
     assert get_all(qm, dst, 1)[0].body == b"<r>1</r>"

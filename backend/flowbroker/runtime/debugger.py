@@ -196,12 +196,14 @@ class _NoListener:
 class _Probe:
     """Stands in for the target of one connection while the flow has breakpoints."""
 
-    __slots__ = ("connection", "debugger", "target")
+    __slots__ = ("connection", "debugger", "node", "target")
 
-    def __init__(self, debugger: FlowDebugger, target: Node, connection: str) -> None:
+    def __init__(self, debugger: FlowDebugger, target: Node, connection: str, node: str = "") -> None:
         self.debugger = debugger
         self.target = target
         self.connection = connection
+        #: the node the connection enters on its canvas (a subflow instance rather than its Input)
+        self.node = node or target.id
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.target, name)
@@ -213,7 +215,7 @@ class _Probe:
         local.depth = depth + 1
         try:
             if self.connection in debugger.breakpoints.connections or getattr(local, "stepping", False):
-                debugger.pause(assembly, kind="connection", connection=self.connection, node=self.target.id)
+                debugger.pause(assembly, kind="connection", connection=self.connection, node=self.node)
             self.target.receive(terminal, assembly)
         finally:
             local.depth = depth
@@ -241,6 +243,17 @@ def canvas_name(source: Node, terminal: str, target: Any, target_terminal: str) 
     if not isinstance(real, Node):
         return connection_id(source.id, terminal, str(getattr(real, "id", "")), target_terminal)
     return canvas_connection(source, terminal, real, target_terminal)
+
+
+def canvas_target(target: Any, target_terminal: str) -> str:
+    """The node a connection enters as its canvas draws it: the subflow instance for its Input node."""
+    from flowbroker.runtime.recorder import _outer
+
+    real = _node(target)
+    if not isinstance(real, Node):
+        return str(getattr(real, "id", ""))
+    outer = _outer(real, target_terminal, "input", "in")
+    return outer[0] if outer is not None else real.id
 
 
 def connections_of(nodes: dict[str, Node]) -> list[str]:
@@ -332,7 +345,12 @@ class FlowDebugger:
                     (
                         target
                         if isinstance(target, _Probe)
-                        else _Probe(self, target, canvas_name(node, terminal, target, tt)),
+                        else _Probe(
+                            self,
+                            target,
+                            canvas_name(node, terminal, target, tt),
+                            canvas_target(target, tt),
+                        ),
                         tt,
                     )  # type: ignore[misc]
                     for target, tt in wires
