@@ -49,11 +49,13 @@ describe('flow tests panel', () => {
       { name: 'doubles', input: { node: 'in' }, expect: [{ queue: 'ORDERS.OUT' }] },
       { name: 'wrong', expect: [{ node: 'out' }] },
       { name: 'new one', expect: [] },
+      { name: 'answers', input: { node: 'request' }, reply: { status: 200 } },
     ];
     expect(caseRows(tests, run).map((r) => [r.name, r.summary, r.status])).toEqual([
       ['doubles', 'in → ORDERS.OUT', 'passed'],
       ['wrong', 'input → out', 'failed'],
       ['new one', 'input → ', 'not run'],
+      ['answers', 'request → HTTP reply', 'not run'],
     ]);
     expect(caseRows(undefined, null)).toEqual([]);
   });

@@ -6,7 +6,7 @@ export type CaseResult = Schemas['CaseResultOut'];
 
 export interface CaseRow {
   name: string;
-  /** Where the case's input goes and which queues it checks, e.g. "in → ORDERS.OUT". */
+  /** Where the case's input goes and which outputs it checks, e.g. "in → out, ORDERS.OUT, HTTP reply". */
   summary: string;
   status: 'not run' | 'passed' | 'failed' | 'error';
   result?: CaseResult;
@@ -28,9 +28,15 @@ function text(value: string | null | undefined): string {
 export function caseRows(tests: unknown, run: TestRun | null): CaseRow[] {
   const list = Array.isArray(tests) ? tests : [];
   return list.map((raw, index) => {
-    const c = (raw ?? {}) as { name?: unknown; input?: { node?: unknown }; expect?: { queue?: unknown; node?: unknown }[] };
+    const c = (raw ?? {}) as {
+      name?: unknown;
+      input?: { node?: unknown };
+      expect?: { queue?: unknown; node?: unknown }[];
+      reply?: unknown;
+    };
     const name = typeof c.name === 'string' ? c.name : `case ${index + 1}`;
-    const targets = (Array.isArray(c.expect) ? c.expect : []).map((e) => String(e?.queue ?? e?.node ?? '?'));
+    const targets = (Array.isArray(c.expect) ? c.expect : []).map((e) => String(e?.node ?? e?.queue ?? '?'));
+    if (c.reply) targets.push('HTTP reply');
     const input = typeof c.input?.node === 'string' ? c.input.node : 'input';
     const result = run?.results.find((r) => r.case === name);
     const status: CaseRow['status'] = !result ? 'not run' : result.error ? 'error' : result.passed ? 'passed' : 'failed';
