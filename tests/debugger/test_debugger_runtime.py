@@ -250,3 +250,94 @@ def test_probes_come_back_after_someone_else_put_back_saved_wires(group, queues)
     debugger.reinstall()  # idempotent: one probe per wire
     assert _probes(deployed) == 2
     assert sorted(debugger.connections()) == ["calc.out->out.in", "in.out->calc.in"]
+
+
+MODULE_LEVEL = """BROKER SCHEMA shop
+DECLARE currency CONSTANT CHARACTER 'EUR';
+DECLARE rate EXTERNAL DECIMAL 1.5;
+CREATE COMPUTE MODULE Price
+  DECLARE calls SHARED INTEGER 0;
+  DECLARE note CHARACTER 'module note';
+  DECLARE total INTEGER 7;
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    DECLARE total INTEGER 1;
+    SET calls = calls + 1;
+    SET OutputRoot = InputRoot;
+    SET OutputRoot.XMLNSC.r.c = currency || note;
+    RETURN TRUE;
+  END;
+END MODULE;"""
+
+
+def test_an_esql_pause_shows_the_module_and_schema_level_variables_the_routine_sees(
+    group, qm, queues
+) -> None:
+    src, dst = queues("IN"), queues("OUT")
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": src, "messageDomain": "XMLNSC"}),
+            "calc": ("Compute", {"esql": MODULE_LEVEL}),
+            "out": ("MQOutput", {"queueName": dst}),
+        },
+        ["in.out -> calc", "calc.out -> out"],
+        name="DebugModuleVars",
+    )
+    group.deploy(doc)
+    listener = Listener()
+    # line 13: SET OutputRoot.XMLNSC.r.c = ... (calls was counted on line 11)
+    group.set_breakpoints("DebugModuleVars", Breakpoints(esql=frozenset({("calc", 13)})), listener)
+    qm.put(src, b"<r/>")
+    pause = listener.next()
+    assert (pause.kind, pause.line) == ("esql", 13)
+    found = {v["name"]: (v["scope"], v["type"], v["value"]) for v in pause.variables}
+    assert found["calls"] == ("module", "INTEGER", "1")
+    assert found["note"] == ("module", "CHARACTER", "module note")
+    assert found["currency"] == ("schema", "CHARACTER", "EUR")
+    assert found["rate"][0] == "schema" and found["rate"][2] == "1.5"
+    # the routine's own total hides the module's
+    assert found["total"] == ("local", "INTEGER", "1")
+    assert sum(v["name"] == "total" for v in pause.variables) == 1
+    group.set_breakpoints("DebugModuleVars", Breakpoints())
+    assert b"EURmodule note" in get_all(qm, dst, 1)[0].body
+
+
+def test_breakpoints_on_the_connections_into_and_out_of_a_subflow_pause_there(group, qm, queues) -> None:
+    src, dst = queues("IN"), queues("OUT")
+    inner = flow(
+        {
+            "i": ("Input", {"terminalName": "in"}),
+            "p": ("Passthrough", {}),
+            "o": ("Output", {"terminalName": "done"}),
+        },
+        ["i.out -> p", "p.out -> o"],
+        name="DebugInner",
+    )
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": src, "messageDomain": "XMLNSC"}),
+            "s": ("Subflow", {"flow": inner}),
+            "out": ("MQOutput", {"queueName": dst}),
+        },
+        ["in.out -> s.in", "s.done -> out"],
+        name="DebugSubflow",
+    )
+    deployed = group.deploy(doc)
+    connections = set(deployed.debugger.connections()) if deployed.debugger else set()
+    listener = Listener()
+    entering, leaving = "in.out->s.in", "s.done->out.in"
+    group.set_breakpoints("DebugSubflow", Breakpoints(frozenset({entering, leaving})), listener)
+    connections = set(deployed.debugger.connections())
+    assert {entering, leaving, "s/i.out->s/p.in", "s/p.out->s/o.in"} <= connections
+    qm.put(src, b"<r>1</r>")
+    first = listener.next()
+    assert (first.kind, first.connection, first.node) == ("connection", entering, "s")
+    deployed.debugger.command(first.id, "resume")
+    second = listener.next()
+    assert (second.connection, second.node) == (leaving, "out")
+    # the inner connections have no breakpoint: the message went through them without a pause
+    deployed.debugger.command(second.id, "step")
+    assert get_all(qm, dst, 1)[0].body == b"<r>1</r>"
+    # the compiled names of those boundary connections are not breakpoints the flow has
+    with pytest.raises(DebugError, match="has no connection"):
+        group.set_breakpoints("DebugSubflow", Breakpoints(frozenset({"in.out->s/i.in"})), listener)

@@ -80,7 +80,9 @@ def test_a_passing_flow_and_a_changed_one_on_one_engine(tmp_path: Path) -> None:
     lines = run.stdout.splitlines()
     assert any(line.startswith("PASS ") and "pricing.json" in line for line in lines), run.stdout
     assert any(line.startswith("FAIL ") and "pricing_changed.json" in line for line in lines), run.stdout
-    assert f"    {queue}X.OUT message 1: XMLNSC.Order.Total: expected '12', got '16'" in lines
+    assert (
+        f"    node out (queue {queue}X.OUT) message 1: XMLNSC.Order.Total: expected '12', got '16'" in lines
+    )
     assert any(line.endswith("untested.json: no tests") for line in lines)
     assert "1 passed, 1 failed, 2 flows" in run.stdout
     report = ET.parse(junit).getroot()

@@ -246,7 +246,7 @@ def test_a_recorded_message_becomes_a_test_case_saved_with_the_flow_that_passes(
     assert case["input"]["node"] == "in"
     assert case["input"]["body"] == "<order>\n  <qty>3</qty>\n  <id>7</id>\n</order>"
     ((expected,),) = [e["messages"] for e in case["expect"]]
-    assert [e["queue"] for e in case["expect"]] == [dst]
+    assert [e["node"] for e in case["expect"]] == ["out"]
     assert expected["body"] == "<order>\n  <qty>6</qty>\n  <id>7</id>\n</order>"
     assert expected["domain"] == "XMLNSC"
     assert case["ignore"][-1] == "Root.XMLNSC.order.id" and "MQMD.MsgId" in case["ignore"]

@@ -38,6 +38,10 @@ class MessageViewOut(Out):
     body: MessageBodyOut
     truncated: bool
     notices: list[str]
+    properties: dict[str, str | int | float | bool | None] = Field(
+        default_factory=dict,
+        description="the queue message's own properties the flow got (not part of its trees)",
+    )
 
 
 class FieldEditIn(Body):

@@ -53,14 +53,22 @@ class MessageResult:
     problem: str = ""
     #: The message that arrived, as the message view shows it (only when it differs).
     actual: dict[str, Any] | None = None
+    #: The output node the message was expected from (its expectation names it), else "".
+    node: str = ""
 
     @property
     def passed(self) -> bool:
         return not self.differences and not self.problem
 
+    @property
+    def where(self) -> str:
+        """The output the message belongs to: ``node out (queue Q)``, or the queue, or HTTP reply."""
+        return f"node {self.node} (queue {self.queue})" if self.node else self.queue
+
     def to_json(self) -> dict[str, Any]:
         return {
             "queue": self.queue,
+            "node": self.node,
             "index": self.index,
             "passed": self.passed,
             "problem": self.problem,
@@ -89,7 +97,7 @@ class CaseResult:
         lines = [self.error] if self.error else []
         lines += self.problems
         for message in self.messages:
-            where = f"{message.queue} message {message.index + 1}"
+            where = f"{message.where} message {message.index + 1}"
             if message.problem:
                 lines.append(f"{where}: {message.problem}")
             lines += [f"{where}: {d.describe()}" for d in message.differences]
@@ -382,8 +390,11 @@ class TestEngine:
                     properties=message.properties or None,
                 )
             deadline = time.monotonic() + case_timeout()
+            by_queue: dict[str, list[Expectation]] = {}
             for expectation in case.expect:
-                self._collect(qm, expectation, case, deadline, result)
+                by_queue.setdefault(expectation.queue, []).append(expectation)
+            for expectations in by_queue.values():
+                self._collect(qm, expectations, case, deadline, result)
         result.seconds = time.monotonic() - started
         return result
 
@@ -447,40 +458,67 @@ class TestEngine:
             qm.define_queue(queue)
 
     def _collect(
-        self, qm: Any, expectation: Expectation, case: TestCase, deadline: float, result: CaseResult
+        self,
+        qm: Any,
+        expectations: list[Expectation],
+        case: TestCase,
+        deadline: float,
+        result: CaseResult,
     ) -> None:
+        """Take what arrives on the queue of ``expectations`` and compare it.
+
+        Several output nodes may put to one queue: each message that arrives goes to the first
+        expectation still waiting whose next message it matches (else to the first still waiting),
+        so the report names the node a wrong message was expected from.
+        """
+        queue = expectations[0].queue
+        wanted_total = sum(len(e.messages) for e in expectations)
         arrived: list[Any] = []
-        while len(arrived) < len(expectation.messages):
+        while len(arrived) < wanted_total:
             wait = deadline - time.monotonic()
             if wait <= 0:
                 break
-            message = qm.get(expectation.queue, wait=min(wait, 1.0))
+            message = qm.get(queue, wait=min(wait, 1.0))
             if message is not None:
                 arrived.append(message)
-        extra = qm.get(expectation.queue, wait=settle_time())
-        for n, wanted in enumerate(expectation.messages):
-            outcome = MessageResult(expectation.queue, n)
-            if n >= len(arrived):
-                outcome.problem = (
-                    f"no message arrived within {case_timeout():.0f}s "
-                    f"({len(arrived)} of {len(expectation.messages)} expected)"
-                )
-            else:
-                got = arrived[n]
-                try:
-                    outcome.differences = compare(wanted, got.md, got.body, case.ignore, got.properties)
-                except UnparsableMessage as exc:
-                    outcome.problem = str(exc)
-                if not outcome.passed:
-                    outcome.actual = actual_view(got, wanted.domain)
-            result.messages.append(outcome)
+        extra = qm.get(queue, wait=settle_time())
+        given: list[list[Any]] = [[] for _ in expectations]
+        for got in arrived:
+            waiting = [n for n, e in enumerate(expectations) if len(given[n]) < len(e.messages)]
+            chosen = next(
+                (n for n in waiting if self._matches(expectations[n].messages[len(given[n])], got, case)),
+                waiting[0],
+            )
+            given[chosen].append(got)
+        for expectation, messages in zip(expectations, given, strict=True):
+            for n, wanted in enumerate(expectation.messages):
+                outcome = MessageResult(queue, n, node=expectation.node)
+                if n >= len(messages):
+                    outcome.problem = (
+                        f"no message arrived within {case_timeout():.0f}s "
+                        f"({len(messages)} of {len(expectation.messages)} expected)"
+                    )
+                else:
+                    got = messages[n]
+                    try:
+                        outcome.differences = compare(wanted, got.md, got.body, case.ignore, got.properties)
+                    except UnparsableMessage as exc:
+                        outcome.problem = str(exc)
+                    if not outcome.passed:
+                        outcome.actual = actual_view(got, wanted.domain)
+                result.messages.append(outcome)
         if extra is not None:
             more = 1
-            while qm.get(expectation.queue) is not None:
+            while qm.get(queue) is not None:
                 more += 1
-            result.problems.append(
-                f"{expectation.queue}: {more} more message(s) than the {len(expectation.messages)} expected"
-            )
+            result.problems.append(f"{queue}: {more} more message(s) than the {wanted_total} expected")
+
+    @staticmethod
+    def _matches(wanted: Any, got: Any, case: TestCase) -> bool:
+        try:
+            return not compare(wanted, got.md, got.body, case.ignore, got.properties)
+        except UnparsableMessage:
+            return False
 
     # -- making a case -----------------------------------------------------------------------------
 

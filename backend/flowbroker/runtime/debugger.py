@@ -196,12 +196,14 @@ class _NoListener:
 class _Probe:
     """Stands in for the target of one connection while the flow has breakpoints."""
 
-    __slots__ = ("connection", "debugger", "target")
+    __slots__ = ("connection", "debugger", "node", "target")
 
-    def __init__(self, debugger: FlowDebugger, target: Node, connection: str) -> None:
+    def __init__(self, debugger: FlowDebugger, target: Node, connection: str, node: str = "") -> None:
         self.debugger = debugger
         self.target = target
         self.connection = connection
+        #: the node the connection enters on its canvas (a subflow instance rather than its Input)
+        self.node = node or target.id
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.target, name)
@@ -213,7 +215,7 @@ class _Probe:
         local.depth = depth + 1
         try:
             if self.connection in debugger.breakpoints.connections or getattr(local, "stepping", False):
-                debugger.pause(assembly, kind="connection", connection=self.connection, node=self.target.id)
+                debugger.pause(assembly, kind="connection", connection=self.connection, node=self.node)
             self.target.receive(terminal, assembly)
         finally:
             local.depth = depth
@@ -222,15 +224,47 @@ class _Probe:
                 local.stepping = False
 
 
+def _node(target: Any) -> Any:
+    """The node behind a wire's target (a probe, a recording's tap, or both in turn)."""
+    while not isinstance(target, Node) and hasattr(target, "target"):
+        target = target.target
+    return target
+
+
+def canvas_name(source: Node, terminal: str, target: Any, target_terminal: str) -> str:
+    """A compiled connection as breakpoints name it: as the flow's canvas draws it.
+
+    A connection into or out of a subflow instance is named by the subflow node and its terminal
+    (``in.out->sub.in``, ``sub.done->next.in``), as the designer names that edge; one inside a
+    subflow keeps the inner ids (``sub/inner``)."""
+    from flowbroker.runtime.recorder import canvas_connection
+
+    real = _node(target)
+    if not isinstance(real, Node):
+        return connection_id(source.id, terminal, str(getattr(real, "id", "")), target_terminal)
+    return canvas_connection(source, terminal, real, target_terminal)
+
+
+def canvas_target(target: Any, target_terminal: str) -> str:
+    """The node a connection enters as its canvas draws it: the subflow instance for its Input node."""
+    from flowbroker.runtime.recorder import _outer
+
+    real = _node(target)
+    if not isinstance(real, Node):
+        return str(getattr(real, "id", ""))
+    outer = _outer(real, target_terminal, "input", "in")
+    return outer[0] if outer is not None else real.id
+
+
 def connections_of(nodes: dict[str, Node]) -> list[str]:
     """Every connection between compiled nodes, as breakpoints name them (subflows expanded:
-    their inner nodes are named ``subflowNode/innerNode``)."""
+    their inner nodes are named ``subflowNode/innerNode``, the connections into and out of a
+    subflow instance by that instance, see :func:`canvas_name`)."""
     found = []
     for node in nodes.values():
         for terminal, wires in node.wires.items():
             for target, target_terminal in wires:
-                real = target.target if isinstance(target, _Probe) else target
-                found.append(connection_id(node.id, terminal, real.id, target_terminal))
+                found.append(canvas_name(node, terminal, target, target_terminal))
     return found
 
 
@@ -311,7 +345,12 @@ class FlowDebugger:
                     (
                         target
                         if isinstance(target, _Probe)
-                        else _Probe(self, target, connection_id(node.id, terminal, target.id, tt)),
+                        else _Probe(
+                            self,
+                            target,
+                            canvas_name(node, terminal, target, tt),
+                            canvas_target(target, tt),
+                        ),
                         tt,
                     )  # type: ignore[misc]
                     for target, tt in wires
@@ -442,6 +481,7 @@ class _EsqlTracer:
         self.positions = program.positions
         self.filename = f"{node.id}.esql"
         self.ctx: Any = None
+        self.program = program
 
     def global_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
         if frame.f_code.co_filename != self.code_name:
@@ -473,7 +513,7 @@ class _EsqlTracer:
             kind="esql",
             node=self.node.id,
             line=line,
-            variables=variables(frame),
+            variables=variables(frame, self.program),
         )
 
     def assembly(self, ctx: Any) -> Assembly:
@@ -495,10 +535,12 @@ def message_view_root() -> Any:
     return Element("Root")
 
 
-def variables(frame: FrameType) -> list[dict[str, Any]]:
-    """The ESQL variables in scope in a generated frame: name, type and value (trees as paths)."""
-    from esql.tree import Element
+def variables(frame: FrameType, program: Any = None) -> list[dict[str, Any]]:
+    """The ESQL variables in scope in a generated frame: name, type, value (trees as paths) and
+    scope: ``local`` (the routine's own), ``module`` or ``schema`` (the DECLAREs at module or
+    broker-schema level that the routine sees, when ``program`` is the compiled program).
 
+    A name declared in an inner scope hides the same name of an outer one, as in ESQL."""
     found: dict[str, tuple[int, dict[str, Any]]] = {}
     for name, value in frame.f_locals.items():
         if not name.startswith("v_"):
@@ -506,16 +548,57 @@ def variables(frame: FrameType) -> list[dict[str, Any]]:
         esql, level = esql_name(name)
         if esql in found and found[esql][0] > level:
             continue  # an inner block's variable hides an outer one of the same name
-        entry: dict[str, Any] = {"name": esql}
-        target = getattr(value, "element", value) if not isinstance(value, Element) else value
-        if isinstance(target, Element):
-            entry["type"] = "REFERENCE"
-            entry["value"] = _path(target)
-        else:
-            entry["type"] = message_view.value_type(value)
-            entry["value"] = message_view.value_text(value)
-        found[esql] = (level, entry)
-    return [entry for _, entry in found.values()]
+        found[esql] = (level, _variable(esql, value, "local"))
+    shown = [entry for _, entry in found.values()]
+    for scope, table in _outer_scopes(frame, program):
+        for esql, var in table.items():
+            if esql in found or var.kind in ("namespace", "alias"):
+                continue
+            missing = object()
+            if var.py.startswith("ctx.mv."):
+                holder = getattr(frame.f_locals.get("ctx"), "mv", None)
+                value = getattr(holder, var.py.removeprefix("ctx.mv."), missing)
+            else:
+                value = frame.f_globals.get(var.py, missing)
+            if value is missing:
+                continue  # not made yet for this message: nothing to show
+            found[esql] = (0, _variable(esql, value, scope, var.kind))
+            shown.append(found[esql][1])
+    return shown
+
+
+def _outer_scopes(frame: FrameType, program: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(scope, ESQL name -> codegen Var) of the module and broker schema of the frame's routine."""
+    generator = getattr(program, "generator", None)
+    if generator is None:
+        return []
+    function = frame.f_code.co_name
+    for module in generator.modules.values():
+        if any(routine.py == function for routine in module.routines.values()) or (
+            module.node is None and function == "f__bare_main"
+        ):
+            return [
+                ("module", dict(getattr(module, "declares_vars", {}) or {})),
+                ("schema", dict(generator.schema_vars.get(module.schema, {}))),
+            ]
+    for schema, routines in generator.schema_routines.items():
+        if any(routine.py == function for routine in routines.values()):
+            return [("schema", dict(generator.schema_vars.get(schema, {})))]
+    return []
+
+
+def _variable(name: str, value: Any, scope: str, kind: str = "") -> dict[str, Any]:
+    from esql.tree import Element
+
+    entry: dict[str, Any] = {"name": name, "scope": scope}
+    target = getattr(value, "element", value) if not isinstance(value, Element) else value
+    if isinstance(target, Element):
+        entry["type"] = "ROW" if kind == "row" else "REFERENCE"
+        entry["value"] = _path(target)
+    else:
+        entry["type"] = message_view.value_type(value)
+        entry["value"] = message_view.value_text(value)
+    return entry
 
 
 def _path(element: Any) -> str:

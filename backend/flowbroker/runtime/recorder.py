@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flowbroker_nodes.base import Assembly, Node
+from flowbroker_nodes.base import _CURRENT, Assembly, Node
 
 from flowbroker.runtime import message_view
 
@@ -80,6 +80,19 @@ def _outer(node: Node, terminal: str, boundary: str, default: str) -> tuple[str,
     if "/" in inner or node.SPEC.subflow_part != boundary:
         return None
     return parent, str(node.properties.get(node.SPEC.subflow_terminal_property) or default)
+
+
+def _queue_properties() -> dict[str, Any]:
+    """The own properties of the queue message the flow thread got (not its tree: an output node
+    puts them again, overlaid by the MQRFH2 usr folder), as JSON values."""
+    services = getattr(_CURRENT, "services", None)
+    found = getattr(services, "input_properties", None)
+    if not found:
+        return {}
+    return {
+        str(key): value if isinstance(value, str | int | float | bool) or value is None else str(value)
+        for key, value in found.items()
+    }
 
 
 def write_json(path: Path, document: dict[str, Any]) -> None:
@@ -260,6 +273,9 @@ class Recording:
         except Exception as exc:  # a view must never fail the flow
             view = {"trees": [], "body": {"format": "none", "text": "", "bytes": 0}, "truncated": True}
             view["notices"] = [f"the message could not be shown: {exc}"]
+        properties = _queue_properties()
+        if properties:
+            view["properties"] = properties
         now = time.time()
         summary = {
             "message": message,

@@ -12,6 +12,7 @@ body, the MQMD fields that were set, the MQRFH2 folders. The case is then stored
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -56,28 +57,10 @@ def create(
     if not entries:
         raise NotFound(f"recording {recording_id} has no message {message} (it holds {state['messages']})")
     document = deployment.flow_version.document
-    nodes = {str(n.get("id")): n for n in document.get("nodes") or [] if isinstance(n, dict)}
-    start = next((e for e in entries if cases.starts_by(nodes.get(_end(e, "from"), {}))), None)
-    if start is None:
-        raise Invalid(
-            f"recorded message {message} did not leave an input node a test can start at",
-            [problem("/message", "no input node in the recorded path")],
-        )
-    outputs: dict[str, list[dict[str, Any]]] = {}
-    reached = [(e, cases.queue_output(nodes.get(_end(e, "to"), {}))) for e in entries]
-    reached = [(e, queue) for e, queue in reached if queue]
-    if not reached:
-        raise Invalid(
-            f"recorded message {message} reached no node that writes to a queue: there is nothing to expect",
-            [problem("/message", "no output in the recorded path")],
-        )
     with open(where / f"{recording_id}.jsonl", "rb") as handle:
-        given = _case_message(_read(handle, start), "input")
-        for entry, queue in reached:
-            outputs.setdefault(queue, []).append(_case_message(_read(handle, entry), entry["connection"]))
-    case = cases.case_from_views(
-        name, given, outputs, input_node=_end(start, "from"), ignore=list(ignore or [])
-    )
+        case = case_from_recording(
+            name, document, entries, lambda entry: _read(handle, entry), ignore=ignore, message=message
+        )
     audit.record(
         session,
         actor,
@@ -87,6 +70,152 @@ def create(
     )
     flow_id = deployment.flow_version.flow_id
     return flow_tests.add_case(session, actor, flow_id, case, lookup=lookup), case
+
+
+def case_from_recording(
+    name: str,
+    document: dict[str, Any],
+    entries: list[dict[str, Any]],
+    read: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    ignore: list[str] | None = None,
+    message: int = 1,
+) -> dict[str, Any]:
+    """A case from the crossings of one recorded flow invocation (``entries``, the recording's index
+    lines in order; ``read`` gives an entry's message view).
+
+    The input is the message as it left the input node: for an MQInput its body, MQMD fields,
+    MQRFH2 folders and queue message properties; for a FileInput the file (name and content); for
+    an HTTPInput the request (method, path, headers, body) and the answer an HTTPReply node gave.
+    What is expected is, per node that writes to a queue, the messages that reached it in order
+    (with the properties they were put with).
+    """
+    nodes = {str(n.get("id")): n for n in document.get("nodes") or [] if isinstance(n, dict)}
+    start = next((e for e in entries if cases.starts_by(nodes.get(_end(e, "from"), {}))), None)
+    if start is None:
+        raise Invalid(
+            f"recorded message {message} did not leave an input node a test can start at",
+            [problem("/message", "no input node in the recorded path")],
+        )
+    input_id = _end(start, "from")
+    kind = cases.starts_by(nodes[input_id])
+    start_view = read(start)
+    properties = dict(start_view.get("properties") or {})
+    given = _case_message(start_view, "input")
+    if kind == "queue":
+        if properties:
+            given["properties"] = properties
+    else:
+        given = {key: value for key, value in given.items() if key not in ("mqmd", "rfh2")}
+    if kind == "file":
+        given["file"] = _file_name(start_view, input_id)
+    elif kind == "http":
+        given.update(_request(start_view))
+    expect: dict[str, dict[str, Any]] = {}
+    reply: dict[str, Any] | None = None
+    for entry in entries:
+        target_id = _end(entry, "to")
+        target = nodes.get(target_id, {})
+        if cases.queue_output(target):
+            view = read(entry)
+            out = _case_message(view, entry["connection"])
+            put = {**properties, **_usr_fields(view)}
+            if put:
+                out["properties"] = put
+            expect.setdefault(target_id, {"node": target_id, "messages": []})["messages"].append(out)
+        elif kind == "http" and target.get("type") == "HTTPReply" and reply is None:
+            reply = _reply(read(entry), entry["connection"])
+    if kind == "http" and reply is None:
+        raise Invalid(
+            f"recorded message {message} reached no HTTPReply node: the answer to expect is unknown",
+            [problem("/message", "no HTTPReply in the recorded path")],
+        )
+    if not expect and reply is None:
+        raise Invalid(
+            f"recorded message {message} reached no node that writes to a queue: there is nothing to expect",
+            [problem("/message", "no output in the recorded path")],
+        )
+    case = cases.case_from_views(name, given, {}, input_node=input_id, ignore=list(ignore or []))
+    case["expect"] = list(expect.values())
+    if reply is not None:
+        case["reply"] = reply
+    return case
+
+
+#: Request headers a replayed request gets anew (the connection's own) or that only say how it came.
+_TRANSPORT_HEADERS = frozenset(
+    {"host", "content-length", "connection", "transfer-encoding", "x-original-http-command", "keep-alive"}
+)
+
+
+def _tree(view: dict[str, Any], name: str) -> dict[str, Any]:
+    return next((t for t in view.get("trees") or [] if t.get("name") == name), {"children": []})
+
+
+def _child(field: dict[str, Any] | None, *names: str) -> dict[str, Any] | None:
+    for name in names:
+        if field is None:
+            return None
+        field = next((kid for kid in field.get("children") or [] if kid.get("name") == name), None)
+    return field
+
+
+def _file_name(view: dict[str, Any], node_id: str) -> str:
+    found = _child(_tree(view, "LocalEnvironment"), "File", "Name")
+    name = str((found or {}).get("value") or "")
+    if not name:
+        raise Invalid(
+            f"the message recorded leaving {node_id} has no LocalEnvironment.File.Name: the file is unknown",
+            [problem("/message", "no file name in the recorded input")],
+        )
+    return name
+
+
+def _request(view: dict[str, Any]) -> dict[str, Any]:
+    """The recorded request's method, path (with its query) and the headers a client sent."""
+    line = _child(_tree(view, "LocalEnvironment"), "HTTP", "Input", "RequestLine")
+    method = str((_child(line, "Method") or {}).get("value") or "POST")
+    path = str((_child(line, "RequestURI") or {}).get("value") or "")
+    headers = {
+        str(kid["name"]): str(kid.get("value") or "")
+        for kid in (_child(_tree(view, "Root"), "HTTPInputHeader") or {}).get("children") or []
+        if str(kid.get("name", "")).lower() not in _TRANSPORT_HEADERS and not kid.get("children")
+    }
+    out: dict[str, Any] = {"method": method}
+    if path:
+        out["path"] = path
+    if headers:
+        out["headers"] = headers
+    return out
+
+
+def _reply(view: dict[str, Any], where: str) -> dict[str, Any]:
+    """The answer an HTTPReply node gave: status, the headers the flow set, the body."""
+    status_field = _child(_tree(view, "LocalEnvironment"), "Destination", "HTTP", "ReplyStatusCode")
+    try:
+        status = int(str((status_field or {}).get("value") or 200))
+    except ValueError:
+        status = 200
+    headers = {
+        str(kid["name"]): str(kid.get("value") or "")
+        for kid in (_child(_tree(view, "Root"), "HTTPReplyHeader") or {}).get("children") or []
+        if str(kid.get("name", "")).lower() not in _TRANSPORT_HEADERS and not kid.get("children")
+    }
+    body = {key: value for key, value in _case_message(view, where).items() if key not in ("mqmd", "rfh2")}
+    reply: dict[str, Any] = {"status": status, **body}
+    if headers:
+        reply["headers"] = headers
+    return reply
+
+
+def _usr_fields(view: dict[str, Any]) -> dict[str, Any]:
+    """The simple fields of the message's MQRFH2 usr folder: an output node puts them as properties."""
+    usr = _child(_tree(view, "Root"), "MQRFH2", "usr")
+    return {
+        str(kid["name"]): kid.get("value")
+        for kid in (usr or {}).get("children") or []
+        if not kid.get("children") and kid.get("value") is not None
+    }
 
 
 def _end(entry: dict[str, Any], side: str) -> str:

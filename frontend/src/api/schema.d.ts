@@ -2879,6 +2879,12 @@ export interface components {
             differences: components["schemas"]["DifferenceOut"][];
             /** Index */
             index: number;
+            /**
+             * Node
+             * @description the output node the message was expected from, if named
+             * @default
+             */
+            node: string;
             /** Passed */
             passed: boolean;
             /** Problem */
@@ -3023,6 +3029,13 @@ export interface components {
             body: components["schemas"]["MessageBodyOut"];
             /** Notices */
             notices: string[];
+            /**
+             * Properties
+             * @description the queue message's own properties the flow got (not part of its trees)
+             */
+            properties: {
+                [key: string]: string | number | boolean | null;
+            };
             /** Trees */
             trees: components["schemas"]["MessageFieldOut"][];
             /** Truncated */
@@ -3843,6 +3856,13 @@ export interface components {
         Variable: {
             /** Name */
             name: string;
+            /**
+             * Scope
+             * @description declared in the routine (local), or at module or broker-schema level
+             * @default local
+             * @enum {string}
+             */
+            scope: "local" | "module" | "schema";
             /** Type */
             type: string;
             /** Value */

@@ -291,7 +291,10 @@ function PauseView({
           <tbody>
             {pause.variables.map((v) => (
               <tr key={v.name} data-testid={`variable-${v.name}`}>
-                <td>{v.name}</td>
+                <td>
+                  {v.name}
+                  {v.scope && v.scope !== 'local' && <small className="muted"> ({v.scope})</small>}
+                </td>
                 <td>{v.type}</td>
                 <td>{v.value ?? 'NULL'}</td>
               </tr>

@@ -5,7 +5,7 @@ import { api, problemText, unwrap } from '../api/client';
 import { useCan } from '../auth';
 import { MessageTreeView } from '../exerciser/MessageTreeView';
 import type { MessageView } from '../exerciser/message-view';
-import { caseRows, diffRows, type TestRun } from './flow-tests';
+import { caseRows, diffRows, messagePlace, type TestRun } from './flow-tests';
 import { useDesigner } from './store';
 
 const MARK = { 'not run': '○', passed: '✔', failed: '✘', error: '!' } as const;
@@ -51,10 +51,15 @@ export function FlowTestsDialog({ flowId, onClose }: { flowId: number; onClose: 
       <div className="dialog wide">
         <h2>Tests</h2>
         <p>
-          Each case puts its input message on the flow&apos;s input queue and compares what arrives on the expected
-          queues as parsed trees. They run on a private queue manager and execution group, against the saved version
+          Each case puts its input message on the flow&apos;s input queue (or writes its file, or sends its HTTP
+          request) and compares what arrives from each output node, and the HTTP reply, as parsed trees. They run on a
+          private queue manager and execution group, against the saved version
           {version !== undefined ? ` (${version})` : ''}.
           {dirty && <strong> Save first: unsaved changes are not tested.</strong>}
+        </p>
+        <p className="muted" data-testid="tests-setup-note">
+          A case that needs setup (database rows, subscriptions, message sets) keeps it in the flow&apos;s{' '}
+          <code>NAME.tests.json</code> and runs with <code>flowbroker test</code>.
         </p>
         {rows.length === 0 && <p data-testid="no-tests">This flow has no test cases yet.</p>}
         {rows.length > 0 && (
@@ -130,9 +135,9 @@ export function FlowTestsDialog({ flowId, onClose }: { flowId: number; onClose: 
             .flatMap((row) => row.result!.messages)
             .filter((m) => m.actual)
             .map((m) => (
-              <details key={`${m.queue}-${m.index}`} className="test-actual" data-testid="test-actual">
+              <details key={`${m.node}-${m.queue}-${m.index}`} className="test-actual" data-testid="test-actual">
                 <summary>
-                  The message that arrived on {m.queue} #{m.index + 1}
+                  The message that arrived on {messagePlace(m)} #{m.index + 1}
                 </summary>
                 <MessageTreeView view={m.actual as unknown as MessageView} />
               </details>

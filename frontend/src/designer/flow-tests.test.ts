@@ -19,6 +19,7 @@ const run: TestRun = {
       messages: [
         {
           queue: 'ORDERS.OUT',
+          node: '',
           index: 0,
           passed: false,
           problem: '',
@@ -27,6 +28,15 @@ const run: TestRun = {
             { path: 'XMLNSC.Order.Total', kind: 'changed', expected: '9', actual: '6' },
             { path: 'XMLNSC.Order.Note', kind: 'unexpected', expected: null, actual: null },
           ],
+        },
+        {
+          queue: 'ORDERS.OUT',
+          node: 'audit',
+          index: 0,
+          passed: false,
+          problem: '',
+          actual: null,
+          differences: [{ path: '(properties).channel', kind: 'missing', expected: 'web', actual: null }],
         },
       ],
     },
@@ -39,11 +49,13 @@ describe('flow tests panel', () => {
       { name: 'doubles', input: { node: 'in' }, expect: [{ queue: 'ORDERS.OUT' }] },
       { name: 'wrong', expect: [{ node: 'out' }] },
       { name: 'new one', expect: [] },
+      { name: 'answers', input: { node: 'request' }, reply: { status: 200 } },
     ];
     expect(caseRows(tests, run).map((r) => [r.name, r.summary, r.status])).toEqual([
       ['doubles', 'in → ORDERS.OUT', 'passed'],
       ['wrong', 'input → out', 'failed'],
       ['new one', 'input → ', 'not run'],
+      ['answers', 'request → HTTP reply', 'not run'],
     ]);
     expect(caseRows(undefined, null)).toEqual([]);
   });
@@ -53,6 +65,7 @@ describe('flow tests panel', () => {
       { where: '', path: '', kind: 'problem', expected: '', actual: 'ORDERS.OUT: 1 more message(s) than the 1 expected' },
       { where: 'ORDERS.OUT #1', path: 'XMLNSC.Order.Total', kind: 'changed', expected: '9', actual: '6' },
       { where: 'ORDERS.OUT #1', path: 'XMLNSC.Order.Note', kind: 'unexpected', expected: '', actual: 'NULL' },
+      { where: 'audit (ORDERS.OUT) #1', path: '(properties).channel', kind: 'missing', expected: 'web', actual: '' },
     ]);
   });
 

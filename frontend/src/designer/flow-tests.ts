@@ -6,7 +6,7 @@ export type CaseResult = Schemas['CaseResultOut'];
 
 export interface CaseRow {
   name: string;
-  /** Where the case's input goes and which queues it checks, e.g. "in → ORDERS.OUT". */
+  /** Where the case's input goes and which outputs it checks, e.g. "in → out, ORDERS.OUT, HTTP reply". */
   summary: string;
   status: 'not run' | 'passed' | 'failed' | 'error';
   result?: CaseResult;
@@ -28,14 +28,25 @@ function text(value: string | null | undefined): string {
 export function caseRows(tests: unknown, run: TestRun | null): CaseRow[] {
   const list = Array.isArray(tests) ? tests : [];
   return list.map((raw, index) => {
-    const c = (raw ?? {}) as { name?: unknown; input?: { node?: unknown }; expect?: { queue?: unknown; node?: unknown }[] };
+    const c = (raw ?? {}) as {
+      name?: unknown;
+      input?: { node?: unknown };
+      expect?: { queue?: unknown; node?: unknown }[];
+      reply?: unknown;
+    };
     const name = typeof c.name === 'string' ? c.name : `case ${index + 1}`;
-    const targets = (Array.isArray(c.expect) ? c.expect : []).map((e) => String(e?.queue ?? e?.node ?? '?'));
+    const targets = (Array.isArray(c.expect) ? c.expect : []).map((e) => String(e?.node ?? e?.queue ?? '?'));
+    if (c.reply) targets.push('HTTP reply');
     const input = typeof c.input?.node === 'string' ? c.input.node : 'input';
     const result = run?.results.find((r) => r.case === name);
     const status: CaseRow['status'] = !result ? 'not run' : result.error ? 'error' : result.passed ? 'passed' : 'failed';
     return { name, summary: `${input} → ${targets.join(', ')}`, status, result };
   });
+}
+
+/** Where an expected message belongs: its output node with the node's queue, or the queue (or HTTP reply). */
+export function messagePlace(message: { queue: string; node?: string }): string {
+  return message.node ? `${message.node} (${message.queue})` : message.queue;
 }
 
 /** The differences of a case's messages as table rows; problems without a path get a row of their own. */
@@ -44,7 +55,7 @@ export function diffRows(result: CaseResult): DiffRow[] {
   if (result.error) rows.push({ where: '', path: '', kind: 'error', expected: '', actual: result.error });
   for (const problem of result.problems) rows.push({ where: '', path: '', kind: 'problem', expected: '', actual: problem });
   for (const message of result.messages) {
-    const where = `${message.queue} #${message.index + 1}`;
+    const where = `${messagePlace(message)} #${message.index + 1}`;
     if (message.problem) rows.push({ where, path: '', kind: 'problem', expected: '', actual: message.problem });
     for (const d of message.differences) {
       rows.push({

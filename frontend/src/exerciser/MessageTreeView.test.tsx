@@ -28,6 +28,7 @@ const view: MessageView = {
   body: { domain: 'XMLNSC', format: 'xml', text: '<Qty>3</Qty>', bytes: 12 },
   truncated: true,
   notices: ['the body is 10,485,760 bytes: only the first 262,144 are shown'],
+  properties: {},
 };
 
 describe('MessageTreeView', () => {
@@ -65,5 +66,26 @@ describe('MessageTreeView', () => {
     fireEvent.click(screen.getByText('Set'));
     await waitFor(() => expect(screen.queryByLabelText('Value of Root.XMLNSC.Qty')).toBeNull());
     expect(edits[1]).toEqual({ tree: 'Root', ref: [0, 0], value: '42', valueType: 'INTEGER' });
+  });
+
+  it('shows the queue message properties apart from the trees, markable as (properties).NAME, never editable', () => {
+    const marks: [string, boolean][] = [];
+    render(
+      <MessageTreeView
+        view={{ ...view, properties: { channel: 'web', retries: 2 } }}
+        onEdit={() => Promise.resolve()}
+        onMark={(f, on) => marks.push([f.path, on])}
+      />,
+    );
+    expect(screen.getByText('Message properties')).toBeTruthy();
+    expect(screen.getByText('web')).toBeTruthy();
+    expect(screen.getByText('INTEGER')).toBeTruthy();
+    fireEvent.click(screen.getByLabelText('Mark (properties).channel'));
+    expect(marks).toEqual([['(properties).channel', true]]);
+    expect(screen.queryByLabelText('Edit (properties).channel')).toBeNull();
+    cleanup();
+    // a view without properties (a paused message's) shows no such folder
+    render(<MessageTreeView view={{ ...view, properties: {} }} />);
+    expect(screen.queryByText('Message properties')).toBeNull();
   });
 });

@@ -1,6 +1,6 @@
 /** A message assembly as collapsible trees with field types and values, and its serialized body. */
 import { memo, useState } from 'react';
-import { EDIT_TYPES, type FieldEdit, type MessageBody, type MessageField, type MessageView, treeOf } from './message-view';
+import { EDIT_TYPES, type FieldEdit, type MessageBody, type MessageField, type MessageView, propertiesFolder, treeOf } from './message-view';
 
 export interface MessageTreeViewProps {
   view: MessageView;
@@ -13,6 +13,7 @@ export interface MessageTreeViewProps {
 }
 
 export function MessageTreeView({ view, onEdit, marked, onMark }: MessageTreeViewProps) {
+  const properties = propertiesFolder(view);
   return (
     <div className="message-view" data-testid="message-view">
       {view.notices.length > 0 && (
@@ -26,6 +27,8 @@ export function MessageTreeView({ view, onEdit, marked, onMark }: MessageTreeVie
         {view.trees.map((tree) => (
           <FieldRow key={tree.name} field={tree} depth={0} onEdit={onEdit} marked={marked} onMark={onMark} />
         ))}
+        {/* the queue message's own properties: shown and marked, not edited (they are not in its trees) */}
+        {properties && <FieldRow field={properties} depth={0} marked={marked} onMark={onMark} />}
       </ul>
       <BodyView body={view.body} />
     </div>

@@ -57,8 +57,8 @@ export function RecordedCaseForm({ deploymentId, recordingId, message, view, onS
         </button>
       </div>
       <p className="muted">
-        Message {message}: its input and what reached each output queue are expected as recorded. Tick the fields to
-        ignore ({ignored.size} ticked; MsgId, PutDate, PutTime, Expiry and BackoutCount always are).
+        Message {message}: its input and what reached each output node (or the HTTP reply) are expected as recorded, with
+        the message properties. Tick the fields to ignore ({ignored.size} ticked; MsgId, PutDate, PutTime, Expiry and BackoutCount always are).
       </p>
       {error && (
         <p className="error" role="alert">

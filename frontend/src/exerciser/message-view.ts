@@ -34,3 +34,40 @@ export const EDIT_TYPES = [
 export function treeOf(field: MessageField): string {
   return field.path.split('.')[0] ?? field.path;
 }
+
+/** The path a test gives a queue message's own property by (compared and ignored like a tree field). */
+export const PROPERTIES_PATH = '(properties)';
+
+/**
+ * The queue message's own properties (not part of its trees) as a folder of fields, so they show
+ * and can be marked like the trees' fields; null when the message has none (or the view has none,
+ * as a paused message's view).
+ */
+export function propertiesFolder(view: { properties?: MessageView['properties'] }): MessageField | null {
+  const entries = Object.entries(view.properties ?? {});
+  if (entries.length === 0) return null;
+  const field = (name: string, value: string | number | boolean | null, index: number): MessageField => ({
+    name,
+    namespace: '',
+    fieldType: 'Property',
+    valueType: value === null ? 'NULL' : typeof value === 'string' ? 'CHARACTER' : typeof value === 'boolean' ? 'BOOLEAN' : Number.isInteger(value) ? 'INTEGER' : 'FLOAT',
+    value: value === null ? null : String(value),
+    path: `${PROPERTIES_PATH}.${name}`,
+    ref: [index],
+    children: [],
+    valueCut: false,
+    unparsed: null,
+  });
+  return {
+    name: 'Message properties',
+    namespace: '',
+    fieldType: 'Folder',
+    valueType: 'NULL',
+    value: null,
+    path: PROPERTIES_PATH,
+    ref: [],
+    children: entries.map(([name, value], index) => field(name, value, index)),
+    valueCut: false,
+    unparsed: null,
+  };
+}

@@ -69,6 +69,10 @@ class Variable(Out):
     name: str
     type: str
     value: str | None
+    scope: Literal["local", "module", "schema"] = Field(
+        default="local",
+        description="declared in the routine (local), or at module or broker-schema level",
+    )
 
 
 class PauseOut(Out):

@@ -35,6 +35,7 @@ class DifferenceOut(Out):
 
 class MessageResultOut(Out):
     queue: str
+    node: str = Field(default="", description="the output node the message was expected from, if named")
     index: int
     passed: bool
     problem: str
