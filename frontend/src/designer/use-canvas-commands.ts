@@ -1,7 +1,7 @@
 /** What the toolbar, the palette and the shortcuts do to the graph beyond one store action. */
 import { useQueryClient } from '@tanstack/react-query';
 import { useReactFlow } from '@xyflow/react';
-import { useCallback } from 'react';
+import { useCallback, useMemo } from 'react';
 import { api, problemText, unwrap } from '../api/client';
 import { useFitView } from './canvas-view';
 import type { DesignNode, FlowCanvasNode, Problem } from './document';
@@ -88,5 +88,8 @@ export function useCanvasCommands({
     return connectSource(focused, nodes);
   }, [store]);
 
-  return { addAtCentre, autoLayout, makeSubflow, connectFromSelection };
+  return useMemo(
+    () => ({ addAtCentre, autoLayout, makeSubflow, connectFromSelection }),
+    [addAtCentre, autoLayout, makeSubflow, connectFromSelection],
+  );
 }
