@@ -13,6 +13,16 @@ export default tseslint.config(
     rules: {
       'react-hooks/rules-of-hooks': 'error',
       'react-hooks/exhaustive-deps': 'warn',
+      // A store read while drawing does not subscribe: the part would not redraw when it changes.
+      // Subscribe with a selector (useDesigner(s => …)); event handlers may read the store.
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "JSXExpressionContainer CallExpression[callee.property.name='getState']:not(JSXExpressionContainer :function CallExpression)",
+          message: 'no store.getState() while drawing: subscribe with a selector',
+        },
+      ],
     },
   },
   {

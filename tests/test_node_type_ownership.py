@@ -24,6 +24,9 @@ NOT_NODE_TYPES = {
     ("frontend/src/designer/ImportDialog.tsx", "Subflow"): "a word of the dialog's text",
 }
 TS_STRING = re.compile(r"""(['"`])([A-Za-z]+)\1""")
+TS_ANY_STRING = re.compile(r"""(['"`])(?:\\.|(?!\1).)*\1""")
+#: An object key outside strings (``{ Compute: 'COMPUTE' }``): a per-type table needs no quotes.
+TS_KEY = re.compile(r"(?<![\w.?$])([A-Za-z]+)\s*:(?!:)")
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -49,6 +52,7 @@ def _frontend_literals(path: Path) -> list[tuple[int, str]]:
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         code = line.split("//", 1)[0]
         found.extend((number, match.group(2)) for match in TS_STRING.finditer(code))
+        found.extend((number, match.group(1)) for match in TS_KEY.finditer(TS_ANY_STRING.sub('""', code)))
     return found
 
 
@@ -81,9 +85,17 @@ def test_the_scan_sees_the_literals_it_looks_for(tmp_path: Path) -> None:
     python = tmp_path / "a.py"
     python.write_text('"""MQInput in a docstring is prose."""\nif kind == "MQInput":\n    pass\n')
     script = tmp_path / "a.tsx"
-    script.write_text("const t = n.type === 'Label'; // 'Compute' in a comment\n")
+    script.write_text(
+        "const t = n.type === 'Label'; // 'Compute' in a comment\n"
+        "const KINDS = { Filter: 'FILTER', x: cond ? a : b };\n"
+        'const s = "Trace: prose in a string", o = { n: 1 };\n'
+    )
     assert _python_literals(python) == [(2, "MQInput")]
-    assert _frontend_literals(script) == [(1, "Label")]
+    assert [(line, value) for line, value in _frontend_literals(script) if value[0].isupper()] == [
+        (1, "Label"),
+        (2, "FILTER"),
+        (2, "Filter"),
+    ]
 
 
 def test_the_exemptions_still_stand() -> None:

@@ -12,7 +12,7 @@ from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 SPEC = NodeSpec(
     type="Compute",
     label="Compute",
-    extra={"esqlProperty": "esql"},
+    extra={"esqlProperty": "esql", "esqlModule": "COMPUTE"},
     category="transformation",
     icon="compute",
     description="Runs the ESQL module's Main() on the input message assembly; the output assembly goes to the "
@@ -88,7 +88,7 @@ class Node(EsqlNode):
     """Runs Main(); PROPAGATE and a TRUE result send the output assembly on."""
 
     SPEC = SPEC
-    KIND = "COMPUTE"
+    KIND = SPEC.esql_module
 
     def prepare(self) -> None:
         super().prepare()

@@ -11,7 +11,7 @@ from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 SPEC = NodeSpec(
     type="Database",
     label="Database",
-    extra={"esqlProperty": "esql"},
+    extra={"esqlProperty": "esql", "esqlModule": "DATABASE"},
     category="database",
     icon="database",
     description="Runs Main() of an ESQL DATABASE module with the named data source; the unchanged message "
@@ -53,7 +53,7 @@ class Node(EsqlNode):
     """Runs Main() against the data source; the message goes on unchanged."""
 
     SPEC = SPEC
-    KIND = "DATABASE"
+    KIND = SPEC.esql_module
 
     def prepare(self) -> None:
         if not self.properties.get("dataSource"):

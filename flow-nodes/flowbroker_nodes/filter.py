@@ -11,7 +11,7 @@ from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 SPEC = NodeSpec(
     type="Filter",
     label="Filter",
-    extra={"esqlProperty": "esql"},
+    extra={"esqlProperty": "esql", "esqlModule": "FILTER"},
     category="routing",
     icon="filter",
     description="Main() returning TRUE, FALSE or UNKNOWN sends the unchanged message to the true, false or "
@@ -43,7 +43,7 @@ class Node(EsqlNode):
     """Routes the unchanged message by Main()'s three-valued answer."""
 
     SPEC = SPEC
-    KIND = "FILTER"
+    KIND = SPEC.esql_module
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
         # One node invocation: CURRENT_… give one moment, SLEEP and INSTANCESTOPPING see a stop.

@@ -91,6 +91,12 @@ class NodeSpec:
         return str(self.extra.get("esqlProperty") or "")
 
     @property
+    def esql_module(self) -> str:
+        """``extra["esqlModule"]``: the kind of ESQL module the node runs ("COMPUTE", "FILTER" or
+        "DATABASE", its ``CREATE … MODULE``), which a new node's skeleton declares; "" for none."""
+        return str(self.extra.get("esqlModule") or "")
+
+    @property
     def test_input(self) -> str:
         """``extra["testInput"]``: how a flow test or a test message starts the flow at this node:
         "queue" (put on the queue it reads), "file" (written into the directory it reads) or

@@ -6,6 +6,32 @@ import { chromium } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
+/**
+ * Runs in every page before its scripts: `window.__designer` finds the designer's store the way
+ * React's developer tools find a component's state, from the designer's element through React's
+ * own fiber links to the provider of the store. The built designer has no test hook of its own,
+ * so the scripts drive the very bundle that ships; undefined while no designer is on the page.
+ */
+function designerProbe() {
+  const isDesignerStore = (value) => {
+    if (!value || typeof value.getState !== 'function') return false;
+    const state = value.getState();
+    return !!state && typeof state.undo === 'function' && 'meta' in state && Array.isArray(state.nodes);
+  };
+  Object.defineProperty(window, '__designer', {
+    configurable: true,
+    get() {
+      const element = document.querySelector('.designer');
+      const key = element && Object.keys(element).find((k) => k.startsWith('__reactFiber$'));
+      for (let fiber = key ? element[key] : null; fiber; fiber = fiber.return) {
+        const value = fiber.memoizedProps?.value;
+        if (isDesignerStore(value)) return value;
+      }
+      return undefined;
+    },
+  });
+}
+
 export async function launch() {
   const profile = mkdtempSync(join(tmpdir(), 'fb-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
@@ -22,6 +48,7 @@ export async function launch() {
       '--disable-sync',
     ],
   });
+  await context.addInitScript(designerProbe);
   return {
     context,
     async close() {

@@ -107,6 +107,10 @@ def test_specs_say_where_tests_start_flows_where_esql_runs_and_what_bounds_a_sub
         if spec.esql_property:
             declared = spec.property(spec.esql_property)
             assert declared is not None and declared.type == "esql", spec.type
+    modules = {t: s.esql_module for t, s in by_type.items() if s.esql_module}
+    assert modules == {"Compute": "COMPUTE", "Filter": "FILTER", "Database": "DATABASE"}
+    # the node runs the kind of module its spec declares (the designer's skeleton says the same)
+    assert all(registry.modules()[t].Node.KIND == kind for t, kind in modules.items())
     assert [t for t, s in by_type.items() if s.is_placeholder] == ["Unsupported"]
     boundaries = {t: (s.subflow_part, s.subflow_terminal_property) for t, s in by_type.items()}
     assert boundaries["Input"] == ("input", "terminalName")

@@ -3,6 +3,7 @@ import { Handle, Position, type NodeProps } from '@xyflow/react';
 import { memo } from 'react';
 import { terminalsOf, type FlowCanvasNode } from './document';
 import { ICON_GLYPHS, useSpecs } from './specs-context';
+import { useDesigner } from './store';
 
 const ROW = 18;
 
@@ -11,6 +12,8 @@ function FlowNodeView({ id, data, selected }: NodeProps<FlowCanvasNode>) {
   const spec = specs[data.type];
   const { inputs, outputs } = terminalsOf(specs, data);
   const rows = Math.max(inputs.length, outputs.length, 1);
+  // Only this node re-renders when its own count changes.
+  const count = useDesigner((s) => s.counts[id]);
   return (
     <div
       className={`fb-node cat-${spec?.category ?? 'unknown'}${selected ? ' selected' : ''}${data.problem ? ' has-problem' : ''}`}
@@ -24,9 +27,9 @@ function FlowNodeView({ id, data, selected }: NodeProps<FlowCanvasNode>) {
           {ICON_GLYPHS[spec?.icon ?? ''] ?? '□'}
         </span>
         <span className="fb-node-name">{data.name}</span>
-        {data.count !== undefined && (
+        {count !== undefined && (
           <span className="fb-node-count" data-testid={`count-${id}`} title="messages processed">
-            {data.count}
+            {count}
           </span>
         )}
       </div>

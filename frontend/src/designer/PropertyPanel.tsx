@@ -271,7 +271,7 @@ export function PropertyPanel({
                 (sp.seen === undefined || sp.seen === seenValue(node.data.properties[p.name])),
             )?.message
           }
-          skeleton={moduleSkeleton(node.data.type, meta.name, node.data.name, node.data.properties.module)}
+          skeleton={moduleSkeleton(spec, meta.name, node.data.name, node.data.properties.module)}
           label={`${node.data.name} · ${p.label}`}
           compileProblems={serverProblems.filter(
             (sp) => sp.node === node.id && sp.line !== undefined && (sp.property === p.name || !sp.property),

@@ -14,11 +14,11 @@ export interface FlowNodeData extends Record<string, unknown> {
   name: string;
   properties: Record<string, unknown>;
   ui?: Record<string, unknown>;
-  /** Live message count of a deployed flow, when monitoring reports one. */
-  count?: number;
   problem?: string;
 }
 export type FlowCanvasNode = Node<FlowNodeData, 'flowNode'>;
+/** What validation reads of a canvas node: its id and its document fields, not where it is drawn. */
+export type DesignNode = Pick<FlowCanvasNode, 'id' | 'data'>;
 export type FlowCanvasEdge = Edge;
 
 export function edgeId(c: ConnectionDoc): string {
@@ -204,10 +204,10 @@ export function derivedTerminals(
 /** Why a connection is not allowed by the specs, or null when it is. */
 export function connectionProblem(
   specs: SpecIndex,
-  nodes: FlowCanvasNode[],
+  nodes: readonly DesignNode[],
   edges: FlowCanvasEdge[],
   c: { source: string | null; sourceHandle?: string | null; target: string | null; targetHandle?: string | null },
-  byId?: Map<string, FlowCanvasNode>,
+  byId?: Map<string, DesignNode>,
 ): string | null {
   const source = byId ? byId.get(c.source ?? '') : nodes.find((n) => n.id === c.source);
   const target = byId ? byId.get(c.target ?? '') : nodes.find((n) => n.id === c.target);
@@ -228,7 +228,7 @@ export function connectionProblem(
 }
 
 /** Everything the designer can tell is wrong before the server is asked. */
-export function validateCanvas(specs: SpecIndex, nodes: FlowCanvasNode[], edges: FlowCanvasEdge[]): Problem[] {
+export function validateCanvas(specs: SpecIndex, nodes: readonly DesignNode[], edges: FlowCanvasEdge[]): Problem[] {
   const found: Problem[] = [];
   const names = new Map<string, string>();
   for (const node of nodes) {

@@ -1,11 +1,5 @@
-/** The ESQL module a new Compute, Filter or Database node starts from, as ACE's Toolkit generates it. */
-
-/** The kind of module each ESQL node type runs (its CREATE … MODULE). */
-export const MODULE_KINDS: Record<string, 'COMPUTE' | 'FILTER' | 'DATABASE'> = {
-  Compute: 'COMPUTE',
-  Filter: 'FILTER',
-  Database: 'DATABASE',
-};
+/** The ESQL module a new ESQL-running node (Compute, Filter, Database) starts from, as ACE's Toolkit generates it. */
+import { esqlModule, type NodeSpec } from './spec';
 
 /** An ESQL identifier from a flow or node name: letters, digits and _ only, not starting with a digit. */
 export function esqlIdentifier(name: string): string {
@@ -20,9 +14,10 @@ export function moduleName(flowName: string, nodeName: string, module?: unknown)
   return `${esqlIdentifier(flowName)}_${esqlIdentifier(nodeName)}`;
 }
 
-/** The module skeleton for a node of `type`, or null when the type runs no ESQL module. */
-export function moduleSkeleton(type: string, flowName: string, nodeName: string, module?: unknown): string | null {
-  const kind = MODULE_KINDS[type];
+/** The module skeleton for a node of this spec (the kind of module its spec declares), or null
+ * when the type runs no ESQL module. */
+export function moduleSkeleton(spec: NodeSpec | undefined, flowName: string, nodeName: string, module?: unknown): string | null {
+  const kind = esqlModule(spec);
   if (!kind) return null;
   const name = moduleName(flowName, nodeName, module);
   if (kind === 'COMPUTE')

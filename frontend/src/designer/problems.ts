@@ -3,7 +3,7 @@
  * server's answers merged, each problem once, named by the node's name and the property's label,
  * and without the ones that no longer apply (their node or connection deleted, their value changed).
  */
-import type { FlowCanvasEdge, FlowCanvasNode, Problem } from './document';
+import type { DesignNode, FlowCanvasEdge, Problem } from './document';
 import type { SpecIndex } from './spec';
 
 export interface ListedProblem extends Problem {
@@ -18,7 +18,7 @@ export function seenValue(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
-function stale(p: Problem, byId: Map<string, FlowCanvasNode>, edgeIds: Set<string>): boolean {
+function stale(p: Problem, byId: Map<string, DesignNode>, edgeIds: Set<string>): boolean {
   if (p.connection !== undefined && !edgeIds.has(p.connection)) return true;
   if (p.node === null) return false;
   const node = byId.get(p.node);
@@ -36,7 +36,7 @@ function stale(p: Problem, byId: Map<string, FlowCanvasNode>, edgeIds: Set<strin
  */
 export function listProblems(
   specs: SpecIndex,
-  nodes: FlowCanvasNode[],
+  nodes: readonly DesignNode[],
   edges: FlowCanvasEdge[],
   local: Problem[],
   reported: Problem[],

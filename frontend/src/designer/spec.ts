@@ -56,6 +56,13 @@ export function esqlProperty(spec: NodeSpec | undefined): string {
   return typeof name === 'string' ? name : '';
 }
 
+/** The kind of ESQL module a node of this type runs (its spec's `extra.esqlModule`: its
+ * CREATE … MODULE), which a new node's skeleton declares; '' for a node that runs none. */
+export function esqlModule(spec: NodeSpec | undefined): 'COMPUTE' | 'FILTER' | 'DATABASE' | '' {
+  const kind = spec?.extra?.esqlModule;
+  return kind === 'COMPUTE' || kind === 'FILTER' || kind === 'DATABASE' ? kind : '';
+}
+
 /** The default property values of a new node of this type. */
 export function defaultProperties(spec: NodeSpec): Record<string, unknown> {
   const props: Record<string, unknown> = {};

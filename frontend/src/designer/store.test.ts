@@ -110,13 +110,49 @@ describe('designer store', () => {
     expect(store.getState().dirty).toBe(false);
   });
 
-  it('applies live counts only to the nodes that changed', () => {
+});
+
+describe('live counts', () => {
+  it('are kept beside the graph: the nodes, the history and the saved state do not change', () => {
     const { store } = threeNodes();
-    const before = store.getState().nodes;
+    store.getState().markSaved(1, 1);
+    const { nodes, edges, past, future } = store.getState();
     store.getState().setCounts({ compute1: 5 });
-    const after = store.getState().nodes;
-    expect(after[1].data.count).toBe(5);
-    expect(after[0]).toBe(before[0]);
+    const s = store.getState();
+    expect(s.counts).toEqual({ compute1: 5 });
+    expect(s.nodes).toBe(nodes);
+    expect(s.edges).toBe(edges);
+    expect(s.past).toBe(past);
+    expect(s.future).toBe(future);
+    expect(s.dirty).toBe(false);
+    expect(JSON.stringify(s.document())).not.toContain('count');
+  });
+
+  it('survive undo and redo, and an undo does not bring back an older count', () => {
+    const { store, a } = threeNodes();
+    store.getState().setCounts({ mqinput1: 1, compute1: 1 });
+    store.getState().renameNode(a, 'Orders');
+    store.getState().setCounts({ mqinput1: 7, compute1: 6 });
+    store.getState().undo();
+    expect(store.getState().nodes[0].data.name).toBe('MQInput');
+    expect(store.getState().counts).toEqual({ mqinput1: 7, compute1: 6 });
+    store.getState().redo();
+    expect(store.getState().nodes[0].data.name).toBe('Orders');
+    expect(store.getState().counts).toEqual({ mqinput1: 7, compute1: 6 });
+    for (const snapshot of [...store.getState().past, ...store.getState().future])
+      expect(Object.keys(snapshot).sort()).toEqual(['edges', 'nodes']);
+  });
+
+  it('keep their object while monitoring reports the same figures, and go when another flow opens', () => {
+    const { store } = threeNodes();
+    store.getState().setCounts({ compute1: 5 });
+    const shown = store.getState().counts;
+    store.getState().setCounts({ compute1: 5 });
+    expect(store.getState().counts).toBe(shown);
+    store.getState().setCounts({ compute1: 5, mqinput1: 2 });
+    expect(store.getState().counts).toEqual({ compute1: 5, mqinput1: 2 });
+    store.getState().load({ name: 'Other', nodes: [], connections: [] }, 2, 1);
+    expect(store.getState().counts).toEqual({});
   });
 });
 

@@ -1,6 +1,8 @@
 /**
  * The designer's canvas store: nodes, connections, selection, clipboard and undo history of the
  * flow being edited. Built by a factory behind a provider; server data lives in TanStack Query.
+ * The live message counts of a running flow are kept beside the graph, never in its nodes: the
+ * undo history records the design, and undoing an edit does not bring back an old count.
  */
 import {
   addEdge,
@@ -52,6 +54,8 @@ export interface DesignerState {
   dirty: boolean;
   /** Node whose properties the panel shows. */
   focused: string | null;
+  /** Messages each node of the running flow has processed, by node id (monitoring's figures). */
+  counts: Record<string, number>;
 }
 
 export interface DesignerActions {
@@ -75,6 +79,7 @@ export interface DesignerActions {
   applyPositions: (positions: Record<string, { x: number; y: number }>) => void;
   /** Replace the whole graph in one undoable step (making a subflow). */
   replaceGraph: (nodes: FlowCanvasNode[], edges: FlowCanvasEdge[]) => void;
+  /** Show monitoring's message counts: not a change of the design (no undo step, not dirty). */
   setCounts: (counts: Record<string, number>) => void;
   markSaved: (flowId: number, version: number) => void;
   document: () => FlowDocument;
@@ -131,6 +136,7 @@ export function createDesignerStore(initial?: Partial<DesignerState>): DesignerS
       clipboard: null,
       dirty: false,
       focused: null,
+      counts: {},
       ...initial,
 
       load: (doc, flowId, version) => {
@@ -150,6 +156,7 @@ export function createDesignerStore(initial?: Partial<DesignerState>): DesignerS
           future: [],
           dirty: false,
           focused: null,
+          counts: {},
         });
       },
       setMeta: (patch) => set({ meta: { ...get().meta, ...patch }, dirty: true }),
@@ -299,11 +306,10 @@ export function createDesignerStore(initial?: Partial<DesignerState>): DesignerS
       },
       replaceGraph: (nodes, edges) => change({ nodes, edges, focused: null }),
       setCounts: (counts) => {
-        set({
-          nodes: get().nodes.map((n) =>
-            counts[n.id] === n.data.count ? n : { ...n, data: { ...n.data, count: counts[n.id] } },
-          ),
-        });
+        const shown = get().counts;
+        const same =
+          Object.keys(counts).length === Object.keys(shown).length && Object.entries(counts).every(([id, n]) => shown[id] === n);
+        if (!same) set({ counts: { ...counts } });
       },
       markSaved: (flowId, version) => set({ meta: { ...get().meta, flowId, version }, dirty: false }),
       document: () => {
