@@ -22,6 +22,7 @@ NOT_NODE_TYPES = {
     ("backend/flowbroker/formats/errors.py", "Label"): "the ExceptionList entry's Label field",
     ("esql-parser/esql/codegen.py", "Database"): "ESQL's Database correlation name",
     ("frontend/src/designer/ImportDialog.tsx", "Subflow"): "a word of the dialog's text",
+    ("backend/flowbroker/services/recorded_cases.py", "Input"): "LocalEnvironment.HTTP.Input's folder name",
 }
 TS_STRING = re.compile(r"""(['"`])([A-Za-z]+)\1""")
 TS_ANY_STRING = re.compile(r"""(['"`])(?:\\.|(?!\1).)*\1""")

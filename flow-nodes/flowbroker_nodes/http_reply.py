@@ -17,6 +17,7 @@ SPEC = NodeSpec(
     label="HTTPReply",
     category="output",
     icon="http-out",
+    extra={"testOutput": "http"},
     description="Sends the message as the reply to the HTTP request that started the flow "
     "(LocalEnvironment.Destination.HTTP.RequestIdentifier).",
     inputs=(Terminal("in", "in", "In"),),

@@ -103,6 +103,12 @@ class NodeSpec:
         "http" (sent to the path it serves); "" for a node no test starts."""
         return str(self.extra.get("testInput") or "")
 
+    @property
+    def test_output(self) -> str:
+        """``extra["testOutput"]``: what a flow test expects of this node besides queue messages:
+        "http" (the answer it gives the request that started the flow); "" for none."""
+        return str(self.extra.get("testOutput") or "")
+
     def property(self, name: str) -> Property | None:
         for prop in self.properties:
             if prop.name == name:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from flowbroker_nodes import registry
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -176,7 +177,11 @@ def _backout_onto_inputs(documents: list[dict[str, Any]], queues: list[dict[str,
         for document in documents:
             for node in document.get("nodes", []):
                 props = node.get("properties") or {}
-                if node.get("type") != "MQInput" or props.get("queueName") != queue["name"]:
+                spec = registry.spec(str(node.get("type")))
+                # an input node reading this queue that has the backout properties (MQInput's)
+                if spec is None or not spec.is_input or spec.queues_read(props) != (queue["name"],):
+                    continue
+                if any(spec.property(name) is None for name in wanted):
                     continue
                 taken = {k: v for k, v in wanted.items() if not props.get(k)}
                 if taken:

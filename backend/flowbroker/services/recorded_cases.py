@@ -123,7 +123,7 @@ def case_from_recording(
             if put:
                 out["properties"] = put
             expect.setdefault(target_id, {"node": target_id, "messages": []})["messages"].append(out)
-        elif kind == "http" and target.get("type") == "HTTPReply" and reply is None:
+        elif kind == "http" and _answers_http(target) and reply is None:
             reply = _reply(read(entry), entry["connection"])
     if kind == "http" and reply is None:
         raise Invalid(
@@ -169,6 +169,14 @@ def _file_name(view: dict[str, Any], node_id: str) -> str:
             [problem("/message", "no file name in the recorded input")],
         )
     return name
+
+
+def _answers_http(node: dict[str, Any]) -> bool:
+    """Whether a flow document's node answers the HTTP request (its spec's ``testOutput``)."""
+    from flowbroker_nodes import registry
+
+    spec = registry.spec(str(node.get("type")))
+    return spec is not None and spec.test_output == "http"
 
 
 def _request(view: dict[str, Any]) -> dict[str, Any]:
