@@ -2,7 +2,9 @@
 
 Each flow thread owns one queue-manager connection (a unit of work is per connection) and one
 connection per data source it touched; it gets a message, builds the assembly and propagates it
-through the compiled graph on its own stack. :class:`ExecutionGroupRuntime` is the library API the
+through the compiled graph on its own stack. The loop is the thread's, whatever the input node: a
+node fed by a queue names it (``queue_input``) and the thread gets, batches, commits and backs out;
+any other opens a source for the thread (``open_input``) that supplies arrivals and their assemblies. :class:`ExecutionGroupRuntime` is the library API the
 worker's control tasks call: deploy, undeploy, start, stop, statistics, user trace.
 
 Coordinated transactions (a flow's ``coordinatedTransaction``) are single phase, not XA: at the
