@@ -45,7 +45,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("send", "/qm/client.py", r"put|publish|_send|_write"),
     ("send", "/qm/protocol.py", r"encode"),
     ("receive", "flowbroker_nodes/mqtt_wire.py", r"^(read|_handle|_read_one)$"),
-    ("receive", "flowbroker_nodes/mqtt_subscribe.py", r"^(_pump|_deliver)$"),
+    ("receive", "flowbroker_nodes/mqtt_subscribe.py", r"^(_pump|_deliver|next)$"),
     ("send", "flowbroker_nodes/mqtt_wire.py", r""),
     ("send", "flowbroker_nodes/mqtt_publish.py", r""),
     ("send", "flowbroker_nodes/mq_output.py", r""),

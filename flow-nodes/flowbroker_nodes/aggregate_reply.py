@@ -31,6 +31,7 @@ from flowbroker_nodes.aggregate_control import check_name
 from flowbroker_nodes.base import (
     Assembly,
     DeployProblem,
+    FlowServices,
     NodeError,
     Unwinding,
     describe_exception_list,
@@ -39,7 +40,7 @@ from flowbroker_nodes.base import (
     field_value,
 )
 from flowbroker_nodes.base import Node as BaseNode
-from flowbroker_nodes.schedule import Schedule, run_all
+from flowbroker_nodes.schedule import Schedule, Timers
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -211,17 +212,14 @@ class Node(BaseNode):
 
     # -- timeouts ------------------------------------------------------------------------------
 
-    def run(self) -> None:
-        """Until the flow stops: fire the timeouts of this aggregate name as they fall due."""
-        flow = self.flow
-        if not self._timer.acquire(blocking=False):
-            flow.stop.wait()  # another flow thread of this node keeps the time
-            return
-        try:
-            aggregation.ensure_queues(flow)
-            run_all(flow, [(self.schedule, self._fire_one), (self.held, self._match_held)])
-        finally:
-            self._timer.release()
+    def open_input(self, flow: FlowServices) -> Timers:
+        """Fire the timeouts of this aggregate name, and match the held replies, as they fall due."""
+        return Timers(
+            flow,
+            [(self.schedule, self._fire_one), (self.held, self._match_held)],
+            self._timer,
+            prepare=aggregation.ensure_queues,
+        )
 
     def _fire_one(
         self, second: int, errors: Element | None = None, msg_id: bytes | None = None

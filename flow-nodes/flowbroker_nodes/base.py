@@ -5,6 +5,11 @@ the next node's ``receive`` directly, and the assembly's trees are passed by ref
 copied per node. An exception a node raises itself goes to that node's failure terminal when it
 is connected; otherwise it becomes an :class:`Unwinding` that passes every node on the way back
 up unchanged until a TryCatch or the input node catches it.
+
+An input node (spec role ``input``) runs no loop of its own: the flow thread gets, propagates,
+commits and backs out. A node fed by a queue of the flow's transport describes it with
+``queue_input()`` (a :class:`QueueInput`); any other opens its own source for each flow thread
+with ``open_input(flow)`` (an :class:`InputSource`).
 """
 
 from __future__ import annotations
@@ -149,6 +154,61 @@ class ArrivedMessage:
     body: bytes = b""
 
 
+@dataclasses.dataclass(frozen=True)
+class QueueInput:
+    """What an input node fed by a queue of the flow's transport tells the flow thread that gets
+    its messages: the flow thread runs the get → propagate → commit loop, the unit of work
+    (batches, transaction mode) and the backouts past the threshold itself."""
+
+    queue: str
+    #: The domain, set, type and format a body is parsed in when the message names none.
+    template: dict[str, str]
+    #: yes: the flow runs in a unit of work; no: it does not; automatic: when the message is persistent.
+    transaction_mode: str = "yes"
+    #: How long one get waits before the thread looks for a stop.
+    wait_ms: int = 1000
+    #: At most this many waiting messages got and committed together (1: byQueueOrder).
+    read_ahead: int = 1
+    #: 0: the queue's own BOTHRESH, else the execution group's default (never infinite).
+    backout_threshold: int = 0
+    #: "" takes the queue's BOQNAME, then the dead-letter queue.
+    backout_queue: str = ""
+
+
+class InputSource(Protocol):
+    """One flow thread's own source of an input node that is fed by no queue (MQTT, HTTP, files,
+    timers): the node supplies the next arrivals and the assembly of each; the flow thread runs
+    each arrival in a unit of work of its own, counts it, catches what unwinds, backs out and
+    sends a failure to the node's failure terminal."""
+
+    #: Whether the arrivals run in a unit of work (puts under syncpoint as the flow's).
+    transactional: bool
+
+    def next(self) -> list[Any]:
+        """The next arrivals, waiting at most a wait interval; [] when none came."""
+        ...
+
+    def assembly(self, arrival: Any) -> tuple[str, Assembly] | None:
+        """The terminal an arrival is propagated on and its assembly; None: nothing to propagate
+        (the unit of work, which may have taken records, is committed)."""
+        ...
+
+    def failure_assembly(self, arrival: Any, assembly: Assembly | None, errors: Element) -> Assembly:
+        """What the failure terminal gets when ``arrival`` failed with ``errors``."""
+        ...
+
+    def unhandled(self, arrival: Any, errors: Element, note: str) -> bool:
+        """A failure no failure terminal took (``errors``: the last ExceptionList, ``note``: what
+        else failed), after the backout; False ends the batch of ``arrival``."""
+        ...
+
+    def done(self, arrivals: list[Any], complete: bool) -> None:
+        """A batch ended: ``complete`` when every arrival was processed."""
+        ...
+
+    def close(self) -> None: ...
+
+
 class FlowServices(Protocol):
     """What the runtime offers the nodes of one flow thread (see flowbroker.runtime.engine)."""
 
@@ -156,8 +216,6 @@ class FlowServices(Protocol):
     stop: threading.Event
 
     # queue manager work, inside the thread's unit of work when ``syncpoint`` says so
-    def get(self, queue: str, wait_ms: int, syncpoint: bool) -> QueueMessage | None: ...
-    def get_batch(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]: ...
     # a get in the middle of a flow (MQGet), by MsgId and/or CorrelId when given
     def get_message(
         self,
@@ -205,16 +263,9 @@ class FlowServices(Protocol):
     def publish(
         self, topic: str, root: Element, *, syncpoint: bool | None, need_deliveries: bool = True
     ) -> int: ...
-    def backout_policy(self, queue: str) -> tuple[int, str]: ...
-    def default_backout_threshold(self) -> int: ...
     def dead_letter(
         self, message: QueueMessage, reason: str, *, syncpoint: bool, notes: dict[str, str] | None = None
     ) -> None: ...
-    # a failing message: its failure (logged once per repeat run), backout with a growing delay,
-    # and the notes of its last failure when it is given up past its backout threshold
-    def failed(self, message: QueueMessage, node_name: str, exception: str) -> None: ...
-    def back_out_failed(self, message: QueueMessage | None, attempted: int, queue_threshold: int) -> None: ...
-    def gave_up(self, message: QueueMessage) -> dict[str, str]: ...
 
     # what nodes remember until the unit of work ends, and work they hand to its commit (run
     # first, inside the unit of work; a backout drops both)
@@ -223,13 +274,6 @@ class FlowServices(Protocol):
     def before_commit(self, work: Callable[[], None]) -> None: ...
     def begin(self, transactional: bool, pipeline: bool = False) -> None: ...
     def commit(self) -> None: ...
-    def commit_and_get(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]: ...
-
-    # the batch an input node processes next: the one got with the thread's last commit, if any
-    prefetched: list[QueueMessage]
-
-    def next_messages(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]: ...
-    def commit_and_prefetch(self, queue: str, limit: int, wait_ms: int) -> None: ...
     def backout(self) -> None: ...
     def in_transaction(self) -> bool: ...
     # the message assembly
@@ -303,6 +347,17 @@ class Node:
 
     def is_connected(self, terminal: str) -> bool:
         return bool(self.wires.get(terminal))
+
+    # -- an input node: what it supplies to the flow threads that run it -----------------------
+
+    def queue_input(self) -> QueueInput | None:
+        """The queue of the flow's transport this input node is fed by; None when it has a
+        source of its own (see :meth:`open_input`)."""
+        return None
+
+    def open_input(self, flow: FlowServices) -> InputSource:
+        """A new source of arrivals for one flow thread of this input node (closed by that thread)."""
+        raise NodeError(f"{self.SPEC.type} node {self.name} does not start flow invocations")
 
     # -- running -------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ starts (the records it had committed are propagated again: at least once, never 
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 import stat
@@ -35,11 +36,9 @@ from flowbroker_nodes.base import (
     ArrivedMessage,
     Assembly,
     DeployProblem,
+    FlowServices,
     NodeError,
-    Unwinding,
     describe_exception_list,
-    exception_entry,
-    exception_list_with,
 )
 from flowbroker_nodes.base import Node as BaseNode
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
@@ -177,31 +176,10 @@ class Node(BaseNode):
         # a message injected on this node (tests, the designer's "inject") starts the flow here
         self.propagate("out", assembly)
 
-    # -- the flow thread -------------------------------------------------------------------------
+    # -- the flow threads ------------------------------------------------------------------------
 
-    def run(self) -> None:
-        """Until the flow stops: process the waiting files, then wait a polling interval."""
-        flow = self.flow
-        directory = files.confined_directory(self.directory, flow.file_roots())
-        transit = files.subdirectory(directory, files.TRANSIT)
-        with self._recovery:
-            if not self._recovered:
-                self._recover(directory, transit)
-                self._recovered = True
-        while not flow.stop.is_set():
-            found = False
-            for name in self._candidates(directory):
-                if flow.stop.is_set():
-                    break
-                claimed = transit / name
-                try:
-                    os.rename(directory / name, claimed)
-                except FileNotFoundError:
-                    continue  # another flow thread took it
-                found = True
-                self.process_file(directory, name, claimed)
-            if not found:
-                flow.stop.wait(self.poll_s)
+    def open_input(self, flow: FlowServices) -> _Directory:
+        return _Directory(self, flow)
 
     def _recover(self, directory: Path, transit: Path) -> None:
         """Put back the files a stopped process had claimed but not finished, to be processed again."""
@@ -223,38 +201,6 @@ class Node(BaseNode):
                 if stat.S_ISREG(info.st_mode):
                     names.append((info.st_mtime, entry.name))
         return [name for _, name in sorted(names)]
-
-    def process_file(self, directory: Path, name: str, claimed: Path) -> None:
-        """Propagate the claimed file's messages; archive, delete or back it out."""
-        flow = self.flow
-        try:
-            data, modified = self._read(claimed)
-        except NodeError as exc:
-            self._back_out_file(directory, name, claimed, str(exc))
-            return
-        if self.detection == "delimited":
-            chunks = _records(data)
-        elif self.detection == "fixedLength":
-            chunks = _fixed_records(data, self.record_length)
-        else:
-            chunks = [(0, data)]
-        for number, (offset, body) in enumerate(chunks, 1):
-            if not self._run_one(directory, name, modified, body, number, offset):
-                self._back_out_file(directory, name, claimed, f"record {number} failed")
-                return
-        if self.is_connected("endOfData"):
-            if not self._run_one(directory, name, modified, b"", len(chunks) + 1, len(data), end=True):
-                self._back_out_file(directory, name, claimed, "the end of data message failed")
-                return
-        try:
-            if self.on_success == "delete":
-                claimed.unlink()
-            else:
-                archive = files.subdirectory(directory, files.ARCHIVE)
-                stamp = time.strftime("%Y%m%d%H%M%S_", time.gmtime()) if self.on_success != "archive" else ""
-                os.replace(claimed, archive / f"{stamp}{name}")
-        except OSError as exc:
-            flow.log(f"{self.name}: processed {name} but cannot archive it: {exc}")
 
     def _read(self, claimed: Path) -> tuple[bytes, float]:
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -282,77 +228,6 @@ class Node(BaseNode):
         finally:
             os.close(fd)
 
-    def _run_one(
-        self,
-        directory: Path,
-        name: str,
-        modified: float,
-        body: bytes,
-        number: int,
-        offset: int,
-        end: bool = False,
-    ) -> bool:
-        """Propagate one message in its own unit of work; False when the file must be backed out."""
-        flow = self.flow
-        flow.begin(True)
-        stats = self.stats
-        stats.messages_in += 1
-        started = time.perf_counter_ns()
-        cpu = time.thread_time_ns()
-        try:
-            message = ArrivedMessage(ArrivedDescriptor(persistence=1), {}, body)
-
-            def failed(errors: Element) -> bool:
-                return self._failed(errors, message, (directory, name, modified, number, offset))
-
-            try:
-                assembly = flow.build_assembly(message, self.template)  # type: ignore[arg-type]
-                _describe(assembly.local_environment, directory, name, modified, number, offset, self.pattern)
-                try:
-                    self.propagate("endOfData" if end else "out", assembly)
-                except Unwinding as unwound:
-                    stats.errors += 1
-                    caught = assembly.replace(exception_list=unwound.exception_list)
-                    if not self.propagate("catch", caught):
-                        raise
-            except Unwinding as unwound:
-                return failed(unwound.exception_list)
-            except Exception as exc:  # the assembly could not be built
-                stats.errors += 1
-                return failed(exception_list_with(exception_entry(self, exc)))
-            flow.commit()
-            return True
-        finally:
-            stats.elapsed_ns += time.perf_counter_ns() - started
-            stats.cpu_ns += time.thread_time_ns() - cpu
-
-    def _failed(
-        self, errors: Element, message: ArrivedMessage, where: tuple[Path, str, float, int, int]
-    ) -> bool:
-        """Back out the unit of work; the failure terminal may still take the message.
-
-        The failure terminal gets the record as it was read (in the node's domain, as BLOB when
-        even the assembly could not be built) with its LocalEnvironment.File and the exception list.
-        """
-        flow = self.flow
-        flow.backout()
-        if self.is_connected("failure"):
-            flow.begin(True)
-            try:
-                try:
-                    assembly = flow.build_assembly(message, self.template)  # type: ignore[arg-type]
-                except Exception:
-                    assembly = flow.build_assembly(message, {"domain": "BLOB"})  # type: ignore[arg-type]
-                _describe(assembly.local_environment, *where, self.pattern)
-                self.propagate("failure", assembly.replace(exception_list=errors))
-                flow.commit()
-                return True
-            except Unwinding as again:
-                flow.backout()
-                errors = again.exception_list
-        flow.log(f"{self.name}: {describe_exception_list(errors)}")
-        return False
-
     def _back_out_file(self, directory: Path, name: str, claimed: Path, reason: str) -> None:
         flow = self.flow
         try:
@@ -363,6 +238,130 @@ class Node(BaseNode):
             flow.log(
                 f"{self.name}: file {name} failed ({reason}) and cannot be moved to {files.BACKOUT}: {exc}"
             )
+
+
+@dataclasses.dataclass
+class _Record:
+    """One message of a claimed file: a record, the whole file, or its end of data."""
+
+    directory: Path
+    name: str
+    claimed: Path
+    modified: float
+    number: int
+    offset: int
+    body: bytes
+    end: bool = False
+
+    def message(self) -> ArrivedMessage:
+        return ArrivedMessage(ArrivedDescriptor(persistence=1), {}, self.body)
+
+
+class _Directory:
+    """One flow thread's polling of the node's directory: the messages of the next file it claims;
+    archives (or deletes) a file all of whose messages were processed, backs out the others."""
+
+    transactional = True
+
+    def __init__(self, node: Node, flow: FlowServices) -> None:
+        self.node = node
+        self.flow = flow
+        self.directory = files.confined_directory(node.directory, flow.file_roots())
+        self.transit = files.subdirectory(self.directory, files.TRANSIT)
+        with node._recovery:
+            if not node._recovered:
+                node._recover(self.directory, self.transit)
+                node._recovered = True
+        self.waiting: list[str] = []
+        self.failed = ""
+
+    def next(self) -> list[_Record]:
+        node = self.node
+        if not self.waiting:
+            self.waiting = node._candidates(self.directory)
+            if not self.waiting:
+                self.flow.stop.wait(node.poll_s)
+                return []
+        name = self.waiting.pop(0)
+        claimed = self.transit / name
+        try:
+            os.rename(self.directory / name, claimed)
+        except FileNotFoundError:
+            return []  # another flow thread took it
+        try:
+            data, modified = node._read(claimed)
+        except NodeError as exc:
+            node._back_out_file(self.directory, name, claimed, str(exc))
+            return []
+        if node.detection == "delimited":
+            chunks = _records(data)
+        elif node.detection == "fixedLength":
+            chunks = _fixed_records(data, node.record_length)
+        else:
+            chunks = [(0, data)]
+        found = [
+            _Record(self.directory, name, claimed, modified, number, offset, body)
+            for number, (offset, body) in enumerate(chunks, 1)
+        ]
+        if node.is_connected("endOfData"):
+            found.append(
+                _Record(self.directory, name, claimed, modified, len(chunks) + 1, len(data), b"", end=True)
+            )
+        self.failed = ""
+        return found
+
+    def assembly(self, record: _Record) -> tuple[str, Assembly]:
+        assembly = self.flow.build_assembly(record.message(), self.node.template)  # type: ignore[arg-type]
+        self._describe(assembly, record)
+        return ("endOfData" if record.end else "out"), assembly
+
+    def _describe(self, assembly: Assembly, record: _Record) -> None:
+        _describe(
+            assembly.local_environment,
+            record.directory,
+            record.name,
+            record.modified,
+            record.number,
+            record.offset,
+            self.node.pattern,
+        )
+
+    def failure_assembly(self, record: _Record, assembly: Assembly | None, errors: Element) -> Assembly:
+        """The record as it was read (in the node's domain, as BLOB when even the assembly could
+        not be built) with its LocalEnvironment.File and the exception list."""
+        message = record.message()
+        try:
+            built = self.flow.build_assembly(message, self.node.template)  # type: ignore[arg-type]
+        except Exception:
+            built = self.flow.build_assembly(message, {"domain": "BLOB"})  # type: ignore[arg-type]
+        self._describe(built, record)
+        return built.replace(exception_list=errors)
+
+    def unhandled(self, record: _Record, errors: Element, note: str) -> bool:
+        self.flow.log(f"{self.node.name}: {describe_exception_list(errors)}")
+        self.failed = "the end of data message failed" if record.end else f"record {record.number} failed"
+        return False
+
+    def done(self, records: list[_Record], complete: bool) -> None:
+        first = records[0]
+        directory, name, claimed = first.directory, first.name, first.claimed
+        if not complete:
+            self.node._back_out_file(directory, name, claimed, self.failed)
+            return
+        try:
+            if self.node.on_success == "delete":
+                claimed.unlink()
+            else:
+                archive = files.subdirectory(directory, files.ARCHIVE)
+                stamp = (
+                    time.strftime("%Y%m%d%H%M%S_", time.gmtime()) if self.node.on_success != "archive" else ""
+                )
+                os.replace(claimed, archive / f"{stamp}{name}")
+        except OSError as exc:
+            self.flow.log(f"{self.node.name}: processed {name} but cannot archive it: {exc}")
+
+    def close(self) -> None:
+        pass
 
 
 def _records(data: bytes) -> list[tuple[int, bytes]]:

@@ -12,7 +12,6 @@ parsed, else 500, the reason in one line and never a traceback.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from esql.tree import Element
@@ -20,10 +19,7 @@ from esql.tree import Element
 from flowbroker_nodes.base import (
     Assembly,
     DeployProblem,
-    Unwinding,
-    describe_exception_list,
-    exception_entry,
-    exception_list_with,
+    FlowServices,
     innermost_entry,
 )
 from flowbroker_nodes.base import Node as BaseNode
@@ -165,51 +161,8 @@ class Node(BaseNode):
             timeout_path=self.is_connected("timeout"),
         )
 
-    def run(self) -> None:
-        """Until the flow stops: take the next request of this node's route and process it."""
-        flow = self.flow
-        listener = flow.http_listener()
-        endpoint = self.open_route(listener)
-        try:
-            while not flow.stop.is_set():
-                request = endpoint.take(0.5)
-                if request is not None:
-                    self.process(request, listener)
-        finally:
-            listener.release(endpoint)
-
-    def process(self, request: Any, listener: Any) -> None:
-        flow = self.flow
-        stats = self.stats
-        stats.messages_in += 1
-        started = time.perf_counter_ns()
-        cpu = time.thread_time_ns()
-        terminal = "timeout" if request.timed_out else "out"
-        flow.begin(self.transactional)
-        try:
-            try:
-                assembly = self.assembly_of(request)
-            except Exception as exc:
-                stats.errors += 1
-                self._failed(request, listener, exception_list_with(exception_entry(self, exc)))
-                return
-            try:
-                try:
-                    self.propagate(terminal, assembly)
-                except Unwinding as unwound:
-                    stats.errors += 1
-                    caught = assembly.replace(exception_list=unwound.exception_list)
-                    if not self.propagate("catch", caught):
-                        raise
-                flow.commit()
-            except Unwinding as failed:
-                self._failed(request, listener, failed.exception_list, assembly)
-            except Exception as exc:  # the unit of work could not be committed
-                stats.errors += 1
-                self._failed(request, listener, exception_list_with(exception_entry(self, exc)), assembly)
-        finally:
-            stats.elapsed_ns += time.perf_counter_ns() - started
-            stats.cpu_ns += time.thread_time_ns() - cpu
+    def open_input(self, flow: FlowServices) -> _Requests:
+        return _Requests(self, flow)
 
     def assembly_of(self, request: Any) -> Assembly:
         """The message assembly of ``request`` (see the module docstring)."""
@@ -243,42 +196,51 @@ class Node(BaseNode):
         local.add("Destination").add("HTTP").add("RequestIdentifier", request.id)
         return Assembly(root, local)
 
-    def _failed(self, request: Any, listener: Any, errors: Element, assembly: Assembly | None = None) -> None:
-        """Back out the flow's queue work, then the failure terminal, else an error answer."""
-        flow = self.flow
-        reason = describe_exception_list(errors)
-        try:
-            flow.backout()
-        except Exception as exc:  # a lost connection: the queue manager backs the unit of work out
-            reason = f"{reason}; the backout failed too: {exc}"
-        if self.is_connected("failure"):
-            try:
-                base = assembly or _bare_assembly(request)
-                flow.begin(self.transactional)
-                self.propagate("failure", base.replace(exception_list=errors))
-                flow.commit()
-                return
-            except Unwinding as again:
-                flow.backout()
-                errors = again.exception_list
-                reason = (
-                    f"{reason}; the failure path failed too: {describe_exception_list(again.exception_list)}"
-                )
+
+class _Requests:
+    """One flow thread's hold on the node's route: the next request and its assembly; a failure no
+    failure terminal takes is answered 400 (a parser error) or 500."""
+
+    def __init__(self, node: Node, flow: FlowServices) -> None:
+        self.node = node
+        self.transactional = node.transactional
+        self.listener = flow.http_listener()
+        self.endpoint = node.open_route(self.listener)
+
+    def next(self) -> list[Any]:
+        request = self.endpoint.take(0.5)
+        return [] if request is None else [request]
+
+    def assembly(self, request: Any) -> tuple[str, Assembly]:
+        return ("timeout" if request.timed_out else "out"), self.node.assembly_of(request)
+
+    def failure_assembly(self, request: Any, assembly: Assembly | None, errors: Element) -> Assembly:
+        return (assembly or _bare_assembly(request)).replace(exception_list=errors)
+
+    def unhandled(self, request: Any, errors: Element, note: str) -> bool:
+        node = self.node
         innermost = innermost_entry(errors)
         parse_error = innermost is not None and innermost.name == "ParserException"
         status = 400 if parse_error else 500
         text = innermost.child("Text") if innermost is not None else None
         detail = str(text.value) if parse_error and text is not None else "the flow failed to process it"
-        answered = listener.reply(
+        answered = self.listener.reply(
             request.id,
             status,
             [("Content-Type", _TEXT)],
             f"{'400 Bad Request' if parse_error else '500 Internal Server Error'}: {detail}\n".encode(),
         )
         if answered:
-            flow.log(f"{self.name}: answered {status} to {request.method} {request.target}: {reason}")
+            node.flow.log(f"{node.name}: answered {status} to {request.method} {request.target}: {note}")
         else:
-            flow.log(f"{self.name}: {request.method} {request.target} failed after its reply: {reason}")
+            node.flow.log(f"{node.name}: {request.method} {request.target} failed after its reply: {note}")
+        return True
+
+    def done(self, requests: list[Any], complete: bool) -> None:
+        pass
+
+    def close(self) -> None:
+        self.listener.release(self.endpoint)
 
 
 def _bare_assembly(request: Any) -> Assembly:

@@ -25,10 +25,7 @@ from flowbroker_nodes.base import (
     ArrivedMessage,
     Assembly,
     DeployProblem,
-    Unwinding,
-    describe_exception_list,
-    exception_entry,
-    exception_list_with,
+    FlowServices,
 )
 from flowbroker_nodes.base import Node as BaseNode
 from flowbroker_nodes.mqtt_wire import MqttConnection
@@ -225,80 +222,67 @@ class Node(BaseNode):
 
     # -- one flow thread -------------------------------------------------------------------------
 
-    def run(self) -> None:
-        """Until the flow stops: take the next publication and propagate it."""
-        flow = self.flow
-        with self._lock:
-            if self._client is None:
-                self._connect(flow.flow_name)
-            self._threads += 1
-        try:
-            while not flow.stop.is_set():
-                try:
-                    message = self._inbox.get_nowait()
-                except queue.Empty:
-                    if self._reader.acquire(timeout=self.wait_s):
-                        try:
-                            self._pump(self.wait_s)
-                        except ConnectionError:
-                            with self._lock:
-                                broken, self._client = self._client, None
-                            if broken is not None:
-                                broken.close(polite=False)
-                            raise
-                        finally:
-                            self._reader.release()
-                    continue
-                self.process(message)
-        finally:
-            self._release()
+    def open_input(self, flow: FlowServices) -> _Subscription:
+        return _Subscription(self, flow)
 
-    def process(self, message: MqttMessage) -> None:
-        flow = self.flow
-        stats = self.stats
-        stats.messages_in += 1
-        started = time.perf_counter_ns()
-        cpu = time.thread_time_ns()
-        try:
-            try:
-                assembly = flow.build_assembly(message, self.template)  # type: ignore[arg-type]
-            except Exception as exc:
-                self._failed(exception_list_with(exception_entry(self, exc)))
-                return
-            mqtt = assembly.local_environment.add("MQTT").add("Input")
-            mqtt.add("Topic", message.topic)
-            mqtt.add("QoS", message.qos)
-            mqtt.add("Retained", message.retain)
-            try:
-                self.propagate("out", assembly)
-            except Unwinding as unwound:
-                stats.errors += 1
-                caught = assembly.replace(exception_list=unwound.exception_list)
-                try:
-                    if not self.propagate("catch", caught):
-                        raise
-                except Unwinding as again:
-                    self._failed(again.exception_list)
-            done = getattr(flow, "commit", None)
-            if callable(done):
-                done()  # database work of the flow; MQTT itself has nothing to commit
-        finally:
-            stats.elapsed_ns += time.perf_counter_ns() - started
-            stats.cpu_ns += time.thread_time_ns() - cpu
 
-    def _failed(self, errors: Element) -> None:
-        flow = self.flow
-        reason = describe_exception_list(errors)
-        undo = getattr(flow, "backout", None)
-        if callable(undo):
-            undo()
-        if self.is_connected("failure"):
+class _Subscription:
+    """One flow thread's share of the node's connection: the next publication, its assembly.
+
+    MQTT has no unit of work: a publication the flow fails on is dropped (unless the failure
+    terminal takes it); the flow's own queue and database work commits or backs out as usual.
+    """
+
+    transactional = False
+
+    def __init__(self, node: Node, flow: FlowServices) -> None:
+        self.node = node
+        with node._lock:
+            if node._client is None:
+                node._connect(flow.flow_name)
+            node._threads += 1
+
+    def next(self) -> list[MqttMessage]:
+        node = self.node
+        try:
+            return [node._inbox.get_nowait()]
+        except queue.Empty:
+            pass
+        if node._reader.acquire(timeout=node.wait_s):
             try:
-                self.propagate("failure", Assembly(Element("Root"), exception_list=errors))
-                return
-            except Unwinding as again:
-                reason = describe_exception_list(again.exception_list)
-        flow.log(f"{self.name}: publication dropped (MQTT has no unit of work to back out): {reason}")
+                node._pump(node.wait_s)
+            except ConnectionError:
+                with node._lock:
+                    broken, node._client = node._client, None
+                if broken is not None:
+                    broken.close(polite=False)
+                raise
+            finally:
+                node._reader.release()
+        return []
+
+    def assembly(self, message: MqttMessage) -> tuple[str, Assembly]:
+        assembly = self.node.flow.build_assembly(message, self.node.template)  # type: ignore[arg-type]
+        mqtt = assembly.local_environment.add("MQTT").add("Input")
+        mqtt.add("Topic", message.topic)
+        mqtt.add("QoS", message.qos)
+        mqtt.add("Retained", message.retain)
+        return "out", assembly
+
+    def failure_assembly(self, message: MqttMessage, assembly: Assembly | None, errors: Element) -> Assembly:
+        return Assembly(Element("Root"), exception_list=errors)
+
+    def unhandled(self, message: MqttMessage, errors: Element, note: str) -> bool:
+        self.node.flow.log(
+            f"{self.node.name}: publication dropped (MQTT has no unit of work to back out): {note}"
+        )
+        return True
+
+    def done(self, messages: list[MqttMessage], complete: bool) -> None:
+        pass
+
+    def close(self) -> None:
+        self.node._release()
 
 
 def _integer(value: Any, name: str, low: int, high: int) -> int:

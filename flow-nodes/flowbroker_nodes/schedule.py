@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from flowbroker_nodes.base import FlowServices, QueueMessage
+from esql.tree import Element
+
+from flowbroker_nodes.base import Assembly, FlowServices, QueueMessage
 
 #: How often a timer looks for due records (s), and how often it sweeps the whole queue.
 TICK_S = 1.0
@@ -52,11 +55,6 @@ class Schedule:
         """Get (under syncpoint) one record of ``second``'s bucket (with ``msg_id``: that one), or None."""
         return flow.get_message(self.queue, 0, syncpoint=True, correl_id=self.key(second), msg_id=msg_id)
 
-    def run(self, flow: FlowServices, fire: Callable[[int], bool | None]) -> None:
-        """Until the flow stops: call ``fire(second)`` for each due bucket until it answers None
-        (the bucket is empty) or False (its record failed: the bucket is tried again next tick)."""
-        run_all(flow, [(self, fire)])
-
     def sweep(self, flow: FlowServices) -> int:
         """Move this owner's records that are due to the overdue bucket; the second swept up to."""
         flow.begin(True)
@@ -88,28 +86,86 @@ class Schedule:
         return now
 
 
-def run_all(flow: FlowServices, schedules: list[tuple[Schedule, Callable[[int], bool | None]]]) -> None:
-    """:meth:`Schedule.run` for several schedules on one thread, tick by tick."""
-    for schedule, _fire in schedules:
-        flow.ensure_queue(schedule.queue)
-    retry: list[set[int]] = [set() for _ in schedules]
-    cursor = [schedule.sweep(flow) for schedule, _fire in schedules]
-    swept = time.monotonic()
-    while not flow.stop.wait(TICK_S):
+Fire = Callable[[int], bool | None]
+
+
+class Timers:
+    """One node's schedules as the input source of its flow threads: each tick (the source's
+    "next"), ``fire(second)`` of each due bucket until it answers None (the bucket is empty) or
+    False (its record failed: the bucket is tried again next tick).
+
+    A record is fired by its owner, in a unit of work of its own that also takes the record, so
+    this source hands the flow thread no arrivals. One flow thread of a node keeps its time (the
+    one holding ``lock``); the node's other flow threads wait for the stop.
+    """
+
+    transactional = True
+
+    def __init__(
+        self,
+        flow: FlowServices,
+        schedules: list[tuple[Schedule, Fire]],
+        lock: threading.Lock,
+        prepare: Callable[[FlowServices], None] | None = None,
+    ) -> None:
+        """``prepare``: what the time keeper does first (define the owner's other queues)."""
+        self.flow = flow
+        self.schedules = schedules
+        self.lock: threading.Lock | None = lock if lock.acquire(blocking=False) else None
+        if self.lock is None:
+            return
+        try:
+            if prepare is not None:
+                prepare(flow)
+            for schedule, _fire in schedules:
+                flow.ensure_queue(schedule.queue)
+            self.retry: list[set[int]] = [set() for _ in schedules]
+            self.cursor = [schedule.sweep(flow) for schedule, _fire in schedules]
+            self.swept = time.monotonic()
+        except BaseException:
+            self.close()
+            raise
+
+    def next(self) -> list[Any]:
+        flow = self.flow
+        if self.lock is None:
+            flow.stop.wait()  # another flow thread of this node keeps the time
+            return []
+        if flow.stop.wait(TICK_S):
+            return []
         now = int(time.time())
-        for n, (_schedule, fire) in enumerate(schedules):
-            buckets = [0, *sorted(retry[n]), *range(cursor[n] + 1, now + 1)]
-            retry[n].clear()
-            cursor[n] = max(cursor[n], now)
+        for n, (_schedule, fire) in enumerate(self.schedules):
+            buckets = [0, *sorted(self.retry[n]), *range(self.cursor[n] + 1, now + 1)]
+            self.retry[n].clear()
+            self.cursor[n] = max(self.cursor[n], now)
             for second in buckets:
                 while not flow.stop.is_set():
                     fired = fire(second)
                     if fired is None:
                         break
                     if not fired:
-                        retry[n].add(second)
+                        self.retry[n].add(second)
                         break
-        if time.monotonic() - swept >= SWEEP_S:
-            for n, (schedule, _fire) in enumerate(schedules):
-                cursor[n] = max(cursor[n], schedule.sweep(flow))
-            swept = time.monotonic()
+        if time.monotonic() - self.swept >= SWEEP_S:
+            for n, (schedule, _fire) in enumerate(self.schedules):
+                self.cursor[n] = max(self.cursor[n], schedule.sweep(flow))
+            self.swept = time.monotonic()
+        return []
+
+    # the flow thread is handed no arrivals (see the class docstring)
+    def assembly(self, arrival: Any) -> tuple[str, Assembly] | None:
+        raise AssertionError("timed records are fired by their owner")
+
+    def failure_assembly(self, arrival: Any, assembly: Assembly | None, errors: Element) -> Assembly:
+        raise AssertionError("timed records are fired by their owner")
+
+    def unhandled(self, arrival: Any, errors: Element, note: str) -> bool:
+        raise AssertionError("timed records are fired by their owner")
+
+    def done(self, arrivals: list[Any], complete: bool) -> None:
+        pass
+
+    def close(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None

@@ -39,7 +39,7 @@ from flowbroker_nodes.base import (
     exception_list_with,
 )
 from flowbroker_nodes.base import Node as BaseNode
-from flowbroker_nodes.schedule import Schedule
+from flowbroker_nodes.schedule import Schedule, Timers
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -114,62 +114,24 @@ class Node(BaseNode):
         # a message injected on this node (tests, the designer's "inject") starts the flow here
         self.propagate("out", assembly)
 
-    def run(self) -> None:
-        """Until the flow stops: wait for the next timeout and propagate it (retrying a failed one)."""
-        flow = self.flow
-        if not self._timer.acquire(blocking=False):
-            flow.stop.wait()  # another flow thread of this node keeps the time
-            return
-        try:
-            if self.controlled:
-                flow.ensure_queue(timeout_control.INDEX_QUEUE)
-                self.schedule.run(flow, self._fire_controlled)
-                return
-            start = time.monotonic()
-            count = 1
-            while not flow.stop.is_set():
-                due = start + count * self.interval
-                if flow.stop.wait(max(0.0, due - time.monotonic())):
-                    break
-                while not self.propagate_timeout(count):
-                    if flow.stop.wait(self.interval):
-                        return
-                count += 1
-        finally:
-            self._timer.release()
+    def open_input(self, flow: FlowServices) -> Timers | _Ticks:
+        if self.controlled:
+            return Timers(
+                flow,
+                [(self.schedule, self._fire_controlled)],
+                self._timer,
+                prepare=lambda flow: flow.ensure_queue(timeout_control.INDEX_QUEUE),
+            )
+        return _Ticks(self, flow)
 
-    def propagate_timeout(self, count: int) -> bool:
-        """One timeout in its own unit of work; False when it must be retried."""
-        flow = self.flow
-        flow.begin(True)
-        stats = self.stats
-        stats.messages_in += 1
-        started = time.perf_counter_ns()
-        cpu = time.thread_time_ns()
-        try:
-            assembly = self._message()
-            notice = assembly.local_environment.add("TimeoutNotification")
-            notice.add("Identifier", self.identifier)
-            notice.add("Count", count)
-            notice.add("Time", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-            try:
-                try:
-                    self.propagate("out", assembly)
-                except Unwinding as unwound:
-                    stats.errors += 1
-                    caught = assembly.replace(exception_list=unwound.exception_list)
-                    if not self.propagate("catch", caught):
-                        raise
-            except Unwinding as failed:
-                return self._failed(assembly, failed.exception_list)
-            except Exception as exc:
-                stats.errors += 1
-                return self._failed(assembly, exception_list_with(exception_entry(self, exc)))
-            flow.commit()
-            return True
-        finally:
-            stats.elapsed_ns += time.perf_counter_ns() - started
-            stats.cpu_ns += time.thread_time_ns() - cpu
+    def timeout_assembly(self, count: int) -> Assembly:
+        """The message of the ``count``-th timeout (automatic mode)."""
+        assembly = self._message()
+        notice = assembly.local_environment.add("TimeoutNotification")
+        notice.add("Identifier", self.identifier)
+        notice.add("Count", count)
+        notice.add("Time", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        return assembly
 
     def _message(self) -> Assembly:
         """An assembly whose Root holds only a Properties folder."""
@@ -180,21 +142,6 @@ class Node(BaseNode):
             if kid.name != "Properties":
                 kid.detach()
         return assembly
-
-    def _failed(self, assembly: Assembly, errors: Element) -> bool:
-        flow = self.flow
-        flow.backout()
-        if self.is_connected("failure"):
-            flow.begin(True)
-            try:
-                self.propagate("failure", assembly.replace(exception_list=errors))
-                flow.commit()
-                return True
-            except Unwinding as again:
-                flow.backout()
-                errors = again.exception_list
-        flow.log(f"{self.name}: timeout backed out, retrying: {describe_exception_list(errors)}")
-        return False
 
     # -- controlled mode -----------------------------------------------------------------------
 
@@ -284,3 +231,53 @@ class Node(BaseNode):
         props = dict(getattr(record, "properties", None) or {})
         props[timeout_control.PROP + "fired"] = fired
         self.schedule.put(flow, due, record.body, properties=props, md=record.md)
+
+
+class _Ticks:
+    """Automatic mode on one flow thread: the count of each timeout as it falls due, the same
+    count again an interval after it failed. One flow thread of a node keeps the time."""
+
+    transactional = True
+
+    def __init__(self, node: Node, flow: FlowServices) -> None:
+        self.node = node
+        self.flow = flow
+        self.keeper = node._timer.acquire(blocking=False)
+        self.start = time.monotonic()
+        self.count = 1
+        self.failed = False
+
+    def next(self) -> list[int]:
+        flow = self.flow
+        if not self.keeper:
+            flow.stop.wait()  # another flow thread of this node keeps the time
+            return []
+        if self.failed:
+            if flow.stop.wait(self.node.interval):
+                return []
+            self.failed = False
+        else:
+            due = self.start + self.count * self.node.interval
+            if flow.stop.wait(max(0.0, due - time.monotonic())):
+                return []
+        return [self.count]
+
+    def assembly(self, count: int) -> tuple[str, Assembly]:
+        return "out", self.node.timeout_assembly(count)
+
+    def failure_assembly(self, count: int, assembly: Assembly | None, errors: Element) -> Assembly:
+        return (assembly or self.node.timeout_assembly(count)).replace(exception_list=errors)
+
+    def unhandled(self, count: int, errors: Element, note: str) -> bool:
+        self.flow.log(f"{self.node.name}: timeout backed out, retrying: {describe_exception_list(errors)}")
+        self.failed = True
+        return False
+
+    def done(self, counts: list[int], complete: bool) -> None:
+        if complete:
+            self.count += 1
+
+    def close(self) -> None:
+        if self.keeper:
+            self.node._timer.release()
+            self.keeper = False

@@ -14,7 +14,7 @@ import pytest
 from flowbroker.runtime import assembly as assemblies
 from flowbroker.runtime.compiler import FlowCompileError, compile_flow
 from flowbroker.runtime.datasources import DataSources
-from flowbroker.runtime.engine import DeployedFlow, FlowThread
+from flowbroker.runtime.engine import DeployedFlow
 from flowbroker.runtime.harness import FlowHarness, flow
 from flowbroker.runtime.usertrace import UserTrace
 from flowbroker_nodes import registry
@@ -132,8 +132,8 @@ def test_subscribe_compute_publish_through_mosquitto(mqtt_address: tuple[str, in
         },
         ["in.out -> c", "c.out -> out"],
     )
-    # the compiler insists on an MQInput; this one is deployed but given no thread
-    doc["nodes"].append({"id": "q", "type": "MQInput", "properties": {"queueName": "UNUSED"}})
+    # an MQTT-only flow: its input node is the MQTTSubscribe, which runs two flow threads
+    doc["properties"] = {"additionalInstances": 1}
     assemblies.ensure_domains()
     try:
         compiled = compile_flow(doc)
@@ -143,10 +143,9 @@ def test_subscribe_compute_publish_through_mosquitto(mqtt_address: tuple[str, in
         compiled, lambda: None, DataSources(None), UserTrace(Path("/dev/null"), level="none")
     )
     collector = Collector(host, port, f"{base}/#")
-    threads = [FlowThread(deployed, compiled.nodes["in"], i) for i in range(2)]
-    deployed.threads = threads
-    for t in threads:
-        t.start()
+    deployed.start()
+    threads = list(deployed.threads)
+    assert [t.node.id for t in threads] == ["in", "in"]
     try:
         deadline = time.monotonic() + 10
         while compiled.nodes["in"]._client is None and time.monotonic() < deadline:
@@ -161,9 +160,7 @@ def test_subscribe_compute_publish_through_mosquitto(mqtt_address: tuple[str, in
         sender.disconnect()
         sender.loop_stop()
     finally:
-        deployed.stop_event.set()
-        for t in threads:
-            t.join(10)
+        deployed.stop(10)
         collector.close()
     done = sorted(json.loads(p)["id"] for t, p in got if t == f"{base}/in/done")
     assert done == list(range(20))  # two flow threads shared the subscription: no copies

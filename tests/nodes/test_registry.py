@@ -60,7 +60,7 @@ def test_input_nodes_are_the_ones_with_the_input_role() -> None:
 
     for spec in registry.specs():
         node_class = registry.modules()[spec.type].Node
-        assert (spec.role == "input") == hasattr(node_class, "run"), spec.type
+        assert (spec.role == "input") == _supplies_arrivals(node_class), spec.type
     # a flow fed by an input node other than MQInput is a flow that can run
     only_mqtt = flow({"s": ("MQTTSubscribe", {"topicName": "a/b"}), "t": ("Trace", {})}, ["s.out -> t"])
     assert [n.id for n in compile_flow(only_mqtt).input_nodes()] == ["s"]
@@ -73,9 +73,11 @@ def test_input_nodes_are_the_ones_with_the_input_role() -> None:
 
 
 def test_the_node_types_that_start_flows_declare_the_input_role() -> None:
-    # the runtime gives flow threads to the nodes whose spec says role="input", and runs their ``run``
+    # the runtime gives flow threads to the nodes whose spec says role="input"; each thread runs
+    # the loop itself on what the node supplies: its queue, or a source of its own
     for name, module in registry.modules().items():
-        assert module.SPEC.is_input == hasattr(module.Node, "run"), name
+        assert module.SPEC.is_input == _supplies_arrivals(module.Node), name
+        assert not hasattr(module.Node, "run"), f"{name}: an input node runs no loop of its own"
     assert {s.type for s in registry.specs() if s.is_input} >= {"MQInput", "MQTTSubscribe", "HTTPInput"}
 
 
@@ -117,3 +119,10 @@ def test_specs_say_where_tests_start_flows_where_esql_runs_and_what_bounds_a_sub
     assert boundaries["Output"] == ("output", "terminalName")
     assert boundaries["Subflow"] == ("node", "")
     assert boundaries["Compute"] == ("", "")
+
+
+def _supplies_arrivals(node_class: type) -> bool:
+    """Whether a node type tells a flow thread its input queue or opens a source for it."""
+    from flowbroker_nodes.base import Node
+
+    return node_class.queue_input is not Node.queue_input or node_class.open_input is not Node.open_input

@@ -2,7 +2,9 @@
 
 Each flow thread owns one queue-manager connection (a unit of work is per connection) and one
 connection per data source it touched; it gets a message, builds the assembly and propagates it
-through the compiled graph on its own stack. :class:`ExecutionGroupRuntime` is the library API the
+through the compiled graph on its own stack. The loop is the thread's, whatever the input node: a
+node fed by a queue names it (``queue_input``) and the thread gets, batches, commits and backs out;
+any other opens a source for the thread (``open_input``) that supplies arrivals and their assemblies. :class:`ExecutionGroupRuntime` is the library API the
 worker's control tasks call: deploy, undeploy, start, stop, statistics, user trace.
 
 Coordinated transactions (a flow's ``coordinatedTransaction``) are single phase, not XA: at the
@@ -28,7 +30,19 @@ from pathlib import Path
 from typing import Any
 
 from esql.tree import Element
-from flowbroker_nodes.base import Assembly, Node, QueueMessage, bind_thread, trace_nodes
+from flowbroker_nodes.base import (
+    Assembly,
+    InputSource,
+    Node,
+    QueueInput,
+    QueueMessage,
+    Unwinding,
+    bind_thread,
+    describe_exception_list,
+    exception_entry,
+    exception_list_with,
+    trace_nodes,
+)
 
 from flowbroker.runtime import assembly as assemblies
 from flowbroker.runtime import backout as backouts
@@ -65,6 +79,10 @@ _ZERO_ID = b"\x00" * 24
 
 def _msg_id(message: QueueMessage) -> bytes:
     return bytes(getattr(message.md, "msg_id", b"") or b"")
+
+
+def _persistent(message: QueueMessage) -> bool:
+    return int(getattr(message.md, "persistence", 0) or 0) == 1
 
 
 class FlowThread(threading.Thread):
@@ -114,8 +132,7 @@ class FlowThread(threading.Thread):
                     # a flow that only answers HTTP runs while its transport is unreachable
                     if self.client is None and getattr(self.node, "needs_queue_manager", True):
                         self.client = self._connect()
-                    run = self.node.run  # type: ignore[attr-defined]
-                    run()
+                    self._serve()
                     backoff.reset()
                 except FlowAborted as aborted:
                     # the step debugger's abort: the message's unit of work is rolled back, and the
@@ -138,6 +155,276 @@ class FlowThread(threading.Thread):
         finally:
             self._drop_connections()
             bind_thread(None)
+
+    def _serve(self) -> None:
+        """Run the input node's arrivals until the flow stops (or the connection fails)."""
+        queue_input = self.node.queue_input()
+        if queue_input is not None:
+            self._serve_queue(queue_input)
+            return
+        source = self.node.open_input(self)
+        try:
+            self._serve_source(source)
+        finally:
+            source.close()
+
+    # -- the loop of an input fed by a queue of the transport ----------------------------------
+
+    def _serve_queue(self, spec: QueueInput) -> None:
+        """Until stop, get waiting messages from the input queue and process them.
+
+        The loop's own state (the threshold, how many messages are still retried one at a time)
+        lives in this call; the batch got with the last commit and the unit of work on the thread.
+        """
+        queue_threshold, backout_queue = self.backout_policy(spec.queue)
+        # never 0 (infinite): the node's, else the queue's, else the execution group's default
+        threshold = spec.backout_threshold or queue_threshold or backouts.default_threshold()
+        backout_queue = spec.backout_queue or backout_queue
+        cautious = 0
+        # messages already got are processed even when a stop arrives, never backed out by it
+        while not self.stop.is_set() or self.prefetched:
+            # after a failed batch its messages come back one at a time, so only the bad one is retried
+            limit = 1 if cautious > 0 else spec.read_ahead
+            got = self._process_batch(spec, threshold, backout_queue, limit, cautious > 0, queue_threshold)
+            if got < 0:
+                cautious = -got
+            elif cautious:
+                cautious -= got
+
+    def _process_batch(
+        self,
+        spec: QueueInput,
+        threshold: int,
+        backout_queue: str,
+        limit: int,
+        retrying: bool,
+        queue_threshold: int,
+    ) -> int:
+        """Get up to ``limit`` messages and process them; how many (negative: the batch was backed out)."""
+        # gets are always under syncpoint so a crash before the commit loses nothing; the batch
+        # got with the last commit is this thread's own
+        messages = self.next_messages(spec.queue, limit, spec.wait_ms)
+        if not messages:
+            return 0
+        mode = spec.transaction_mode
+        transactional = mode == "yes" or (mode == "automatic" and any(map(_persistent, messages)))
+        # non-persistent messages in automatic mode share one unit of work for their queue work (one
+        # commit instead of a round trip per put); if one of them fails, the batch is backed out and
+        # its messages come back one at a time, each with the non-transactional handling of §2.0
+        shared = not transactional and mode == "automatic" and not retrying
+        if not transactional and not shared:
+            # seed 004 §2.0: outside a unit of work the get is final before the flow runs
+            self.commit()
+            for message in messages:
+                self._run_queued(spec, message, False, threshold, backout_queue)
+                # the invocation is over: its coordinated database work (and any put an output
+                # node made under syncpoint of its own accord) commits now, not at the next get
+                self.commit()
+            return len(messages)
+        # puts are pipelined to the commit unless a lone transactional message is being retried,
+        # so that a refused put is seen by the node that made it
+        pipeline = len(messages) > 1 or shared
+        for attempted, message in enumerate(messages, 1):
+            if not self._run_queued(spec, message, True, threshold, backout_queue, pipeline):
+                # back out: the messages return to the queue with their backout counts raised, and
+                # are retried (after a growing delay) until the threshold sends one to the failure
+                # terminal, the backout queue or the dead-letter queue
+                self.back_out_failed(message, attempted, queue_threshold if len(messages) == 1 else 0)
+                return -len(messages)
+        try:
+            if retrying or self.stop.is_set():
+                self.commit()
+            else:
+                # the next batch comes back with the commit's reply: one round trip per batch
+                self.commit_and_prefetch(spec.queue, spec.read_ahead, spec.wait_ms)
+        except Exception as exc:
+            if not pipeline:
+                raise
+            # a pipelined put was refused: retry the messages one at a time
+            self.log(f"{self.node.name}: the commit failed, retrying its messages one at a time: {exc}")
+            self.back_out_failed(None, len(messages), 0)
+            return -len(messages)
+        return len(messages)
+
+    def _run_queued(
+        self,
+        spec: QueueInput,
+        message: QueueMessage,
+        transactional: bool,
+        threshold: int,
+        backout_queue: str,
+        pipeline: bool = False,
+    ) -> bool:
+        """Process one message; False when the unit of work must be backed out."""
+        node = self.node
+        self.begin(transactional, pipeline)
+        stats = node.stats
+        stats.messages_in += 1
+        started = time.perf_counter_ns()
+        cpu = time.thread_time_ns()
+        try:
+            backout_count = int(getattr(message.md, "backout_count", 0) or 0)
+            if transactional and threshold and backout_count >= threshold:
+                return self._give_up(spec, message, backout_queue, backout_count, threshold)
+            try:
+                assembly = self.build_assembly(message, spec.template)
+                try:
+                    node.propagate("out", assembly)
+                except Unwinding as unwound:
+                    stats.errors += 1
+                    caught = assembly.replace(exception_list=unwound.exception_list)
+                    if not node.propagate("catch", caught):
+                        raise
+            except Unwinding as failed:
+                return self._queued_failed(spec, message, transactional, failed.exception_list, failed.node)
+            except Exception as exc:  # the assembly could not be built
+                stats.errors += 1
+                errors = exception_list_with(exception_entry(node, exc))
+                return self._queued_failed(spec, message, transactional, errors)
+            return True
+        finally:
+            stats.elapsed_ns += time.perf_counter_ns() - started
+            stats.cpu_ns += time.thread_time_ns() - cpu
+
+    def _queued_failed(
+        self,
+        spec: QueueInput,
+        message: QueueMessage,
+        transactional: bool,
+        errors: Element,
+        origin: Node | None = None,
+    ) -> bool:
+        node = self.node
+        reason = describe_exception_list(errors)
+        if transactional:
+            # logged once however often the retries repeat it, remembered for the backout queue
+            self.failed(message, (origin or node).name, reason)
+            (origin or node).stats.backouts += 1
+            return False
+        # the failed invocation's coordinated database work and syncpoint puts are undone; the
+        # get itself was final before the flow ran
+        self.backout()
+        if node.is_connected("failure"):
+            try:
+                node.propagate(
+                    "failure",
+                    Assembly(self.build_assembly(message, spec.template).root, exception_list=errors),
+                )
+                return True
+            except Exception as exc:
+                reason = f"{reason}; the failure path failed too: {exc}"
+        self.log(f"{node.name}: message not processed outside a unit of work: {reason}")
+        self.gave_up(message)
+        notes = {"node": (origin or node).name, "exception": reason}
+        self.dead_letter(message, reason, syncpoint=False, notes=notes)
+        return True
+
+    def _give_up(
+        self, spec: QueueInput, message: QueueMessage, backout_queue: str, count: int, threshold: int
+    ) -> bool:
+        """Past the threshold: failure terminal (in the unit of work), else backout queue, else DLQ.
+
+        When the failure path itself keeps failing, the message comes back with a higher count;
+        from twice the threshold on it skips the failure terminal, as ACE does, so it cannot loop.
+        """
+        node = self.node
+        reason = f"backout count {count} reached the backout threshold {threshold}"
+        if node.is_connected("failure") and count < 2 * threshold:
+            try:
+                node.propagate("failure", self.build_assembly(message, spec.template))
+                return True
+            except Exception as exc:
+                self.log(f"{node.name}: the failure path failed, backing out: {exc}")
+                (exc.node if isinstance(exc, Unwinding) and exc.node else node).stats.backouts += 1
+                return False
+        # why it failed last (the node where the exception began, the exception list) goes with it
+        notes = self.gave_up(message)
+        if backout_queue:
+            try:
+                self.put_raw(backout_queue, message, syncpoint=True, reason=reason, notes=notes)
+                self.log(f"{node.name}: message moved to backout queue {backout_queue}: {reason}")
+                return True
+            except Exception as exc:
+                self.log(f"{node.name}: cannot put to backout queue {backout_queue}: {exc}")
+        self.dead_letter(message, reason, syncpoint=True, notes=notes)
+        self.log(f"{node.name}: message moved to the dead-letter queue: {reason}")
+        return True
+
+    # -- the loop of an input with a source of its own -----------------------------------------
+
+    def _serve_source(self, source: InputSource) -> None:
+        """Until stop, take the source's next arrivals and run each in a unit of work of its own."""
+        while not self.stop.is_set():
+            arrivals = source.next()
+            if not arrivals:
+                continue
+            complete = True
+            for arrival in arrivals:
+                if not self._run_arrival(source, arrival):
+                    complete = False
+                    break
+            source.done(arrivals, complete)
+
+    def _run_arrival(self, source: InputSource, arrival: Any) -> bool:
+        """Propagate one arrival and commit; False when its batch must end (see InputSource.unhandled)."""
+        node = self.node
+        stats = node.stats
+        self.begin(source.transactional)
+        started = time.perf_counter_ns()
+        cpu = time.thread_time_ns()
+        assembly: Assembly | None = None
+        try:
+            try:
+                try:
+                    made = source.assembly(arrival)
+                except Exception:
+                    stats.messages_in += 1
+                    raise
+                if made is None:
+                    self.commit()
+                    return True
+                stats.messages_in += 1
+                terminal, assembly = made
+                try:
+                    node.propagate(terminal, assembly)
+                except Unwinding as unwound:
+                    stats.errors += 1
+                    caught = assembly.replace(exception_list=unwound.exception_list)
+                    if not node.propagate("catch", caught):
+                        raise
+                self.commit()
+                return True
+            except Unwinding as failed:
+                errors = failed.exception_list
+            except Exception as exc:  # the assembly could not be built, or the commit failed
+                stats.errors += 1
+                errors = exception_list_with(exception_entry(node, exc))
+            return self._arrival_failed(source, arrival, assembly, errors)
+        finally:
+            stats.elapsed_ns += time.perf_counter_ns() - started
+            stats.cpu_ns += time.thread_time_ns() - cpu
+
+    def _arrival_failed(
+        self, source: InputSource, arrival: Any, assembly: Assembly | None, errors: Element
+    ) -> bool:
+        """Back out, then the failure terminal in a unit of work of its own, else the source's say."""
+        node = self.node
+        reason = describe_exception_list(errors)
+        try:
+            self.backout()
+        except Exception as exc:  # a lost connection: the queue manager backs the unit of work out
+            reason = f"{reason}; the backout failed too: {exc}"
+        if node.is_connected("failure"):
+            self.begin(source.transactional)
+            try:
+                node.propagate("failure", source.failure_assembly(arrival, assembly, errors))
+                self.commit()
+                return True
+            except Unwinding as again:
+                self.backout()
+                errors = again.exception_list
+                reason = f"{reason}; the failure path failed too: {describe_exception_list(errors)}"
+        return source.unhandled(arrival, errors, reason)
 
     def _connect(self) -> Transport:
         try:
