@@ -11,6 +11,7 @@ from typing import Any
 
 from celery import bootsteps
 
+from flowbroker.pubsub import rules
 from flowbroker.worker import group as group_state
 from flowbroker.worker import heap
 
@@ -111,7 +112,12 @@ class LivenessStep(bootsteps.StartStopStep):
                     state.report_alive()
                 except Exception as exc:  # an unreachable repository must not take the group down
                     log.warning("cannot report the group alive: %s", exc)
-                self.done.wait(2.0)
+                if time.monotonic() - state.pubsub_read >= rules.refresh_interval():
+                    try:
+                        state.refresh_pubsub()
+                    except Exception as exc:  # the rules read last stay in force meanwhile
+                        log.warning("cannot read the topic ACLs: %s", exc)
+                self.done.wait(min(2.0, rules.refresh_interval()))
 
         threading.Thread(target=loop, name="liveness", daemon=True).start()
 

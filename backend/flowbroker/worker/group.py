@@ -48,6 +48,10 @@ class GroupState:
         self.group_id: int | None = None
         #: Why the broker's transport URL cannot be used (every deployment fails with it), or "".
         self.transport_problem = ""
+        self.broker_id: int | None = None
+        #: When the topic ACLs and filtered subscriptions were last read (time.monotonic()).
+        self.pubsub_read = 0.0
+        self._pubsub_problems: set[str] = set()
 
     # -- set up ---------------------------------------------------------------------------------
 
@@ -73,10 +77,12 @@ class GroupState:
             )
             sources = self._data_source_urls(session, target.broker_id)
             http_port = target.http_port
+            self.broker_id = target.broker_id
+            self._refresh_pubsub(session)
         data = str(self.data)
         try:
             # the broker's URL scheme names the transport: the queue manager or RabbitMQ
-            connect = transports.connector(qm_url, data_dir=data)
+            connect = transports.connector(qm_url, data_dir=data, principal=self.principal)
         except transports.TransportURLError as exc:
             self.transport_problem = str(exc)
             log.error("broker %s: %s", self.broker, exc)
@@ -93,6 +99,29 @@ class GroupState:
             broker=broker_attributes(self.broker, self.group, qm_url, self.data),
             http=http_listener(settings, http_port),
         )
+
+    @property
+    def principal(self) -> str:
+        """Who the topic ACLs judge this group's flows as: ``BROKER/GROUP`` (see README "Topic ACLs")."""
+        return f"{self.broker}/{self.group}"
+
+    def _refresh_pubsub(self, session: Any) -> None:
+        from flowbroker.pubsub import rules
+
+        for problem in rules.refresh(session, self.broker_id):
+            if problem not in self._pubsub_problems:
+                log.warning("broker %s: %s", self.broker, problem)
+        self._pubsub_problems = set(rules.current().problems)
+        self.pubsub_read = time.monotonic()
+
+    def refresh_pubsub(self) -> None:
+        """Read the topic ACLs and filtered subscriptions again (every ``FLOWBROKER_PUBSUB_REFRESH`` s)."""
+        from flowbroker.repository import db
+
+        if self.session_factory is None:
+            return
+        with db.session_scope(self.session_factory) as session:
+            self._refresh_pubsub(session)
 
     @staticmethod
     def _data_source_urls(session: Any, broker_id: int) -> dict[str, str]:
@@ -220,6 +249,8 @@ class GroupState:
             code_nodes = bool(row.group.code_nodes)
             http_port = row.group.http_port
             deploy.begin_compiling(row)
+            # the ACLs as they are now judge the flow from its first message
+            self._refresh_pubsub(session)
             # data sources defined since the group started are usable by this deployment
             self.runtime.data_sources.urls.update(self._data_source_urls(session, row.broker_id))
         with self.lock:

@@ -42,6 +42,10 @@ import pika.exceptions
 from pika.adapters.blocking_connection import BlockingChannel
 from pika.spec import Basic, BasicProperties
 
+from flowbroker.pubsub import rules as pubsub_rules
+from flowbroker.pubsub.filters import Publication
+from flowbroker.pubsub.topics import split_topic
+from flowbroker.qm.protocol import QMError, encode_message
 from flowbroker.runtime.transports import (
     DEAD_LETTER_QUEUE,
     RC_BACKED_OUT,
@@ -311,6 +315,9 @@ class AmqpTransport:
 
     dead_letter_queue = DEAD_LETTER_QUEUE
 
+    #: Who the topic ACLs judge this connection's publications and subscriptions as ("": exempt).
+    principal = ""
+
     def __init__(self, connection: pika.BlockingConnection) -> None:
         self._conn = connection
         self._channel = self._open_channel()
@@ -415,8 +422,36 @@ class AmqpTransport:
         self._check_queue(queue)
         return 0, ""
 
-    def subscribe(self, topic: str, queue: str) -> None:
-        """Deliver the publications on ``topic`` (MQ wildcards ``+`` and ``#``) to ``queue``."""
+    def _judge(self, topic: str, action: str, *, pattern: bool) -> None:
+        """Refuse a bad topic string (2425) or what the topic ACLs deny this connection's principal
+        (2035), as the queue manager would."""
+        try:
+            split_topic(topic, pattern=pattern)
+            pubsub_rules.current().check(self.principal, topic, action)
+        except QMError as exc:
+            raise TransportError(exc.reason_code, exc.reason) from None
+
+    def subscribe(
+        self, topic: str, queue: str, *, name: str | None = None, filter: str | None = None
+    ) -> None:
+        """Deliver the publications on ``topic`` (MQ wildcards ``+`` and ``#``) to ``queue``.
+
+        Refused (2035) when the topic ACLs let this connection's principal subscribe to no topic
+        the pattern matches. With a content ``filter`` the queue is not bound to the topic
+        exchange: publishers of this process evaluate the filter and put the copies that pass
+        (publishers elsewhere read filtered subscriptions from the repository, see
+        :mod:`flowbroker.pubsub.rules`).
+        """
+        self._judge(topic, "subscribe", pattern=True)
+        if filter:
+            self._check_queue(queue)
+            try:
+                pubsub_rules.current().add_filtered(
+                    name or f"{self.principal}:{topic}:{queue}", topic, queue, filter, self.principal
+                )
+            except QMError as exc:
+                raise TransportError(exc.reason_code, exc.reason) from None
+            return
         self._ensure_exchange()
         try:
             self._channel.queue_bind(queue, self._exchange, routing_key(topic))
@@ -600,23 +635,61 @@ class AmqpTransport:
         properties: dict[str, Any] | None = None,
     ) -> int:
         """Publish on the topic exchange; 1 when a queue took it, 0 when no subscription matched,
-        -1 when held for the commit (pipelined under syncpoint)."""
+        -1 when held for the commit (pipelined under syncpoint).
+
+        Refused (2035) when the topic ACLs deny this connection's principal the topic. Filtered
+        subscriptions the publication matches and passes get their copy on their queue, counted.
+        """
+        self._judge(topic, "publish", pattern=False)
         self._ensure_exchange()
         key = routing_key(topic)
         props = self._properties(md, properties)
+        copies = self._filtered_copies(topic, body, md, properties)
         if syncpoint and pipeline:
             self._held.append((self._exchange, key, body, props, False))
+            self._held.extend(copies)
             self.pipelined += 1
             return -1
         # the number of deliveries is needed now: the publication is sent at once, before the
         # commit (a backout cannot take it back; see README "Transports")
+        delivered = 1
         try:
             self._send(self._exchange, key, body, props, True)
         except pika.exceptions.UnroutableError:
-            return 0
+            delivered = 0
         except Exception as exc:
             raise _refusal(exc, f"a publication on {topic}") from None
-        return 1
+        for copy in copies:
+            try:
+                self._send(*copy)
+            except Exception as exc:
+                raise _refusal(exc, f"a publication on {topic} to queue {copy[1]}") from None
+            delivered += 1
+        return delivered
+
+    def _filtered_copies(
+        self,
+        topic: str,
+        body: bytes,
+        md: MessageDescriptor | None,
+        properties: dict[str, Any] | None,
+    ) -> list[tuple[str, str, bytes, BasicProperties, bool]]:
+        """A put for every filtered subscription the publication reaches and whose filter it passes."""
+        subs = pubsub_rules.current().filtered(topic)
+        if not subs:
+            return []
+        props_with_topic = {**(properties or {}), "MQTopicString": topic}
+        publication = Publication(encode_message(md or MessageDescriptor(), props_with_topic, body), topic)
+        copies = []
+        for sub in subs:
+            try:
+                if sub.filter_fn is None or not sub.filter_fn(publication):
+                    continue
+            except Exception:  # a filter that raises does not match, as on the queue manager
+                continue
+            self._check_queue(sub.queue)
+            copies.append(("", sub.queue, body, self._properties(md, props_with_topic), True))
+        return copies
 
     # -- the unit of work ------------------------------------------------------------------------
 
