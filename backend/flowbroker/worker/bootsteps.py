@@ -44,6 +44,40 @@ class ResumeStep(bootsteps.StartStopStep):
         group_state.state().close()
 
 
+class ResyncStep(bootsteps.StartStopStep):
+    """Each time the consumer (re)connects to the Celery broker, re-read the group's deployments.
+
+    Control tasks are broadcast to the replicas connected when they are sent; a replica that
+    was disconnected (or was binding its queue while the resume read the repository) catches up
+    from the repository here, after the resume on start has finished.
+    """
+
+    requires = ("celery.worker.consumer.tasks:Tasks",)
+
+    def __init__(self, parent: Any, **kwargs: Any) -> None:
+        super().__init__(parent, **kwargs)
+
+    def start(self, parent: Any) -> None:
+        state = group_state.state()
+
+        def resync() -> None:
+            state.ready.wait()
+            try:
+                done = state.resync()
+            except Exception as exc:  # the next reconnect tries again; the group keeps running
+                log.warning(
+                    "execution group %s/%s: cannot re-read its deployments: %s",
+                    state.broker,
+                    state.group,
+                    exc,
+                )
+                return
+            if done:
+                log.info("execution group %s/%s caught up: %s", state.broker, state.group, ", ".join(done))
+
+        threading.Thread(target=resync, name="resync", daemon=True).start()
+
+
 class StatisticsStep(bootsteps.StartStopStep):
     """Publishes the group's statistics every ``FLOWBROKER_STATS_INTERVAL`` seconds (default 5), with
     which flows wait for an input queue that does not exist (:meth:`GroupState.report_waiting`), and

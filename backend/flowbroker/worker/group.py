@@ -174,6 +174,59 @@ class GroupState:
             heap.settle()
             self.ready.set()
 
+    def resync(self) -> list[str]:
+        """Bring this replica in line with the repository after it may have missed control tasks
+        (a broadcast reaches only the replicas connected when it is sent): deploy what it lacks,
+        start or stop what differs, drop what was undeployed. What it did, one line each."""
+        from flowbroker.repository import db
+        from flowbroker.services import deploy
+
+        assert self.runtime is not None
+        running = self.group_running()
+        with db.session_scope(self.session_factory) as session:
+            wanted = {d.id: d.status for d in deploy.to_resume(session, self.broker, self.group)}
+            leaving = {
+                d.id for d in deploy.group_flows(session, self.group_id or 0) if d.status == "undeploying"
+            }
+        done: list[str] = []
+        for deployment_id in list(self.by_deployment):
+            if deployment_id in wanted:
+                continue
+            name = self.by_deployment[deployment_id]
+            if deployment_id in leaving:
+                self.undeploy(deployment_id)
+                done.append(f"undeployed {deployment_id}")
+                continue
+            # replaced (a newer deployment of the flow takes its name below) or undeployed
+            # meanwhile by another replica: gone here too, without a word to the repository
+            with self.lock:
+                self.by_deployment.pop(deployment_id, None)
+                if name not in self.by_deployment.values() and name in self.runtime.flows:
+                    self.runtime.undeploy(name)
+            done.append(f"dropped {deployment_id}")
+        for deployment_id, status in sorted(wanted.items()):
+            name = self.by_deployment.get(deployment_id)
+            should_run = running and status != "stopped"
+            if name is None or name not in self.runtime.flows:
+                self.deploy(deployment_id, start=should_run, recorded=None if should_run else status)
+                done.append(f"deployed {deployment_id}")
+                continue
+            state = self.runtime.flows[name].state
+            if should_run and state == "stopped":
+                with self.lock:
+                    self.runtime.start_flow(name)
+                done.append(f"started {deployment_id}")
+            elif not should_run and state == "running":
+                with self.lock:
+                    self.runtime.stop_flow(name)
+                done.append(f"stopped {deployment_id}")
+        for deployment_id in leaving - set(self.by_deployment):
+            # undeployed while no replica listened: the repository hears it from this one
+            with db.session_scope(self.session_factory) as session:
+                deploy.report(session, deployment_id, "undeployed")
+            done.append(f"undeployed {deployment_id}")
+        return done
+
     def group_running(self) -> bool:
         """Whether the repository wants this group's flows to run (an operator may have stopped it)."""
         from flowbroker.repository import db

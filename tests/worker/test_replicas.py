@@ -1,0 +1,99 @@
+"""A scaled-out execution group: two worker processes of the same group on the real RabbitMQ
+Celery broker. Every control task reaches both replicas (the group's fanout exchange), and a
+replica that was away catches up from the repository when it comes back."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flowbroker.runtime.harness import get_all
+from flowbroker.worker.group import stats_path
+from flowbroker.worker.harness import WorkerProcess
+from test_remote_worker import _remote_env
+from test_worker import _group, _passthrough, _queues
+
+pytestmark = pytest.mark.timeout(240)
+
+GROUP = "replicated"
+
+
+def _flows(data: Path) -> dict[str, Any]:
+    """The flows a replica reports in its own data directory (its statistics file)."""
+    path = stats_path(data, "default", GROUP)
+    try:
+        return dict(json.loads(path.read_text())["flows"])
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def _until(probe: Any, what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not within {timeout}s; last: {last}")
+
+
+def _state(data: Path, flow: str) -> str | None:
+    found = _flows(data).get(flow)
+    return None if found is None else str(found["state"])
+
+
+def test_control_tasks_reach_every_replica_and_a_returning_one_catches_up(
+    platform: Any, rabbitmq_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("FLOWBROKER_CELERY_BROKER", rabbitmq_url)
+    _group(platform, GROUP)
+    src, dst = _queues(platform, "REP.IN", "REP.OUT")
+    one, two = tmp_path / "host-one", tmp_path / "host-two"
+    env = _remote_env(platform)
+    kwargs = {"group": GROUP, "celery_broker": rabbitmq_url, "env": env}
+    with WorkerProcess(one, **kwargs) as first, WorkerProcess(two, **kwargs) as second:
+        # both replicas are connected before anything is sent: each has written its statistics
+        _until(lambda: stats_path(one, "default", GROUP).exists(), "replica one to report")
+        _until(lambda: stats_path(two, "default", GROUP).exists(), "replica two to report")
+        time.sleep(1.0)  # their broadcast queues are bound once their consumers run
+        created = platform.deploy(_passthrough("Replicated", src, dst), group=GROUP)
+        ran = platform.wait_status(created["id"], {"running", "failed"})
+        assert ran["status"] == "running", ran["detail"]
+        for data in (one, two):
+            _until(lambda data=data: _state(data, "Replicated") == "running", f"{data.name} to run the flow")
+        with platform.qm.client() as qm:
+            for i in range(20):
+                qm.put(src, f"m{i}".encode())
+            assert sorted(m.body for m in get_all(qm, dst, 20)) == sorted(f"m{i}".encode() for i in range(20))
+
+        # a stop reaches both replicas, not whichever took it off a shared queue
+        stopped = platform.request("POST", f"/api/deployments/{created['id']}/stop")
+        assert stopped.status_code == 202, stopped.text
+        for data in (one, two):
+            _until(lambda data=data: _state(data, "Replicated") == "stopped", f"{data.name} to stop the flow")
+        with platform.qm.client() as qm:
+            qm.put(src, b"held")
+            time.sleep(1.0)
+            assert qm.get_many(dst, 1, wait=0) == []  # no replica consumes while stopped
+
+        # replica two goes away; the flow is started while it is gone, then it comes back
+        second.stop()
+        started = platform.request("POST", f"/api/deployments/{created['id']}/start")
+        assert started.status_code == 202, started.text
+        _until(lambda: _state(one, "Replicated") == "running", "replica one to start the flow")
+        with platform.qm.client() as qm:
+            assert [m.body for m in get_all(qm, dst, 1)] == [b"held"]
+        with WorkerProcess(two, **kwargs):
+            _until(lambda: _state(two, "Replicated") == "running", "the returning replica to run the flow")
+
+            # an undeploy reaches both
+            gone = platform.request("DELETE", f"/api/deployments/{created['id']}")
+            assert gone.status_code == 202, gone.text
+            platform.wait_status(created["id"], {"undeployed"})
+            for data in (one, two):
+                _until(lambda data=data: "Replicated" not in _flows(data), f"{data.name} to drop the flow")
+        assert first.proc is not None and first.proc.poll() is None, first.log_tail()
