@@ -57,6 +57,8 @@ class PubSubRules:
         self._acls = TopicSpace()
         self._filtered = TopicSpace()
         self._compiled: dict[str, Filter] = {}
+        #: Filtered subscriptions this process's own transports made (kept across refreshes).
+        self._local: dict[str, Subscription] = {}
         #: Why filtered subscriptions of the last refresh were left out.
         self.problems: list[str] = []
 
@@ -101,6 +103,9 @@ class PubSubRules:
             except QMError as exc:
                 problems.append(f"subscription {name}: {exc.reason}")
         with self._lock:
+            for sub in self._local.values():
+                if sub.name not in space.subscriptions:
+                    space.add(sub)
             self._filtered = space
             self.problems = problems
         return problems
@@ -109,13 +114,21 @@ class PubSubRules:
         """One filtered subscription made by this process (QMError for a bad topic or filter)."""
         split_topic(topic, pattern=True)
         fn = compile_filter(text)
+        sub = Subscription(
+            name=name, topic=topic, queue=queue, filter_text=text, principal=principal, filter_fn=fn
+        )
         with self._lock:
             self._compiled[text] = fn
-            self._filtered.add(
-                Subscription(
-                    name=name, topic=topic, queue=queue, filter_text=text, principal=principal, filter_fn=fn
-                )
-            )
+            self._local[name] = sub
+            self._filtered.remove(name)
+            self._filtered.add(sub)
+
+    def forget_local(self) -> None:
+        """Drop the filtered subscriptions this process made (tests; a group never needs it)."""
+        with self._lock:
+            for name in self._local:
+                self._filtered.remove(name)
+            self._local.clear()
 
     def filtered(self, topic: str) -> list[Subscription]:
         """The filtered subscriptions whose pattern matches ``topic`` and whose owner may receive it."""
