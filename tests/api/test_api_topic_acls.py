@@ -128,3 +128,31 @@ def test_rules_reach_the_queue_manager_which_judges_its_users_by_them(acl_api: A
         acls = admin.admin("list_topic_acls")["acls"]
         assert f"{unique}/prices" not in acls and f"{unique}/prices/eu" in acls
     assert acl_api.as_("admin", "GET", f"/api/topic-acls/{rule_id}").status_code == 404
+    assert (
+        acl_api.as_("admin", "PATCH", f"/api/topic-acls/{rule_id}", json={"publish": True}).status_code == 404
+    )
+
+
+def test_a_rule_is_changed_only_into_a_valid_one(acl_api: Any) -> None:
+    made = acl_api.as_(
+        "admin", "POST", "/api/topic-acls", json={"topic": "a/b", "principal": "*", "publish": False}
+    )
+    rule_id = made.json()["id"]
+    acl_api.as_("admin", "POST", "/api/topic-acls", json={"topic": "a/c", "principal": "*", "publish": False})
+    for body, pointer in (
+        ({"principal": None}, "/principal"),
+        ({"topic": None}, "/topic"),
+        ({"topic": "a/+"}, "/topic"),
+        ({"publish": None}, "/publish"),
+        ({"topic": "a/c"}, "/topic"),  # 409: a/c has a rule for * already
+    ):
+        refused = acl_api.as_("admin", "PATCH", f"/api/topic-acls/{rule_id}", json=body)
+        assert refused.status_code in (409, 422), (body, refused.text)
+        detail = refused.json()["detail"]
+        assert (detail[0] if isinstance(detail, list) else detail)["pointer"] == pointer, (body, detail)
+    kept = acl_api.as_("admin", "GET", f"/api/topic-acls/{rule_id}").json()
+    assert (kept["topic"], kept["principal"], kept["publish"], kept["subscribe"]) == ("a/b", "*", False, None)
+    both = acl_api.as_(
+        "admin", "PATCH", f"/api/topic-acls/{rule_id}", json={"publish": None, "subscribe": True}
+    )
+    assert both.status_code == 200 and (both.json()["publish"], both.json()["subscribe"]) == (None, True)

@@ -141,6 +141,11 @@ def create(
 
 def update(session: Session, actor: str, acl_id: int, changes: dict[str, Any]) -> TopicAcl:
     row = get(session, acl_id)
+    for field in ("topic", "principal"):
+        if field in changes and not isinstance(changes[field], str):
+            raise Invalid(
+                f"{field} cannot be null", [problem(f"/{field}", "a string is needed: it cannot be cleared")]
+            )
     topic = check_topic(changes["topic"]) if "topic" in changes else row.topic
     principal = check_principal(changes["principal"]) if "principal" in changes else row.principal
     publish = changes["publish"] if "publish" in changes else row.allow_publish

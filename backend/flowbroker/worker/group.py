@@ -208,7 +208,9 @@ class GroupState:
             name = self.by_deployment.get(deployment_id)
             should_run = running and status != "stopped"
             if name is None or name not in self.runtime.flows:
-                self.deploy(deployment_id, start=should_run, recorded=None if should_run else status)
+                # as the resume on start records them: a stopped group keeps each flow's own state
+                recorded = None if should_run else ("running" if status == "pending" else status)
+                self.deploy(deployment_id, start=should_run, recorded=recorded)
                 done.append(f"deployed {deployment_id}")
                 continue
             state = self.runtime.flows[name].state
