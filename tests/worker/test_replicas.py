@@ -5,6 +5,9 @@ replica that was away catches up from the repository when it comes back."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -97,3 +100,62 @@ def test_control_tasks_reach_every_replica_and_a_returning_one_catches_up(
             for data in (one, two):
                 _until(lambda data=data: "Replicated" not in _flows(data), f"{data.name} to drop the flow")
         assert first.proc is not None and first.proc.poll() is None, first.log_tail()
+
+
+def _close_rabbit_connections(pid: int) -> int:
+    """Close, from RabbitMQ's side, every AMQP connection of process ``pid``; how many."""
+    import psutil
+
+    ports = {
+        c.laddr.port for c in psutil.Process(pid).net_connections("tcp") if c.raddr and c.raddr.port == 5672
+    }
+    listed = subprocess.run(
+        ["rabbitmqctl", "-q", "--no-table-headers", "list_connections", "pid", "peer_port"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    closed = 0
+    for line in listed.stdout.splitlines():
+        connection, _, port = line.rpartition("\t")
+        if port.strip().isdigit() and int(port) in ports:
+            done = subprocess.run(
+                ["rabbitmqctl", "-q", "close_connection", connection, "replica cut off by the test"],
+                capture_output=True,
+                timeout=30,
+            )
+            closed += done.returncode == 0
+    return closed
+
+
+def test_a_replica_whose_connection_was_lost_re_reads_its_deployments(
+    platform: Any, rabbitmq_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    if shutil.which("rabbitmqctl") is None or os.geteuid() != 0:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("rabbitmqctl (as root) is needed to cut a replica's connection")
+        pytest.skip("rabbitmqctl (as root) is needed to cut a replica's connection")
+    from flowbroker.repository import db
+    from flowbroker.services import deploy
+
+    monkeypatch.setenv("FLOWBROKER_CELERY_BROKER", rabbitmq_url)
+    _group(platform, GROUP)
+    src, dst = _queues(platform, "CUT.IN", "CUT.OUT")
+    one, two = tmp_path / "host-one", tmp_path / "host-two"
+    kwargs = {"group": GROUP, "celery_broker": rabbitmq_url, "env": _remote_env(platform)}
+    with WorkerProcess(one, **kwargs), WorkerProcess(two, **kwargs) as second:
+        _until(lambda: stats_path(two, "default", GROUP).exists(), "replica two to report")
+        time.sleep(1.0)
+        created = platform.deploy(_passthrough("CutOff", src, dst), group=GROUP)
+        platform.wait_status(created["id"], {"running"})
+        for data in (one, two):
+            _until(lambda data=data: _state(data, "CutOff") == "running", f"{data.name} to run the flow")
+        # a stop no replica heard (as one broadcast while they were cut off): only the repository has it
+        with db.session_scope(platform.client.app.state.session_factory) as session:
+            deploy.report(session, created["id"], "stopped")
+        assert _close_rabbit_connections(second.pid) >= 1
+        _until(lambda: _state(two, "CutOff") == "stopped", "the reconnected replica to catch up")
+        assert _state(one, "CutOff") == "running"  # the other replica never lost its connection
+        assert "caught up: stopped" in _until(
+            lambda: "caught up" in second.log_tail(20000) and second.log_tail(20000), "the log line"
+        )

@@ -205,22 +205,22 @@ class GroupState:
                     self.runtime.undeploy(name)
             done.append(f"dropped {deployment_id}")
         for deployment_id, status in sorted(wanted.items()):
-            name = self.by_deployment.get(deployment_id)
+            loaded = self.by_deployment.get(deployment_id)
             should_run = running and status != "stopped"
-            if name is None or name not in self.runtime.flows:
+            if loaded is None or loaded not in self.runtime.flows:
                 # as the resume on start records them: a stopped group keeps each flow's own state
                 recorded = None if should_run else ("running" if status == "pending" else status)
                 self.deploy(deployment_id, start=should_run, recorded=recorded)
                 done.append(f"deployed {deployment_id}")
                 continue
-            state = self.runtime.flows[name].state
+            state = self.runtime.flows[loaded].state
             if should_run and state == "stopped":
                 with self.lock:
-                    self.runtime.start_flow(name)
+                    self.runtime.start_flow(loaded)
                 done.append(f"started {deployment_id}")
             elif not should_run and state == "running":
                 with self.lock:
-                    self.runtime.stop_flow(name)
+                    self.runtime.stop_flow(loaded)
                 done.append(f"stopped {deployment_id}")
         for deployment_id in leaving - set(self.by_deployment):
             # undeployed while no replica listened: the repository hears it from this one
