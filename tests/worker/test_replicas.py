@@ -136,7 +136,7 @@ def test_a_replica_whose_connection_was_lost_re_reads_its_deployments(
             pytest.fail("rabbitmqctl (as root) is needed to cut a replica's connection")
         pytest.skip("rabbitmqctl (as root) is needed to cut a replica's connection")
     from flowbroker.repository import db
-    from flowbroker.services import deploy
+    from flowbroker.services import audit
 
     monkeypatch.setenv("FLOWBROKER_CELERY_BROKER", rabbitmq_url)
     _group(platform, GROUP)
@@ -150,12 +150,19 @@ def test_a_replica_whose_connection_was_lost_re_reads_its_deployments(
         platform.wait_status(created["id"], {"running"})
         for data in (one, two):
             _until(lambda data=data: _state(data, "CutOff") == "running", f"{data.name} to run the flow")
-        # a stop no replica heard (as one broadcast while they were cut off): only the repository has it
+        # a stop no replica heard (broadcast while they were cut off): only the repository has it,
+        # as the operator's command in the audit log (what POST .../stop records before it sends)
         with db.session_scope(platform.client.app.state.session_factory) as session:
-            deploy.report(session, created["id"], "stopped")
+            audit.record(session, "admin", "deployment.stop", f"deployment:{created['id']}", {})
+            session.commit()
         assert _close_rabbit_connections(second.pid) >= 1
         _until(lambda: _state(two, "CutOff") == "stopped", "the reconnected replica to catch up")
+        assert platform.wait_status(created["id"], {"stopped"})["status"] == "stopped"  # and says so
         assert _state(one, "CutOff") == "running"  # the other replica never lost its connection
         assert "caught up: stopped" in _until(
             lambda: "caught up" in second.log_tail(20000) and second.log_tail(20000), "the log line"
         )
+        # and the broadcasts reach it again on its new connection
+        started = platform.request("POST", f"/api/deployments/{created['id']}/start")
+        assert started.status_code == 202, started.text
+        _until(lambda: _state(two, "CutOff") == "running", "the start to reach the reconnected replica")

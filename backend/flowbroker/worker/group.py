@@ -155,6 +155,9 @@ class GroupState:
 
         with db.session_scope(self.session_factory) as session:
             ids = [(d.id, d.status) for d in deploy.to_resume(session, self.broker, self.group)]
+            # a start or stop the replicas connected at the time handled, as this one would have
+            asked = deploy.asked_to_run(session, dict(ids))
+            ids = [(i, "stopped" if not asked[i] else ("running" if s == "stopped" else s)) for i, s in ids]
         # threads paused in a previous process of this group are gone with it
         debug.forget_pauses(self.session_factory, [deployment_id for deployment_id, _ in ids])
         running = self.group_running()
@@ -185,6 +188,7 @@ class GroupState:
         running = self.group_running()
         with db.session_scope(self.session_factory) as session:
             wanted = {d.id: d.status for d in deploy.to_resume(session, self.broker, self.group)}
+            asked = deploy.asked_to_run(session, wanted)
             leaving = {
                 d.id for d in deploy.group_flows(session, self.group_id or 0) if d.status == "undeploying"
             }
@@ -206,7 +210,7 @@ class GroupState:
             done.append(f"dropped {deployment_id}")
         for deployment_id, status in sorted(wanted.items()):
             loaded = self.by_deployment.get(deployment_id)
-            should_run = running and status != "stopped"
+            should_run = running and asked[deployment_id]
             if loaded is None or loaded not in self.runtime.flows:
                 # as the resume on start records them: a stopped group keeps each flow's own state
                 recorded = None if should_run else ("running" if status == "pending" else status)
@@ -214,11 +218,13 @@ class GroupState:
                 done.append(f"deployed {deployment_id}")
                 continue
             state = self.runtime.flows[loaded].state
-            if should_run and state == "stopped":
-                with self.lock:
-                    self.runtime.start_flow(loaded)
+            if running and should_run and state == "stopped":
+                self.start_flow(deployment_id, True)  # and reports it
                 done.append(f"started {deployment_id}")
-            elif not should_run and state == "running":
+            elif running and not should_run and state == "running":
+                self.start_flow(deployment_id, False)
+                done.append(f"stopped {deployment_id}")
+            elif not running and state == "running":  # the group was stopped meanwhile
                 with self.lock:
                     self.runtime.stop_flow(loaded)
                 done.append(f"stopped {deployment_id}")
@@ -227,6 +233,9 @@ class GroupState:
             with db.session_scope(self.session_factory) as session:
                 deploy.report(session, deployment_id, "undeployed")
             done.append(f"undeployed {deployment_id}")
+        # breakpoints live in the repository too (a trace switch or a recording sent while this
+        # replica was away is not replayed: ask for it again)
+        self.debug(0)
         return done
 
     def group_running(self) -> bool:
