@@ -307,6 +307,51 @@ def _connect_error(url: str, exc: BaseException) -> TransportError:
     return TransportError(RC_CONNECTION_BROKEN, f"cannot use RabbitMQ at {redact(url)}: {exc}")
 
 
+def _coalesce_frames(connection: pika.BlockingConnection) -> None:
+    """Hand each AMQP command's frames (method, header, body) to the socket as one write.
+
+    pika buffers every frame as a chunk of its own and sends chunk by chunk: three ``send``
+    calls per message, a fifth of a passthrough flow's CPU time when profiled. Joined, the
+    command goes out in one. Left as pika has it when its internals are not the ones expected.
+    """
+    impl = getattr(connection, "_impl", None)
+    emit = getattr(impl, "_adapter_emit_data", None)
+    if impl is None or emit is None or not hasattr(impl, "_output_marshaled_frames"):
+        return
+
+    def output(frames: Any) -> None:
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        impl.bytes_sent += len(data)
+        impl.frames_sent += len(frames)
+        emit(data)
+
+    impl._output_marshaled_frames = output
+    # and the commands a commit publishes together leave in one write too (bounded, so a
+    # partial send of a long backlog never copies it all again)
+    transport = getattr(impl, "_transport", None)
+    produce = getattr(transport, "_produce", None)
+    buffers = getattr(transport, "_tx_buffers", None)
+    if produce is None or not isinstance(buffers, deque):
+        return
+
+    def produce_joined() -> None:
+        if len(buffers) > 1 and len(buffers[0]) < _JOIN_MOST:
+            chunks = [buffers.popleft()]
+            size = len(chunks[0])
+            while buffers and size + len(buffers[0]) <= _JOIN_MOST:
+                chunk = buffers.popleft()
+                chunks.append(chunk)
+                size += len(chunk)
+            buffers.appendleft(b"".join(chunks))
+        produce()
+
+    transport._produce = produce_joined
+
+
+#: The most bytes of queued commands joined into one socket write.
+_JOIN_MOST = 256 * 1024
+
+
 # -- the transport ---------------------------------------------------------------------------------
 
 
@@ -320,6 +365,7 @@ class AmqpTransport:
 
     def __init__(self, connection: pika.BlockingConnection) -> None:
         self._conn = connection
+        _coalesce_frames(connection)
         self._channel = self._open_channel()
         self._ids = IdFactory()
         self._exchange = topic_exchange()
