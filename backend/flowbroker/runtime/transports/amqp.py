@@ -328,7 +328,7 @@ def _coalesce_frames(connection: pika.BlockingConnection) -> None:
     impl._output_marshaled_frames = output
     # and the commands a commit publishes together leave in one write too (bounded, so a
     # partial send of a long backlog never copies it all again)
-    transport = getattr(impl, "_transport", None)
+    transport: Any = getattr(impl, "_transport", None)
     produce = getattr(transport, "_produce", None)
     buffers = getattr(transport, "_tx_buffers", None)
     if produce is None or not isinstance(buffers, deque):
