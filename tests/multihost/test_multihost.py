@@ -382,7 +382,9 @@ def test_two_groups_on_two_hosts_survive_a_host_crash_and_a_rabbitmq_restart(
         g2 = deployments["g2"]
         api.ok("POST", f"/api/deployments/{g2}/stop")
         until(
-            lambda: api.ok("GET", f"/api/deployments/{g2}")["status"] == "stopped", 60, "the stop reaches g2"
+            lambda: api.ok("GET", f"/api/deployments/{g2}")["status"] == "stopped",
+            60,
+            lambda: f"the stop reaches g2 (log: {h2.log('worker')}; api: {cm.log('api')})",
         )
         held = [b"held while stopped"]
         put(queues, src, held)

@@ -487,3 +487,47 @@ class TopologyGraphOut(Out):
     groups: list[TopologyGroup]
     flows: list[TopologyFlow]
     queues: list[TopologyQueue]
+
+
+class TopicAclIn(Body):
+    topic: str = Field(
+        min_length=1,
+        max_length=1000,
+        description="a topic subtree: a topic string without wildcards; the rule covers every topic below it",
+    )
+    principal: str = Field(
+        min_length=1,
+        max_length=64,
+        description="'*' (everyone), a queue manager user, or an execution group BROKER/GROUP (its flows)",
+    )
+    publish: StrictBool | None = Field(
+        default=None, description="allow (true) or deny (false); null: not said"
+    )
+    subscribe: StrictBool | None = Field(
+        default=None, description="allow (true) or deny (false); null: not said"
+    )
+
+
+class TopicAclPatch(Body):
+    topic: str | None = Field(default=None, min_length=1, max_length=1000)
+    principal: str | None = Field(default=None, min_length=1, max_length=64)
+    publish: StrictBool | None = None
+    subscribe: StrictBool | None = None
+
+
+class TopicAclOut(Out):
+    id: int
+    topic: str
+    principal: str
+    publish: bool | None
+    subscribe: bool | None
+    created_at: datetime
+    queue_manager: str | None = Field(
+        default=None,
+        description="after a change: 'updated' when the local queue manager took the whole rule set, "
+        "else why it did not (the repository keeps the change; push again later)",
+    )
+
+
+class TopicAclPushOut(Out):
+    queue_manager: str

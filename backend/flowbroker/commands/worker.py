@@ -46,7 +46,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     from flowbroker.worker import bootsteps
     from flowbroker.worker import group as group_state
-    from flowbroker.worker.app import celery_app, data_dir, declare_control_queue
+    from flowbroker.worker.app import broadcasts, celery_app, data_dir, declare_control_queue, replica_queue
 
     logging.basicConfig(level=args.loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     data = data_dir()
@@ -71,10 +71,20 @@ def cmd_worker(args: argparse.Namespace) -> int:
     app.steps["worker"].add(bootsteps.LivenessStep)
     from flowbroker.services.deploy import control_queue
 
-    declare_control_queue(control_queue(args.broker, args.group), data)
+    queue = control_queue(args.broker, args.group)
+    declare_control_queue(queue, data)
+    queues = [queue]
+    if broadcasts():
+        # every replica gets every control task; one that was away re-reads its deployments
+        # (ResyncStep) when it connects again
+        own = replica_queue(queue, f"{os.uname().nodename}.{os.getpid()}")
+        app.amqp.queues.add(own)
+        queues.append(own.name)
+        app.steps["consumer"].add(bootsteps.ResyncStep)
     worker = app.Worker(
-        hostname=f"{args.broker}.{args.group}@{os.uname().nodename}",
-        queues=[control_queue(args.broker, args.group)],
+        # one node name per process: replicas of a group on one host must not share a pidbox
+        hostname=f"{args.broker}.{args.group}.{os.getpid()}@{os.uname().nodename}",
+        queues=queues,
         pool="solo",
         concurrency=1,
         loglevel=args.loglevel.upper(),

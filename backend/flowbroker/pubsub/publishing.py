@@ -73,12 +73,18 @@ class Publishing:
         syncpoint: bool,
         done: list[Done],
         failed: list[Failed],
+        principal: Any = None,
     ) -> tuple[int, bool]:
-        """Publish; returns the number of deliveries and whether the reply must wait for the log."""
+        """Publish; returns the number of deliveries and whether the reply must wait for the log.
+
+        ``principal``: the alternate user the administrator publishes for (a flow's principal);
+        the topic ACLs then judge that user, as MQ's alternate user authority does.
+        """
         if not isinstance(topic, str):
             raise QMError(RC_BAD_ARGUMENT, "topic is missing")
         split_topic(topic, pattern=False)
-        self.topics.check(conn.user, topic, "publish", admin=conn.admin)
+        user, admin = acting_as(conn, principal)
+        self.topics.check(user, topic, "publish", admin=admin)
         now = time.time()
         raw = raw[:PUT_TIME_OFFSET] + _D.pack(now) + raw[PUT_TIME_OFFSET + 8 :]
         persistent = raw[PERSISTENCE_OFFSET] == 1
@@ -162,9 +168,10 @@ class Publishing:
         if not isinstance(topic, str):
             raise QMError(RC_BAD_ARGUMENT, "topic is missing")
         split_topic(topic, pattern=True)
-        self.topics.check(conn.user, topic, "subscribe", admin=conn.admin)
+        user, admin = acting_as(conn, args.get("principal"))
+        self.topics.check(user, topic, "subscribe", admin=admin)
         q = self.queue(qname)
-        name = args.get("name") or f"{conn.user}:{topic}:{q.name}"
+        name = args.get("name") or f"{user}:{topic}:{q.name}"
         if not isinstance(name, str):
             raise QMError(RC_BAD_ARGUMENT, "subscription name must be a string")
         filter_text = args.get("filter") or None
@@ -185,7 +192,7 @@ class Publishing:
             correl_id=optional_id(args.get("correl_id")),
             filter_text=filter_text,
             durable=durable,
-            principal=conn.user,
+            principal=user,
         )
         if sub.filter_text:
             sub.filter_fn = compile_filter(sub.filter_text)
@@ -203,13 +210,13 @@ class Publishing:
             self.log.append(qlog.json_record(qlog.REC_SUB, sub.as_dict()))
         else:
             conn.temporary_subs.add(name)
-        return {"name": name, "retained_delivered": self._deliver_retained(conn, sub, q)}
+        return {"name": name, "retained_delivered": self._deliver_retained(sub, q, admin)}
 
-    def _deliver_retained(self, conn: Connection, sub: Subscription, q: LocalQueue) -> int:
+    def _deliver_retained(self, sub: Subscription, q: LocalQueue, admin: bool) -> int:
         delivered = 0
         now = time.time()
         for rtopic, raw in list(self.topics.retained_matching(sub.topic)):
-            if not conn.admin and not self.topics.allows(conn.user, rtopic, "subscribe"):
+            if not admin and not self.topics.allows(sub.principal, rtopic, "subscribe"):
                 continue
             if sub.filter_fn is not None:
                 try:
@@ -244,6 +251,23 @@ class Publishing:
         if sub.durable:
             assert self.log is not None
             self.log.append(qlog.json_record(qlog.REC_UNSUB, {"name": name}))
+
+
+def acting_as(conn: Connection, principal: Any) -> tuple[str, bool]:
+    """The user the topic ACLs judge, and whether that user is exempt from them.
+
+    The administrator may name an alternate ``principal`` (MQ's alternate user authority): the
+    request is then judged as that user's. Anyone else naming one is refused.
+    """
+    if principal is None or principal == "":
+        return conn.user, conn.admin
+    if not isinstance(principal, str) or len(principal) > 64:
+        raise QMError(RC_BAD_ARGUMENT, "principal must be a user name of at most 64 characters")
+    if not conn.admin:
+        raise QMError(
+            RC_NOT_AUTHORIZED, f"{conn.user} is not the administrator and may not act for {principal}"
+        )
+    return principal, False
 
 
 def _with_topic(raw: bytes, topic: str, retained: bool = False) -> bytes:

@@ -320,9 +320,14 @@ class Client:
         md: MessageDescriptor | None = None,
         *,
         properties: dict[str, Any] | None = None,
+        principal: str | None = None,
     ) -> bytes:
-        """Publish under syncpoint without a round trip, as :meth:`put_deferred` puts."""
-        return self._defer(OP_PUBLISH, {"topic": topic, "sync": True, "noreply": True}, body, md, properties)
+        """Publish under syncpoint without a round trip, as :meth:`put_deferred` puts; ``principal``:
+        the user the topic ACLs judge (the administrator's alternate user)."""
+        args: dict[str, Any] = {"topic": topic, "sync": True, "noreply": True}
+        if principal:
+            args["principal"] = principal
+        return self._defer(OP_PUBLISH, args, body, md, properties)
 
     def _defer(
         self,
@@ -468,13 +473,13 @@ class Client:
         syncpoint: bool = False,
         retain: bool = False,
         properties: dict[str, Any] | None = None,
+        principal: str | None = None,
     ) -> int:
         md = _fill_md(md, self._ids)
-        args, _ = self._call(
-            OP_PUBLISH,
-            {"topic": topic, "sync": syncpoint, "retain": retain},
-            encode_message(md, properties, body),
-        )
+        request: dict[str, Any] = {"topic": topic, "sync": syncpoint, "retain": retain}
+        if principal:
+            request["principal"] = principal
+        args, _ = self._call(OP_PUBLISH, request, encode_message(md, properties, body))
         return int(args["deliveries"])
 
     def subscribe(
@@ -486,18 +491,19 @@ class Client:
         correl_id: bytes | str | None = None,
         filter: str | None = None,
         durable: bool = True,
+        principal: str | None = None,
     ) -> dict[str, Any]:
-        args, _ = self._call(
-            OP_SUBSCRIBE,
-            {
-                "topic": topic,
-                "queue": queue,
-                "name": name,
-                "correl_id": _id_hex(correl_id),
-                "filter": filter,
-                "durable": durable,
-            },
-        )
+        request: dict[str, Any] = {
+            "topic": topic,
+            "queue": queue,
+            "name": name,
+            "correl_id": _id_hex(correl_id),
+            "filter": filter,
+            "durable": durable,
+        }
+        if principal:
+            request["principal"] = principal
+        args, _ = self._call(OP_SUBSCRIBE, request)
         return dict(args)
 
     def unsubscribe(self, name: str) -> None:
@@ -543,6 +549,11 @@ class Client:
                 "subscribe": subscribe,
             },
         )
+
+    def replace_topic_acls(self, rules: list[dict[str, Any]]) -> int:
+        """Make ``rules`` (topic, principal, publish, subscribe) the queue manager's whole ACL set."""
+        reply, _ = self._call(OP_ADMIN, {"action": "replace_topic_acls", "rules": rules})
+        return int(reply["rules"])
 
     def admin(self, action: str, **args: Any) -> dict[str, Any]:
         reply, _ = self._call(OP_ADMIN, {"action": action, **args})
@@ -904,13 +915,13 @@ class AsyncClient:
         syncpoint: bool = False,
         retain: bool = False,
         properties: dict[str, Any] | None = None,
+        principal: str | None = None,
     ) -> int:
         md = _fill_md(md, self._ids)
-        args, _ = await self._call(
-            OP_PUBLISH,
-            {"topic": topic, "sync": syncpoint, "retain": retain},
-            encode_message(md, properties, body),
-        )
+        request: dict[str, Any] = {"topic": topic, "sync": syncpoint, "retain": retain}
+        if principal:
+            request["principal"] = principal
+        args, _ = await self._call(OP_PUBLISH, request, encode_message(md, properties, body))
         return int(args["deliveries"])
 
     async def subscribe(
@@ -922,18 +933,19 @@ class AsyncClient:
         correl_id: bytes | str | None = None,
         filter: str | None = None,
         durable: bool = True,
+        principal: str | None = None,
     ) -> dict[str, Any]:
-        args, _ = await self._call(
-            OP_SUBSCRIBE,
-            {
-                "topic": topic,
-                "queue": queue,
-                "name": name,
-                "correl_id": _id_hex(correl_id),
-                "filter": filter,
-                "durable": durable,
-            },
-        )
+        request: dict[str, Any] = {
+            "topic": topic,
+            "queue": queue,
+            "name": name,
+            "correl_id": _id_hex(correl_id),
+            "filter": filter,
+            "durable": durable,
+        }
+        if principal:
+            request["principal"] = principal
+        args, _ = await self._call(OP_SUBSCRIBE, request)
         return dict(args)
 
     async def unsubscribe(self, name: str) -> None:

@@ -454,7 +454,9 @@ class Connection(asyncio.Protocol):
             if publication:
                 if len(raws) != 1:
                     raise QMError(RC_BAD_ARGUMENT, "a publication carries exactly one message")
-                qm.publish(self, a.get("topic"), raws[0], bool(a.get("retain")), True, [], [])
+                qm.publish(
+                    self, a.get("topic"), raws[0], bool(a.get("retain")), True, [], [], a.get("principal")
+                )
             else:
                 qm.put(self, a.get("q"), raws, True, [], [])
                 qm.stats["puts"] += len(raws)
@@ -506,7 +508,14 @@ class Connection(asyncio.Protocol):
         done: list[Done] = [lambda: self.reply(rid, result)]
         failed: list[Failed] = [lambda exc: self.reply_error(rid, exc)]
         n, wait = self.qm.publish(
-            self, a.get("topic"), raws[0], bool(a.get("retain")), bool(a.get("sync")), done, failed
+            self,
+            a.get("topic"),
+            raws[0],
+            bool(a.get("retain")),
+            bool(a.get("sync")),
+            done,
+            failed,
+            a.get("principal"),
         )
         result["deliveries"] = n
         if not wait:

@@ -994,6 +994,27 @@ class QueueManager(Publishing):
             self.topics.set_acl(
                 topic, principal, pub if pub is None else bool(pub), sub if sub is None else bool(sub)
             )
+        elif action == "replace_topic_acls":
+            rules = args.get("rules")
+            if not isinstance(rules, list):
+                raise QMError(RC_BAD_ARGUMENT, "replace_topic_acls needs a list of rules")
+            fresh = TopicSpace()
+            for i, rule in enumerate(rules):
+                if not isinstance(rule, dict):
+                    raise QMError(RC_BAD_ARGUMENT, f"rule {i} must be an object")
+                topic, principal = rule.get("topic"), rule.get("principal")
+                if not isinstance(topic, str) or not isinstance(principal, str) or not principal:
+                    raise QMError(RC_BAD_ARGUMENT, f"rule {i} needs topic and principal")
+                pub, sub = rule.get("publish"), rule.get("subscribe")
+                fresh.set_acl(
+                    topic, principal, pub if pub is None else bool(pub), sub if sub is None else bool(sub)
+                )
+            self._require_log()
+            self.topics.acls = fresh.acls
+            self._log_meta()
+            return {"rules": len(rules)}
+        elif action == "list_topic_acls":
+            return {"acls": self.topics.acls}
         elif action == "list_subscriptions":
             return {"subscriptions": [s.as_dict() for s in self.topics.subscriptions.values()]}
         elif action == "status":

@@ -44,6 +44,8 @@ from flowbroker_nodes.base import (
     trace_nodes,
 )
 
+from flowbroker.pubsub import rules as pubsub_rules
+from flowbroker.qm.protocol import QMError
 from flowbroker.runtime import assembly as assemblies
 from flowbroker.runtime import backout as backouts
 from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_flow
@@ -59,6 +61,7 @@ from flowbroker.runtime.transports import (
     Backoff,
     IdFactory,
     Transport,
+    TransportError,
     descriptor,
 )
 from flowbroker.runtime.usertrace import UserTrace
@@ -642,6 +645,14 @@ class FlowThread(threading.Thread):
         self, topic: str, root: Element, *, syncpoint: bool | None, need_deliveries: bool = True
     ) -> int:
         """Publish; -1 when the number of deliveries was not waited for (nobody needed it)."""
+        principal = getattr(self.transport, "principal", "")
+        if principal:
+            # judged before anything is sent, so a refusal reaches the node's failure terminal
+            # even where the publication would travel with the commit
+            try:
+                pubsub_rules.current().check(principal, topic, "publish")
+            except QMError as exc:
+                raise TransportError(exc.reason_code, exc.reason) from None
         md, properties, body = self.message_parts(root)
         sync = self._syncpoint(syncpoint)
         self.uncommitted = self.uncommitted or sync

@@ -378,6 +378,32 @@ def to_resume(session: Session, broker: str, group: str) -> list[Deployment]:
     return [d for d in group_flows(session, target.id) if d.status in (*STARTED, "pending", "stopped")]
 
 
+def asked_to_run(session: Session, deployments: dict[int, str]) -> dict[int, bool]:
+    """Whether each deployment (id → reported status) should run, as the operator last asked.
+
+    A start or stop is sent to the replicas connected at that moment; its audit entry is the
+    record a replica that missed it reads: the newest ``deployment.start``/``deployment.stop``
+    entry of the deployment decides, else its reported status.
+    """
+    from flowbroker.repository.models import AuditEntry
+
+    wanted = {i: status != "stopped" for i, status in deployments.items()}
+    if not wanted:
+        return wanted
+    targets = {f"deployment:{i}": i for i in wanted}
+    rows = session.execute(
+        select(AuditEntry.target, AuditEntry.action)
+        .where(
+            AuditEntry.target.in_(list(targets)),
+            AuditEntry.action.in_(("deployment.start", "deployment.stop")),
+        )
+        .order_by(AuditEntry.id)
+    ).all()
+    for target, action in rows:  # oldest first: the newest command is the one that stays
+        wanted[targets[target]] = action == "deployment.start"
+    return wanted
+
+
 def report(
     session: Session, deployment_id: int, status: str, diagnostics: list[dict[str, Any]] | None = None
 ) -> None:

@@ -2,7 +2,8 @@
 
 Embedded default: kombu's filesystem transport under ``<data>/celery`` — no server to run. Scale
 out: set ``FLOWBROKER_CELERY_BROKER`` to an AMQP URL (RabbitMQ). Control tasks go to the queue
-``eg.<broker>.<group>`` of the group they address.
+``eg.<broker>.<group>`` of the group they address; on a network broker, to the fanout exchange
+``eg.<broker>.<group>.all`` instead, so every replica of a scaled-out group gets each of them.
 """
 
 from __future__ import annotations
@@ -96,7 +97,58 @@ def declare_control_queue(queue: str, data: Path | None = None) -> None:
         tmp.unlink(missing_ok=True)
 
 
+#: Celery brokers whose transport has fanout exchanges reaching every replica over the network.
+_BROADCAST_SCHEMES = ("amqp", "amqps", "pyamqp", "redis", "rediss")
+
+
+def broadcasts(url: str | None = None) -> bool:
+    """Whether control tasks are broadcast to every replica of a group (a network Celery broker).
+
+    The filesystem spool serves one machine, where a group runs as one process: its control
+    tasks stay on the group's queue.
+    """
+    scheme = (url if url is not None else broker_url()).split("://", 1)[0].split("+", 1)[0].lower()
+    return scheme in _BROADCAST_SCHEMES
+
+
+def broadcast_exchange(queue: str) -> Any:
+    """The fanout exchange every replica of the group behind ``queue`` binds a queue of its own to."""
+    from kombu import Exchange
+
+    return Exchange(f"{queue}.all", type="fanout", durable=True)
+
+
+def replica_queue(queue: str, replica: str) -> Any:
+    """The replica's own queue on the group's fanout exchange: deleted with its connection, so a
+    replica that was away finds nothing stale (it re-reads its deployments instead)."""
+    from kombu.common import Broadcast
+
+    exchange = broadcast_exchange(queue)
+    return Broadcast(
+        exchange.name,
+        queue=f"{exchange.name}.{replica}",
+        exchange=exchange,
+        durable=False,
+        exclusive=True,
+        auto_delete=True,
+    )
+
+
 def send_control_task(name: str, queue: str, args: list[Any] | None = None, data: Path | None = None) -> None:
-    """Send a control task to a group's queue (no result is awaited)."""
+    """Send a control task to a group (no result is awaited): to every replica through the group's
+    fanout exchange on a network Celery broker, else to the group's queue."""
+    app = celery_app(data)
+    if broadcasts():
+        exchange = broadcast_exchange(queue)
+        # a fanout exchange ignores the routing key; Celery needs one to leave the exchange alone
+        app.send_task(
+            name,
+            args=args or [],
+            exchange=exchange.name,
+            exchange_type="fanout",
+            routing_key="all",
+            declare=[exchange],
+        )
+        return
     declare_control_queue(queue, data)
-    celery_app(data).send_task(name, args=args or [], queue=queue)
+    app.send_task(name, args=args or [], queue=queue)

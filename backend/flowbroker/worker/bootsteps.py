@@ -11,6 +11,7 @@ from typing import Any
 
 from celery import bootsteps
 
+from flowbroker.pubsub import rules
 from flowbroker.worker import group as group_state
 from flowbroker.worker import heap
 
@@ -41,6 +42,40 @@ class ResumeStep(bootsteps.StartStopStep):
 
     def stop(self, worker: Any) -> None:
         group_state.state().close()
+
+
+class ResyncStep(bootsteps.StartStopStep):
+    """Each time the consumer (re)connects to the Celery broker, re-read the group's deployments.
+
+    Control tasks are broadcast to the replicas connected when they are sent; a replica that
+    was disconnected (or was binding its queue while the resume read the repository) catches up
+    from the repository here, after the resume on start has finished.
+    """
+
+    requires = ("celery.worker.consumer.tasks:Tasks",)
+
+    def __init__(self, parent: Any, **kwargs: Any) -> None:
+        super().__init__(parent, **kwargs)
+
+    def start(self, parent: Any) -> None:
+        state = group_state.state()
+
+        def resync() -> None:
+            state.ready.wait()
+            try:
+                done = state.resync()
+            except Exception as exc:  # the next reconnect tries again; the group keeps running
+                log.warning(
+                    "execution group %s/%s: cannot re-read its deployments: %s",
+                    state.broker,
+                    state.group,
+                    exc,
+                )
+                return
+            if done:
+                log.info("execution group %s/%s caught up: %s", state.broker, state.group, ", ".join(done))
+
+        threading.Thread(target=resync, name="resync", daemon=True).start()
 
 
 class StatisticsStep(bootsteps.StartStopStep):
@@ -111,7 +146,12 @@ class LivenessStep(bootsteps.StartStopStep):
                     state.report_alive()
                 except Exception as exc:  # an unreachable repository must not take the group down
                     log.warning("cannot report the group alive: %s", exc)
-                self.done.wait(2.0)
+                if time.monotonic() - state.pubsub_read >= rules.refresh_interval():
+                    try:
+                        state.refresh_pubsub()
+                    except Exception as exc:  # the rules read last stay in force meanwhile
+                        log.warning("cannot read the topic ACLs: %s", exc)
+                self.done.wait(min(2.0, rules.refresh_interval()))
 
         threading.Thread(target=loop, name="liveness", daemon=True).start()
 

@@ -48,6 +48,10 @@ class GroupState:
         self.group_id: int | None = None
         #: Why the broker's transport URL cannot be used (every deployment fails with it), or "".
         self.transport_problem = ""
+        self.broker_id: int | None = None
+        #: When the topic ACLs and filtered subscriptions were last read (time.monotonic()).
+        self.pubsub_read = 0.0
+        self._pubsub_problems: set[str] = set()
 
     # -- set up ---------------------------------------------------------------------------------
 
@@ -69,10 +73,12 @@ class GroupState:
             qm_url = brokers.transport_url(session, target.broker_id, os.environ.get("FLOWBROKER_QM", ""))
             sources = datasources.urls_for_broker(session, target.broker_id)
             http_port = target.http_port
+            self.broker_id = target.broker_id
+            self._refresh_pubsub(session)
         data = str(self.data)
         try:
             # the broker's URL scheme names the transport: the queue manager or RabbitMQ
-            connect = transports.connector(qm_url, data_dir=data)
+            connect = transports.connector(qm_url, data_dir=data, principal=self.principal)
         except transports.TransportURLError as exc:
             self.transport_problem = str(exc)
             log.error("broker %s: %s", self.broker, exc)
@@ -89,6 +95,29 @@ class GroupState:
             broker=broker_attributes(self.broker, self.group, qm_url, self.data),
             http=http_listener(settings, http_port),
         )
+
+    @property
+    def principal(self) -> str:
+        """Who the topic ACLs judge this group's flows as: ``BROKER/GROUP`` (see README "Topic ACLs")."""
+        return f"{self.broker}/{self.group}"
+
+    def _refresh_pubsub(self, session: Any) -> None:
+        from flowbroker.pubsub import rules
+
+        for problem in rules.refresh(session, self.broker_id):
+            if problem not in self._pubsub_problems:
+                log.warning("broker %s: %s", self.broker, problem)
+        self._pubsub_problems = set(rules.current().problems)
+        self.pubsub_read = time.monotonic()
+
+    def refresh_pubsub(self) -> None:
+        """Read the topic ACLs and filtered subscriptions again (every ``FLOWBROKER_PUBSUB_REFRESH`` s)."""
+        from flowbroker.repository import db
+
+        if self.session_factory is None:
+            return
+        with db.session_scope(self.session_factory) as session:
+            self._refresh_pubsub(session)
 
     def _resolve_subflow(self, ref: dict[str, Any]) -> dict[str, Any] | None:
         from flowbroker.repository import db
@@ -111,6 +140,9 @@ class GroupState:
 
         with db.session_scope(self.session_factory) as session:
             ids = [(d.id, d.status) for d in deploy.to_resume(session, self.broker, self.group)]
+            # a start or stop the replicas connected at the time handled, as this one would have
+            asked = deploy.asked_to_run(session, dict(ids))
+            ids = [(i, "stopped" if not asked[i] else ("running" if s == "stopped" else s)) for i, s in ids]
         # threads paused in a previous process of this group are gone with it
         debug.forget_pauses(self.session_factory, [deployment_id for deployment_id, _ in ids])
         running = self.group_running()
@@ -129,6 +161,67 @@ class GroupState:
         finally:
             heap.settle()
             self.ready.set()
+
+    def resync(self) -> list[str]:
+        """Bring this replica in line with the repository after it may have missed control tasks
+        (a broadcast reaches only the replicas connected when it is sent): deploy what it lacks,
+        start or stop what differs, drop what was undeployed. What it did, one line each."""
+        from flowbroker.repository import db
+        from flowbroker.services import deploy
+
+        assert self.runtime is not None
+        running = self.group_running()
+        with db.session_scope(self.session_factory) as session:
+            wanted = {d.id: d.status for d in deploy.to_resume(session, self.broker, self.group)}
+            asked = deploy.asked_to_run(session, wanted)
+            leaving = {
+                d.id for d in deploy.group_flows(session, self.group_id or 0) if d.status == "undeploying"
+            }
+        done: list[str] = []
+        for deployment_id in list(self.by_deployment):
+            if deployment_id in wanted:
+                continue
+            name = self.by_deployment[deployment_id]
+            if deployment_id in leaving:
+                self.undeploy(deployment_id)
+                done.append(f"undeployed {deployment_id}")
+                continue
+            # replaced (a newer deployment of the flow takes its name below) or undeployed
+            # meanwhile by another replica: gone here too, without a word to the repository
+            with self.lock:
+                self.by_deployment.pop(deployment_id, None)
+                if name not in self.by_deployment.values() and name in self.runtime.flows:
+                    self.runtime.undeploy(name)
+            done.append(f"dropped {deployment_id}")
+        for deployment_id, status in sorted(wanted.items()):
+            loaded = self.by_deployment.get(deployment_id)
+            should_run = running and asked[deployment_id]
+            if loaded is None or loaded not in self.runtime.flows:
+                # as the resume on start records them: a stopped group keeps each flow's own state
+                recorded = None if should_run else ("running" if status == "pending" else status)
+                self.deploy(deployment_id, start=should_run, recorded=recorded)
+                done.append(f"deployed {deployment_id}")
+                continue
+            state = self.runtime.flows[loaded].state
+            if running and should_run and state == "stopped":
+                self.start_flow(deployment_id, True)  # and reports it
+                done.append(f"started {deployment_id}")
+            elif running and not should_run and state == "running":
+                self.start_flow(deployment_id, False)
+                done.append(f"stopped {deployment_id}")
+            elif not running and state == "running":  # the group was stopped meanwhile
+                with self.lock:
+                    self.runtime.stop_flow(loaded)
+                done.append(f"stopped {deployment_id}")
+        for deployment_id in leaving - set(self.by_deployment):
+            # undeployed while no replica listened: the repository hears it from this one
+            with db.session_scope(self.session_factory) as session:
+                deploy.report(session, deployment_id, "undeployed")
+            done.append(f"undeployed {deployment_id}")
+        # breakpoints live in the repository too (a trace switch or a recording sent while this
+        # replica was away is not replayed: ask for it again)
+        self.debug(0)
+        return done
 
     def group_running(self) -> bool:
         """Whether the repository wants this group's flows to run (an operator may have stopped it)."""
@@ -205,6 +298,8 @@ class GroupState:
             code_nodes = bool(row.group.code_nodes)
             http_port = row.group.http_port
             deploy.begin_compiling(row)
+            # the ACLs as they are now judge the flow from its first message
+            self._refresh_pubsub(session)
             # data sources defined since the group started are usable by this deployment
             self.runtime.data_sources.urls.update(datasources.urls_for_broker(session, row.broker_id))
         with self.lock:

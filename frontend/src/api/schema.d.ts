@@ -1375,6 +1375,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/topic-acls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Acls
+         * @description Every topic ACL rule, by topic and principal.
+         */
+        get: operations["list_acls_api_topic_acls_get"];
+        put?: never;
+        /**
+         * Create Acl
+         * @description Add a rule (409 when the topic already has one for the principal).
+         */
+        post: operations["create_acl_api_topic_acls_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/topic-acls/push": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Push Acls
+         * @description Hand the whole rule set to the local queue manager again (after it was unreachable).
+         */
+        post: operations["push_acls_api_topic_acls_push_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/topic-acls/{acl_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Acl
+         * @description One rule.
+         */
+        get: operations["get_acl_api_topic_acls__acl_id__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Acl
+         * @description Delete a rule.
+         */
+        delete: operations["delete_acl_api_topic_acls__acl_id__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Update Acl
+         * @description Change a rule; the fields not named keep their values (null: the rule says nothing about it).
+         */
+        patch: operations["update_acl_api_topic_acls__acl_id__patch"];
+        trace?: never;
+    };
     "/api/topology/graph": {
         parameters: {
             query?: never;
@@ -3693,6 +3765,68 @@ export interface components {
             tokenType: string;
             /** Username */
             username: string;
+        };
+        /** TopicAclIn */
+        TopicAclIn: {
+            /**
+             * Principal
+             * @description '*' (everyone), a queue manager user, or an execution group BROKER/GROUP (its flows)
+             */
+            principal: string;
+            /**
+             * Publish
+             * @description allow (true) or deny (false); null: not said
+             */
+            publish?: boolean | null;
+            /**
+             * Subscribe
+             * @description allow (true) or deny (false); null: not said
+             */
+            subscribe?: boolean | null;
+            /**
+             * Topic
+             * @description a topic subtree: a topic string without wildcards; the rule covers every topic below it
+             */
+            topic: string;
+        };
+        /** TopicAclOut */
+        TopicAclOut: {
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /** Id */
+            id: number;
+            /** Principal */
+            principal: string;
+            /** Publish */
+            publish: boolean | null;
+            /**
+             * Queuemanager
+             * @description after a change: 'updated' when the local queue manager took the whole rule set, else why it did not (the repository keeps the change; push again later)
+             */
+            queueManager: string | null;
+            /** Subscribe */
+            subscribe: boolean | null;
+            /** Topic */
+            topic: string;
+        };
+        /** TopicAclPatch */
+        TopicAclPatch: {
+            /** Principal */
+            principal?: string | null;
+            /** Publish */
+            publish?: boolean | null;
+            /** Subscribe */
+            subscribe?: boolean | null;
+            /** Topic */
+            topic?: string | null;
+        };
+        /** TopicAclPushOut */
+        TopicAclPushOut: {
+            /** Queuemanager */
+            queueManager: string;
         };
         /** TopologyBroker */
         TopologyBroker: {
@@ -9582,6 +9716,363 @@ export interface operations {
                 };
                 content: {
                     "text/plain": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_acls_api_topic_acls_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicAclOut"][];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_acl_api_topic_acls_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TopicAclIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicAclOut"];
+                };
+            };
+            /** @description Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The change conflicts with the object's current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body, or the message, is larger than allowed */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    push_acls_api_topic_acls_push_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicAclPushOut"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    get_acl_api_topic_acls__acl_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                acl_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicAclOut"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_acl_api_topic_acls__acl_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                acl_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    update_acl_api_topic_acls__acl_id__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                acl_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TopicAclPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TopicAclOut"];
+                };
+            };
+            /** @description Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The change conflicts with the object's current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body, or the message, is larger than allowed */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description The request is invalid: the detail names each field by its JSON pointer */

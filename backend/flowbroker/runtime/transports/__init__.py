@@ -73,6 +73,9 @@ class Transport(Protocol):
     pipelined: int
     #: Where a message nothing else takes goes.
     dead_letter_queue: str
+    #: Who the topic ACLs judge this connection's publications and subscriptions as: the flow's
+    #: execution group, ``BROKER/GROUP`` ("": exempt, the administrator's own connection).
+    principal: str
 
     def get_many(
         self,
@@ -122,6 +125,12 @@ class Transport(Protocol):
         properties: dict[str, Any] | None = None,
     ) -> int:
         """Publish on an MQ topic string; the number of deliveries (-1: not known yet)."""
+        ...
+
+    def subscribe(
+        self, topic: str, queue: str, *, name: str | None = None, filter: str | None = None
+    ) -> None:
+        """Subscribe ``queue`` to ``topic`` (MQ wildcards), with an optional ESQL content filter."""
         ...
 
     def commit(self) -> None: ...
@@ -197,15 +206,30 @@ def redact(url: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-def connector(url: str | None, *, data_dir: str | None = None) -> Callable[[], Transport]:
-    """Opens one transport connection per call, of the kind the URL's scheme names."""
+def connector(
+    url: str | None, *, data_dir: str | None = None, principal: str = ""
+) -> Callable[[], Transport]:
+    """Opens one transport connection per call, of the kind the URL's scheme names; its
+    publications and subscriptions are judged by the topic ACLs as ``principal``'s."""
     kind = kind_of(url)
     if kind == "amqp":
         from flowbroker.runtime.transports.amqp import AmqpTransport
 
         amqp_url = str(url).strip()
-        return lambda: AmqpTransport.open(amqp_url)
+
+        def open_amqp() -> Transport:
+            transport = AmqpTransport.open(amqp_url)
+            transport.principal = principal
+            return transport
+
+        return open_amqp
     from flowbroker.runtime.transports.qm import QueueConnection
 
     qm_url = (url or "").strip() or None
-    return lambda: QueueConnection.open(qm_url, data_dir=data_dir)
+
+    def open_qm() -> Transport:
+        transport = QueueConnection.open(qm_url, data_dir=data_dir)
+        transport.principal = principal
+        return transport
+
+    return open_qm

@@ -21,6 +21,9 @@ class QueueConnection:
     """One flow thread's connection; never shared between threads (a :class:`~flowbroker.runtime.transports.Transport`)."""
 
     dead_letter_queue = DEAD_LETTER_QUEUE
+    #: Who the queue manager's topic ACLs judge this connection's publications and subscriptions
+    #: as (its alternate user); "": the connection's own user.
+    principal = ""
 
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -96,10 +99,19 @@ class QueueConnection:
         if syncpoint:
             self._in_unit_of_work = True
         if pipeline and syncpoint:
-            self._client.publish_deferred(topic, body, md, properties=properties)
+            self._client.publish_deferred(topic, body, md, properties=properties, principal=self.principal)
             self.pipelined += 1
             return -1
-        return self._client.publish(topic, body, md, syncpoint=syncpoint, properties=properties)
+        return self._client.publish(
+            topic, body, md, syncpoint=syncpoint, properties=properties, principal=self.principal
+        )
+
+    def subscribe(
+        self, topic: str, queue: str, *, name: str | None = None, filter: str | None = None
+    ) -> None:
+        """A durable subscription of ``queue`` to ``topic``, judged by the topic ACLs as this
+        connection's principal (refused with 2035), its content ``filter`` run by the queue manager."""
+        self._client.subscribe(topic, queue, name=name, filter=filter, principal=self.principal or None)
 
     def commit(self) -> None:
         self.pipelined = 0
