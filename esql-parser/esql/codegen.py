@@ -14,10 +14,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from lark import Tree
-
-from esql import checks
-from esql.ast import ident, keyword, kids, left_chain, position, string_value
+from esql import ast, checks
+from esql.ast import Node, ident, keyword, kids, left_chain, position, string_value
 from esql.diagnostics import Diagnostic
 from esql.runtime import FIELD_TYPES
 
@@ -215,9 +213,7 @@ class EvalSite:
     depth: int  # scope depth of the innermost variable: EVAL's own DECLAREs go deeper
 
 
-def generate_eval(
-    parent: Generator, tree: Tree[Any], site: EvalSite, statement: bool, name: str
-) -> Generator:
+def generate_eval(parent: Generator, tree: Node, site: EvalSite, statement: bool, name: str) -> Generator:
     """A generator holding ``def name(ctx, _in)`` for EVAL text, resolved as if written at ``site``.
 
     The function binds the caller's variables from ``_in`` and returns them again (statements)
@@ -305,7 +301,7 @@ class Routine:
     params: list[tuple[str, str, str]]  # (direction, name, type)
     returns: str | None
     language: str
-    node: Tree[Any]
+    node: Node
     module: str | None
     filename: str
     schema: str
@@ -323,11 +319,11 @@ class Module:
     kind: str
     schema: str
     filename: str
-    node: Tree[Any] | None
+    node: Node | None
     routines: dict[str, Routine] = field(default_factory=dict)
-    declares: list[Tree[Any]] = field(default_factory=list)
-    handlers: list[Tree[Any]] = field(default_factory=list)
-    bare_body: list[Tree[Any]] = field(default_factory=list)
+    declares: list[Node] = field(default_factory=list)
+    handlers: list[Node] = field(default_factory=list)
+    bare_body: list[Node] = field(default_factory=list)
     #: the name the program knows it by: its own, or schema.name when another schema has that name too
     key: str = ""
 
@@ -335,7 +331,7 @@ class Module:
 @dataclass
 class Unit:
     filename: str
-    tree: Tree[Any]
+    tree: Node
     schema: str = ""
     path: list[str] = field(default_factory=list)
 
@@ -374,7 +370,7 @@ class Generator:
         self.modules: dict[str, Module] = {}
         self.schema_routines: dict[str, dict[str, Routine]] = {}
         self.schema_vars: dict[str, dict[str, Var]] = {}
-        self.schema_var_nodes: list[tuple[Unit, Tree[Any]]] = []
+        self.schema_var_nodes: list[tuple[Unit, Node]] = []
         self.counter = 0
         self.functions_env: dict[str, Any] = {}
         self.used_functions: set[str] = set()
@@ -387,15 +383,15 @@ class Generator:
         self.unit: Unit | None = None
         self.in_handler = 0
         self.handler_exc: list[str] = []
-        self.continue_stack: list[tuple[list[Tree[Any]], list[list[Tree[Any]]], int]] = []
+        self.continue_stack: list[tuple[list[Node], list[list[Node]], int]] = []
         #: EXIT handlers whose region is being generated, outermost first: a CONTINUE handler of an
         #: outer scope leaves an exception to one of them declared in an inner scope
-        self.exit_regions: list[list[Tree[Any]]] = []
+        self.exit_regions: list[list[Node]] = []
         self.pre: list[list[str]] = []
         self.bare = False
         self.function_globals: list[set[str]] = []
         #: schema and module level normal variables: (file, unit, module, scopes, DECLARE, variable)
-        self.message_vars: list[tuple[str, Any, Any, list[dict[str, Var]], Tree[Any], Var]] = []
+        self.message_vars: list[tuple[str, Any, Any, list[dict[str, Var]], Node, Var]] = []
         self.function_starts: list[int] = []
         self.fresh_prefix = ""  # EVAL code names its temporaries apart from the program's
         self.depth = 0  # expression nesting of the expression being generated (parentheses aside)
@@ -462,13 +458,13 @@ class Generator:
                 elif item.data == "declare" and not is_bare:
                     self.schema_var_nodes.append((unit, item))
                     for name_node in item.children:
-                        if isinstance(name_node, Tree) and name_node.data in ("ident", "quoted"):
+                        if isinstance(name_node, Node) and name_node.data in ("ident", "quoted"):
                             name = ident(name_node)
                             svars[name] = self.var_for_declare(name, item, level=0, global_=True)
                 elif item.data == "handler" and not is_bare:
                     self.error(item, "a handler must be declared inside a module or a BEGIN … END block")
 
-    def add_module(self, unit: Unit, node: Tree[Any]) -> None:
+    def add_module(self, unit: Unit, node: Node) -> None:
         kind = str(node.children[0]).upper()
         name = ident(node.children[1])
         if kind not in ("COMPUTE", "FILTER", "DATABASE", "DATABASEEVENT"):
@@ -492,9 +488,7 @@ class Generator:
             elif item.data == "handler":
                 module.handlers.append(item)
 
-    def add_routine(
-        self, unit: Unit, node: Tree[Any], table: dict[str, Routine], module: Module | None
-    ) -> None:
+    def add_routine(self, unit: Unit, node: Node, table: dict[str, Routine], module: Module | None) -> None:
         name = ident(node.children[1])
         params = []
         for p in kids(node, "param"):
@@ -513,7 +507,7 @@ class Generator:
             if language == "NET":
                 language = ".NET"
             words = [c.children[0] if c.children else None for c in body.children[1:] if c is not None]
-            texts = [keyword(w) if isinstance(w, Tree) else str(w) if w is not None else "" for w in words]
+            texts = [keyword(w) if isinstance(w, Node) else str(w) if w is not None else "" for w in words]
             for i, text in enumerate(texts):
                 upper = text.upper()
                 if upper == "NAME" and i > 0 and texts[i - 1].upper() == "EXTERNAL" and i + 1 < len(texts):
@@ -539,8 +533,8 @@ class Generator:
             result_sets,
         )
 
-    def var_for_declare(self, name: str, node: Tree[Any], level: int, global_: bool) -> Var:
-        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Tree) else ""
+    def var_for_declare(self, name: str, node: Node, level: int, global_: bool) -> Var:
+        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Node) else ""
         dtype = node.children[-2]
         constant = False
         if dtype.data == "reference_type":
@@ -582,7 +576,7 @@ class Generator:
             self.scopes = [self.schema_vars.get(module.schema, {}), module_vars]
             for node in module.declares:
                 for name_node in node.children:
-                    if isinstance(name_node, Tree) and name_node.data in ("ident", "quoted"):
+                    if isinstance(name_node, Node) and name_node.data in ("ident", "quoted"):
                         name = ident(name_node)
                         var = self.var_for_declare(name, node, level=0, global_=True)
                         var.py = mangle("g_", f"{module.key.replace('.', '__')}__{name}")
@@ -636,10 +630,10 @@ class Generator:
         out.indent -= 1
         self.module = None
 
-    def global_declare(self, node: Tree[Any], table: dict[str, Var], declared: bool = False) -> None:
+    def global_declare(self, node: Node, table: dict[str, Var], declared: bool = False) -> None:
         """Initialise schema/module-level variables in ``_init`` (run once per compiled program)."""
-        names = [ident(n) for n in node.children if isinstance(n, Tree) and n.data in ("ident", "quoted")]
-        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Tree) else ""
+        names = [ident(n) for n in node.children if isinstance(n, Node) and n.data in ("ident", "quoted")]
+        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Node) else ""
         init = node.children[-1]
         self.out.where = (self.filename, *position(node))
         for name in names:
@@ -716,7 +710,7 @@ class Generator:
         self.out.indent -= 1
         self.routine = None
 
-    def database_routine(self, routine: Routine, body: Tree[Any]) -> None:
+    def database_routine(self, routine: Routine, body: Node) -> None:
         """LANGUAGE DATABASE: call the stored procedure named by EXTERNAL NAME on the node's data source.
 
         The generated function returns (value, OUT/INOUT values …, result sets); whether the
@@ -773,7 +767,7 @@ class Generator:
 
     # ------------------------------------------------------------------ statements
 
-    def statements(self, stmts: list[Any], handlers: list[Tree[Any]] | None = None) -> None:
+    def statements(self, stmts: list[Any], handlers: list[Node] | None = None) -> None:
         """Emit a statement list; a DECLARE HANDLER guards the statements that follow it.
 
         ``handlers`` are the handlers of an enclosing scope (a module's) whose region has not
@@ -782,7 +776,7 @@ class Generator:
         scopes = [list(handlers)] if handlers else []
         self.scoped_statements(stmts, scopes)
 
-    def scoped_statements(self, stmts: list[Any], scopes: list[list[Tree[Any]]]) -> None:
+    def scoped_statements(self, stmts: list[Any], scopes: list[list[Node]]) -> None:
         """Emit ``stmts`` guarded by ``scopes``: handler groups, outermost first.
 
         DECLARE HANDLER statement: handlers declared together are one scope's, searched in the
@@ -819,7 +813,7 @@ class Generator:
         for stmt in stmts:
             self.statement(stmt)
 
-    def guarded(self, stmts: list[Any], scopes: list[list[Tree[Any]]]) -> None:
+    def guarded(self, stmts: list[Any], scopes: list[list[Node]]) -> None:
         """Emit ``stmts`` inside the innermost handler group of ``scopes``.
 
         An EXIT handler's region is one ``try`` around the statements; a CONTINUE handler wraps
@@ -845,9 +839,9 @@ class Generator:
             self.handler_clause(group, outer, "EXIT")
 
     @staticmethod
-    def handler_test(handler: Tree[Any], exc: str) -> str:
+    def handler_test(handler: Node, exc: str) -> str:
         """Code that is True when exception ``exc`` has one of the handler's SQL states."""
-        conds = [c for c in handler.children[1:-1] if isinstance(c, Tree)]
+        conds = [c for c in handler.children[1:-1] if isinstance(c, Node)]
         tests = []
         for cond in conds:
             if cond.data == "sqlstate_value":
@@ -859,10 +853,10 @@ class Generator:
 
     def handler_clause(
         self,
-        group: list[Tree[Any]],
-        outer: list[list[Tree[Any]]],
+        group: list[Node],
+        outer: list[list[Node]],
         kind: str,
-        inner: list[list[Tree[Any]]] | None = None,
+        inner: list[list[Node]] | None = None,
     ) -> None:
         """The ``except`` part running the first handler of ``group`` whose SQLSTATE matches.
 
@@ -913,7 +907,7 @@ class Generator:
         self.out.indent -= 1
         self.out.where = where
 
-    def statement(self, stmt: Tree[Any]) -> None:
+    def statement(self, stmt: Node) -> None:
         if self.continue_stack and stmt.data not in ("handler", "empty"):
             self.out.where = (self.filename, *position(stmt))
             stack = self.continue_stack
@@ -927,7 +921,7 @@ class Generator:
             return
         self.plain_statement(stmt)
 
-    def plain_statement(self, stmt: Tree[Any]) -> None:
+    def plain_statement(self, stmt: Node) -> None:
         self.out.where = (self.filename, *position(stmt))
         method = getattr(self, f"s_{stmt.data}", None)
         if method is None:
@@ -951,7 +945,7 @@ class Generator:
             self.out.lines[start:start] = lines
             self.out.positions[start:start] = [self.out.where] * len(lines)
 
-    def block(self, node: Tree[Any] | None) -> None:
+    def block(self, node: Node | None) -> None:
         self.scopes.append({})
         self.statements(node.children if node is not None else [])
         self.scopes.pop()
@@ -965,9 +959,9 @@ class Generator:
                 return var
         return None
 
-    def s_declare(self, node: Tree[Any]) -> None:
-        names = [n for n in node.children if isinstance(n, Tree) and n.data in ("ident", "quoted")]
-        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Tree) else ""
+    def s_declare(self, node: Node) -> None:
+        names = [n for n in node.children if isinstance(n, Node) and n.data in ("ident", "quoted")]
+        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Node) else ""
         init = node.children[-1]
         scope = self.scopes[-1]
         level = len(self.scopes)
@@ -999,7 +993,7 @@ class Generator:
 
     # -- SET
 
-    def s_set_stmt(self, node: Tree[Any]) -> None:
+    def s_set_stmt(self, node: Node) -> None:
         target, attr, expr = node.children
         attr_kw = keyword(attr)
         start = target.children[0]
@@ -1024,7 +1018,7 @@ class Generator:
             return
         last_all = (
             bool(elems)
-            and isinstance(elems[-1].children[2], Tree)
+            and isinstance(elems[-1].children[2], Node)
             and elems[-1].children[2].data == "index_all"
         )
         if attr_kw:
@@ -1076,7 +1070,7 @@ class Generator:
         self.out.line("else:")
         self.out.line(f"    _assign_value({self.target(target)}, {tmp}, _to_element_value)")
 
-    def shared_prefix(self, target: Tree[Any], expr: Tree[Any]) -> int:
+    def shared_prefix(self, target: Node, expr: Node) -> int:
         """How many leading path elements a SET's target and its field-reference source share."""
         if expr.data != "fieldref" or self.is_list(expr):
             return 0
@@ -1099,20 +1093,20 @@ class Generator:
             shared += 1
         return shared if shared >= 2 else 0
 
-    def plain_step(self, elem: Tree[Any]) -> bool:
+    def plain_step(self, elem: Node) -> bool:
         type_qual, step, index = elem.children
-        if any(isinstance(p, Tree) and p.data == "dynamic" for p in step.children):
+        if any(isinstance(p, Node) and p.data == "dynamic" for p in step.children):
             return False
         if index is None:
             return True
         if index.data == "index_all":
             return False
         return all(
-            isinstance(n, Tree) and n.data in ("fieldref", "int_lit", "path_start", "ident") or n is None
+            isinstance(n, Node) and n.data in ("fieldref", "int_lit", "path_start", "ident") or n is None
             for n in index.children
         )
 
-    def set_with_shared_prefix(self, target: Tree[Any], expr: Tree[Any], shared: int) -> None:
+    def set_with_shared_prefix(self, target: Node, expr: Node, shared: int) -> None:
         """SET a.b.c.X = a.b.c.Y: walk the shared a.b.c once (the source is read first, as always)."""
         prefix = self.fresh("_p")
         self.out.line(f"{prefix} = {self.element(target, upto=shared)}")
@@ -1127,7 +1121,7 @@ class Generator:
         self.out.line("else:")
         self.out.line(f"    _assign_tree({self.target(target, base=(prefix, shared))}, {source})")
 
-    def list_value(self, expr: Tree[Any]) -> str:
+    def list_value(self, expr: Node) -> str:
         kind, code = self.expr(expr)
         if kind == "list":
             return code
@@ -1135,7 +1129,7 @@ class Generator:
             return "[]"
         return f"_as_list({code})"
 
-    def set_variable(self, var: Var, expr: Tree[Any], node: Tree[Any]) -> None:
+    def set_variable(self, var: Var, expr: Node, node: Node) -> None:
         if var.constant:
             self.error(node, f"'{var.name}' is a constant and cannot be changed")
         if var.kind == "external":
@@ -1155,7 +1149,7 @@ class Generator:
         self.note_global(var)
         self.out.line(f"{var.py} = {self.typed(var.type_name, expr)}")
 
-    def typed(self, type_name: str, expr: Tree[Any]) -> str:
+    def typed(self, type_name: str, expr: Node) -> str:
         """Code for ``expr`` as a value of a declared type: IBM casts on assignment (or raises)."""
         code = self.scalar(expr)
         target = checks.normal_type(type_name)
@@ -1165,9 +1159,9 @@ class Generator:
 
     def static_type(self, node: Any) -> str | None:
         """The ESQL type ``node`` certainly has at run time (NULL aside), or None when unknown."""
-        while isinstance(node, Tree) and node.data in ("paren", "unary_op"):
+        while isinstance(node, Node) and node.data in ("paren", "unary_op"):
             node = node.children[0] if node.data == "paren" else node.children[1]
-        if not isinstance(node, Tree):
+        if not isinstance(node, Node):
             return None
         d = node.data
         if d in ("compare", "and_op", "or_op", "not_op", "between", "in_list", "like", "is_test", "bool_lit"):
@@ -1216,7 +1210,7 @@ class Generator:
 
     # -- control flow
 
-    def s_if_stmt(self, node: Tree[Any]) -> None:
+    def s_if_stmt(self, node: Node) -> None:
         cond, then = node.children[0], node.children[1]
         self.out.line(f"if {self.condition(cond)}:")
         self.indented(then)
@@ -1231,12 +1225,12 @@ class Generator:
                 self.out.line("else:")
                 self.indented(part.children[0])
 
-    def indented(self, stmts: Tree[Any] | None) -> None:
+    def indented(self, stmts: Node | None) -> None:
         self.out.indent += 1
         self.block(stmts)
         self.out.indent -= 1
 
-    def condition(self, expr: Tree[Any]) -> str:
+    def condition(self, expr: Node) -> str:
         kind, code = self.expr(expr)
         if kind == "bool":
             return f"({code}) is True"
@@ -1244,11 +1238,11 @@ class Generator:
             code = self.to_scalar(kind, code)
         return f"_truth({code}) is True"
 
-    def s_labelled(self, node: Tree[Any]) -> None:
+    def s_labelled(self, node: Node) -> None:
         # The end label belongs to the loop or block itself (END WHILE label;), checked there.
         self.loop_statement(node.children[1], ident(node.children[0]))
 
-    def s_while_stmt(self, node: Tree[Any]) -> None:
+    def s_while_stmt(self, node: Node) -> None:
         self.loop_statement(node, None)
 
     s_loop_stmt = s_while_stmt
@@ -1256,7 +1250,7 @@ class Generator:
     s_for_stmt = s_while_stmt
     s_begin_stmt = s_while_stmt
 
-    def loop_statement(self, node: Tree[Any], label: str | None) -> None:
+    def loop_statement(self, node: Node, label: str | None) -> None:
         self.counter += 1
         frame = LoopFrame(label, self.counter, node.data != "begin_stmt")
         if label is not None and any(f.label == label for f in self.loops):
@@ -1286,7 +1280,7 @@ class Generator:
             self.out.indent = saved_indent
         self.out.indent = saved_indent
 
-    def gen_while_stmt(self, node: Tree[Any]) -> None:
+    def gen_while_stmt(self, node: Node) -> None:
         cond, body = node.children[0], node.children[1]
         self.check_end_label(node, node.children[2])
         self.out.line("while True:")
@@ -1297,7 +1291,7 @@ class Generator:
         self.loop_body(body)
         self.out.indent -= 1
 
-    def gen_loop_stmt(self, node: Tree[Any]) -> None:
+    def gen_loop_stmt(self, node: Node) -> None:
         self.check_end_label(node, node.children[1])
         self.out.line("while True:")
         self.out.indent += 1
@@ -1305,7 +1299,7 @@ class Generator:
         self.loop_body(node.children[0])
         self.out.indent -= 1
 
-    def gen_repeat_stmt(self, node: Tree[Any]) -> None:
+    def gen_repeat_stmt(self, node: Node) -> None:
         self.check_end_label(node, node.children[2])
         self.out.line("while True:")
         self.out.indent += 1
@@ -1315,7 +1309,7 @@ class Generator:
         self.out.line("    break")
         self.out.indent -= 1
 
-    def gen_for_stmt(self, node: Tree[Any]) -> None:
+    def gen_for_stmt(self, node: Node) -> None:
         alias = ident(node.children[0])
         self.check_end_label(node, node.children[3])
         source = node.children[1]
@@ -1329,7 +1323,7 @@ class Generator:
         self.scopes.pop()
         self.out.indent -= 1
 
-    def loop_body(self, body: Tree[Any] | None) -> None:
+    def loop_body(self, body: Node | None) -> None:
         """A loop's statements; wrapped so an ITERATE from an inner loop continues this one."""
         frame = self.loops[-1]
         start = len(self.out.lines)
@@ -1347,7 +1341,7 @@ class Generator:
             self.out.line("        raise")
             frame.needs_iterate = False
 
-    def gen_begin_stmt(self, node: Tree[Any]) -> None:
+    def gen_begin_stmt(self, node: Node) -> None:
         atomic = node.children[0]
         self.check_end_label(node, node.children[2])
         if atomic is not None and keyword(atomic) == "ATOMIC":
@@ -1361,14 +1355,14 @@ class Generator:
             self.block(node.children[1])
             self.out.indent -= 1
 
-    def check_end_label(self, node: Tree[Any], end: Any) -> None:
+    def check_end_label(self, node: Node, end: Any) -> None:
         frame = self.loops[-1]
         if end is not None and frame.label is None:
             self.error(end, f"end label '{ident(end)}' given for an unlabelled statement")
         elif end is not None and ident(end) != frame.label:
             self.error(end, f"end label '{ident(end)}' does not match '{frame.label}'")
 
-    def find_loop(self, node: Tree[Any], verb: str) -> tuple[int, LoopFrame] | None:
+    def find_loop(self, node: Node, verb: str) -> tuple[int, LoopFrame] | None:
         label = ident(node.children[0])
         for depth in range(len(self.loops) - 1, -1, -1):
             if self.loops[depth].label == label:
@@ -1376,7 +1370,7 @@ class Generator:
         self.error(node, f"{verb} '{label}' is not inside a statement labelled '{label}'")
         return None
 
-    def s_leave_stmt(self, node: Tree[Any]) -> None:
+    def s_leave_stmt(self, node: Node) -> None:
         found = self.find_loop(node, "LEAVE")
         if found is None:
             return
@@ -1388,7 +1382,7 @@ class Generator:
             frame.needs_leave = True
             self.out.line(f"raise _LeaveSignal({frame.lid})")
 
-    def s_iterate_stmt(self, node: Tree[Any]) -> None:
+    def s_iterate_stmt(self, node: Node) -> None:
         found = self.find_loop(node, "ITERATE")
         if found is None:
             return
@@ -1403,7 +1397,7 @@ class Generator:
             return
         self.out.line("continue")
 
-    def s_case_stmt(self, node: Tree[Any]) -> None:
+    def s_case_stmt(self, node: Node) -> None:
         subject = node.children[0]
         whens = kids(node, "case_when")
         else_part = (
@@ -1431,7 +1425,7 @@ class Generator:
             self.out.line("else:")
             self.out.line("    raise _EsqlRuntimeError('CASE: no WHEN clause matched and there is no ELSE')")
 
-    def s_return_stmt(self, node: Tree[Any]) -> None:
+    def s_return_stmt(self, node: Node) -> None:
         expr = node.children[0]
         if self.routine is None:
             self.error(node, "RETURN outside a function or procedure")
@@ -1454,7 +1448,7 @@ class Generator:
 
     # -- CALL
 
-    def resolve_routine(self, node: Tree[Any], fieldref: Tree[Any]) -> Routine | None:
+    def resolve_routine(self, node: Node, fieldref: Node) -> Routine | None:
         parts = [ident(fieldref.children[0].children[0])]
         for elem in fieldref.children[1:]:
             parts.append(ident(elem.children[1].children[0]))
@@ -1478,7 +1472,7 @@ class Generator:
     def unresolved(self, node: Any, name: str) -> None:
         self.error(node, f"routine '{name}' is not defined", "error" if self.strict else "warning")
 
-    def call_args(self, routine: Routine, args: list[Tree[Any]], node: Tree[Any]) -> list[str]:
+    def call_args(self, routine: Routine, args: list[Node], node: Node) -> list[str]:
         wanted = len(routine.params) + routine.result_sets
         if len(args) != wanted:
             sets = f" (with {routine.result_sets} result set(s))" if routine.result_sets else ""
@@ -1497,14 +1491,14 @@ class Generator:
                 codes.append(self.scalar(arg))
         return codes
 
-    def reference_arg(self, arg: Tree[Any]) -> str:
+    def reference_arg(self, arg: Node) -> str:
         if arg.data == "fieldref" and len(arg.children) == 1:
             var = self.lookup(ident(arg.children[0].children[0]))
             if var is not None and var.kind == "ref":
                 return var.py
         return f"_Reference({self.element(arg) if arg.data == 'fieldref' else self.scalar(arg)})"
 
-    def s_call_stmt(self, node: Tree[Any]) -> None:
+    def s_call_stmt(self, node: Node) -> None:
         fieldref, args_node, call_in, call_into = node.children
         args = args_node.children if args_node is not None else []
         routine = self.resolve_routine(node, fieldref)
@@ -1538,7 +1532,7 @@ class Generator:
             self.assign_to(call_into.children[0], result)
 
     def routine_call(
-        self, routine: Routine, args: list[Tree[Any]], node: Tree[Any], qualifier: Tree[Any] | None = None
+        self, routine: Routine, args: list[Node], node: Node, qualifier: Node | None = None
     ) -> str:
         """Code calling a user routine; a routine that cannot run here fails at the call, not its declaration."""
         codes = self.call_args(routine, args, node)
@@ -1556,18 +1550,18 @@ class Generator:
             )
         return f"{routine.py}(ctx{''.join(', ' + c for c in codes)})"
 
-    def call_schema(self, qualifier: Tree[Any]) -> str:
+    def call_schema(self, qualifier: Node) -> str:
         """The database schema of CALL … IN Database[.dsn].schema or … EXTERNAL SCHEMA 'schema'."""
         if qualifier.data == "call_external_schema":
             return self.scalar(qualifier.children[0])
         parts = self.db_table(qualifier.children[0], what="schema")
         return f"{parts}[-1]"
 
-    def assign_result_set(self, target: Tree[Any], code: str) -> None:
+    def assign_result_set(self, target: Node, code: str) -> None:
         """A DYNAMIC RESULT SETS argument: a field reference ending in [] receives the rows."""
         elems = target.children[1:] if target.data == "fieldref" else []
         if not elems or not (
-            isinstance(elems[-1].children[2], Tree) and elems[-1].children[2].data == "index_all"
+            isinstance(elems[-1].children[2], Node) and elems[-1].children[2].data == "index_all"
         ):
             self.error(target, "a result set argument must be a field reference ending in []")
             return
@@ -1575,7 +1569,7 @@ class Generator:
         nm, ns, ftype = self.step_parts(elems[-1])
         self.out.line(f"_assign_list({parent}, {nm}, {ns}, {ftype}, {code}, _to_element_value)")
 
-    def assign_to(self, target: Tree[Any], code: str) -> None:
+    def assign_to(self, target: Node, code: str) -> None:
         if target.data == "fieldref" and len(target.children) == 1 and target.children[0].children[1] is None:
             var = self.lookup(ident(target.children[0].children[0]))
             if var is not None and var.kind in ("scalar",):
@@ -1590,16 +1584,16 @@ class Generator:
             return
         self.out.line(f"_assign_value({self.target(target)}, {code}, _to_element_value)")
 
-    def dotted(self, fieldref: Tree[Any]) -> str:
+    def dotted(self, fieldref: Node) -> str:
         parts = [ident(fieldref.children[0].children[0])]
         for elem in fieldref.children[1:]:
             part = elem.children[1].children[0]
-            parts.append(ident(part) if isinstance(part, Tree) and part.data in ("ident", "quoted") else "*")
+            parts.append(ident(part) if isinstance(part, Node) and part.data in ("ident", "quoted") else "*")
         return ".".join(parts)
 
     # -- tree statements
 
-    def s_create_stmt(self, node: Tree[Any]) -> None:
+    def s_create_stmt(self, node: Node) -> None:
         where, target, create_as, domain, tail = node.children
         dom = self.scalar(domain.children[0]) if domain is not None else "None"
         if where.data == "where_field":
@@ -1663,15 +1657,15 @@ class Generator:
             else:
                 self.out.line(f"{var.py} = _Reference({new})")
 
-    def s_delete_field(self, node: Tree[Any]) -> None:
+    def s_delete_field(self, node: Node) -> None:
         self.check_writable(node.children[0])
         self.out.line(f"_delete({self.element(node.children[0])})")
 
-    def s_delete_rel(self, node: Tree[Any]) -> None:
+    def s_delete_rel(self, node: Node) -> None:
         relation = keyword(node.children[0])
         self.out.line(f"_delete(_relative({self.element(node.children[1])}, {relation!r}))")
 
-    def check_writable(self, fieldref: Tree[Any]) -> None:
+    def check_writable(self, fieldref: Node) -> None:
         name = ident(fieldref.children[0].children[0])
         if self.lookup(name) is None and name in CORRELATION and not self.writable(name):
             self.error(fieldref, self.read_only_message(name))
@@ -1712,7 +1706,7 @@ class Generator:
             return f"'{name}' is read-only in a {kind} module; only LocalEnvironment and Environment can be changed"
         return f"'{name}' is read-only; only output trees and Environment can be changed"
 
-    def ref_var(self, fieldref: Tree[Any], verb: str) -> Var | None:
+    def ref_var(self, fieldref: Node, verb: str) -> Var | None:
         if len(fieldref.children) == 1:
             var = self.lookup(ident(fieldref.children[0].children[0]))
             if var is not None and var.kind == "ref":
@@ -1720,7 +1714,7 @@ class Generator:
         self.error(fieldref, f"{verb} needs a REFERENCE variable")
         return None
 
-    def s_move_stmt(self, node: Tree[Any]) -> None:
+    def s_move_stmt(self, node: Node) -> None:
         var = self.ref_var(node.children[0], "MOVE")
         if var is None:
             return
@@ -1759,18 +1753,18 @@ class Generator:
                 f"_move({var.py}, {relation!r}, {name}, {ns}, {ftype}, {repeat_type}, {repeat_name})"
             )
 
-    def s_attach_stmt(self, node: Tree[Any]) -> None:
+    def s_attach_stmt(self, node: Node) -> None:
         source, target, relation = node.children
         self.out.line(
             f"_attach(_deref({self.element_or_value(source)}), {self.element(target)}, {keyword(relation)!r})"
         )
 
-    def s_detach_stmt(self, node: Tree[Any]) -> None:
+    def s_detach_stmt(self, node: Node) -> None:
         self.out.line(f"_delete(_deref({self.element_or_value(node.children[0])}))")
 
     # -- node interaction
 
-    def s_propagate_stmt(self, node: Tree[Any]) -> None:
+    def s_propagate_stmt(self, node: Node) -> None:
         to = node.children[0]
         terminal, is_label = "'out'", False
         if to is not None:
@@ -1792,7 +1786,7 @@ class Generator:
             f"{sources['EXCEPTION']}, {delete})"
         )
 
-    def s_throw_stmt(self, node: Tree[Any]) -> None:
+    def s_throw_stmt(self, node: Node) -> None:
         user = node.children[0] is not None
         # THROW statement: an omitted SEVERITY is 1, CATALOG BIPmsgs, MESSAGE 2951
         opts: dict[str, str] = {"SEVERITY": "1", "CATALOG": "'BIPmsgs'", "MESSAGE": "2951"}
@@ -1812,13 +1806,13 @@ class Generator:
             f"raise _throw({opts['SEVERITY']}, {opts['CATALOG']}, {opts['MESSAGE']}, {values}, {user})"
         )
 
-    def s_resignal_stmt(self, node: Tree[Any]) -> None:
+    def s_resignal_stmt(self, node: Node) -> None:
         if not self.handler_exc:
             self.error(node, "RESIGNAL outside a handler")
             return
         self.out.line(f"raise {self.handler_exc[-1]}")
 
-    def s_eval_stmt(self, node: Tree[Any]) -> None:
+    def s_eval_stmt(self, node: Node) -> None:
         """EVAL('statements'): compiled at run time by this compiler, run in this scope.
 
         The variables in scope go in by value and the assignable ones come back, so the text
@@ -1844,7 +1838,7 @@ class Generator:
         module = self.module.key if self.module is not None else None
         return EvalSite(scope, local, module, self.filename, depth)
 
-    def s_log_stmt(self, node: Tree[Any]) -> None:
+    def s_log_stmt(self, node: Node) -> None:
         parts = []
         for opt in node.children[1:]:
             if opt is None:
@@ -1858,14 +1852,14 @@ class Generator:
 
     # -- database statements
 
-    def db_table(self, fieldref: Tree[Any], what: str = "table") -> str:
+    def db_table(self, fieldref: Node, what: str = "table") -> str:
         start = ident(fieldref.children[0].children[0])
         if start != "Database":
             self.error(fieldref, f"a {what} reference must start with Database")
         parts = []
         for elem in fieldref.children[1:]:
             part = elem.children[1].children[0]
-            if isinstance(part, Tree) and part.data == "dynamic":
+            if isinstance(part, Node) and part.data == "dynamic":
                 parts.append(self.scalar(part.children[0]))
             else:
                 parts.append(repr(ident(part)))
@@ -1873,10 +1867,10 @@ class Generator:
             self.error(fieldref, f"a {what} name is missing after Database")
         return "[" + ", ".join(parts) + "]"
 
-    def s_insert_stmt(self, node: Tree[Any]) -> None:
+    def s_insert_stmt(self, node: Node) -> None:
         table = self.db_table(node.children[0])
         cols = [
-            ident(c) for c in node.children[1:-1] if isinstance(c, Tree) and c.data in ("ident", "quoted")
+            ident(c) for c in node.children[1:-1] if isinstance(c, Node) and c.data in ("ident", "quoted")
         ]
         values = [self.scalar(a) for a in node.children[-1].children]
         if cols and len(cols) != len(values):
@@ -1886,7 +1880,7 @@ class Generator:
     def db_scope(self, *aliases: str) -> None:
         self.scopes.append({alias: Var(alias, "_COLUMN", "column") for alias in aliases})
 
-    def s_update_stmt(self, node: Tree[Any]) -> None:
+    def s_update_stmt(self, node: Node) -> None:
         table = self.db_table(node.children[0])
         alias_node = node.children[1]
         alias = ident(alias_node) if alias_node is not None else self.last_part(node.children[0])
@@ -1903,7 +1897,7 @@ class Generator:
         self.scopes.pop()
         self.out.line(f"_db_update(ctx, {table}, [{assigns}], {cond})")
 
-    def s_delete_from_stmt(self, node: Tree[Any]) -> None:
+    def s_delete_from_stmt(self, node: Node) -> None:
         table = self.db_table(node.children[0])
         alias = ident(node.children[1]) if node.children[1] is not None else self.last_part(node.children[0])
         self.db_scope(alias)
@@ -1911,20 +1905,20 @@ class Generator:
         self.scopes.pop()
         self.out.line(f"_db_delete(ctx, {table}, {cond})")
 
-    def last_part(self, fieldref: Tree[Any]) -> str:
+    def last_part(self, fieldref: Node) -> str:
         part = fieldref.children[-1].children[1].children[0] if len(fieldref.children) > 1 else None
-        return ident(part) if isinstance(part, Tree) and part.data in ("ident", "quoted") else "T"
+        return ident(part) if isinstance(part, Node) and part.data in ("ident", "quoted") else "T"
 
-    def s_commit_stmt(self, node: Tree[Any]) -> None:
+    def s_commit_stmt(self, node: Node) -> None:
         """COMMIT / ROLLBACK [Database.dsn]: end the data source's transaction now, not with the flow."""
         kind, ref = node.children
         parts = self.db_table(ref, what="data source") if ref is not None else "[]"
         self.out.line(f"_db_end(ctx, {keyword(kind) == 'COMMIT'}, {parts})")
 
-    def s_passthru_stmt(self, node: Tree[Any]) -> None:
+    def s_passthru_stmt(self, node: Node) -> None:
         self.out.line(f"{self.passthru_call(node)}")
 
-    def passthru_call(self, node: Tree[Any]) -> str:
+    def passthru_call(self, node: Node) -> str:
         """PASSTHRU in its statement and function forms: SQL text, parameters, optional TO."""
         if node.data == "passthru_fn":
             node = node.children[0]
@@ -1935,7 +1929,7 @@ class Generator:
             ]
         else:
             parts = [c for c in node.children if c is not None]
-        exprs: list[Tree[Any]] = []
+        exprs: list[Node] = []
         to = values = None
         for part in parts:
             if part.data == "args":
@@ -1954,7 +1948,7 @@ class Generator:
 
     # ------------------------------------------------------------------ expressions
 
-    def scalar(self, node: Tree[Any]) -> str:
+    def scalar(self, node: Node) -> str:
         kind, code = self.expr(node)
         return self.to_scalar(kind, code)
 
@@ -1967,7 +1961,7 @@ class Generator:
             return f"_value({code}.element)"
         return code
 
-    def element_or_value(self, node: Tree[Any]) -> str:
+    def element_or_value(self, node: Node) -> str:
         kind, code = self.expr(node)
         return code
 
@@ -1995,32 +1989,32 @@ class Generator:
                 self.too_deep = False
 
     # literals
-    def e_int_lit(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_int_lit(self, node: Node) -> tuple[str, str]:
         value = int(str(node.children[0]))
         if value >= 2**63:
             self.error(node, f"integer literal {value} is out of the 64-bit INTEGER range")
         return "scalar", repr(value)
 
-    def e_hex_int_lit(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_hex_int_lit(self, node: Node) -> tuple[str, str]:
         return "scalar", repr(int(str(node.children[0]), 16))
 
-    def e_decimal_lit(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_decimal_lit(self, node: Node) -> tuple[str, str]:
         return "scalar", self.const(Decimal(str(node.children[0])))
 
-    def e_float_lit(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_float_lit(self, node: Node) -> tuple[str, str]:
         return "scalar", repr(float(str(node.children[0])))
 
-    def e_string_lit(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_string_lit(self, node: Node) -> tuple[str, str]:
         return "scalar", repr(string_value(node.children[0]))
 
-    def e_bool_lit(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_bool_lit(self, node: Node) -> tuple[str, str]:
         word = keyword(node.children[0])
         return "bool", {"TRUE": "True", "FALSE": "False"}.get(word, "None")
 
-    def e_null_lit(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_null_lit(self, node: Node) -> tuple[str, str]:
         return "null", "None"
 
-    def typed_literal(self, node: Tree[Any], kind: str, text: str, qualifier: str | None) -> tuple[str, str]:
+    def typed_literal(self, node: Node, kind: str, text: str, qualifier: str | None) -> tuple[str, str]:
         try:
             value = self.values.literal(kind, text, qualifier)
         except Exception as exc:  # the literal's own message is the diagnostic
@@ -2028,36 +2022,36 @@ class Generator:
             return "scalar", "None"
         return "scalar", self.const(value)
 
-    def e_blob_lit(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_blob_lit(self, node: Node) -> tuple[str, str]:
         text = str(node.children[0])[2:-1]
         if len("".join(text.split())) % 2:
             self.error(node, "a BLOB literal needs an even number of hex digits")
             return "scalar", "None"
         return self.typed_literal(node, "X", text, None)
 
-    def e_bit_lit(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_bit_lit(self, node: Node) -> tuple[str, str]:
         return self.typed_literal(node, "B", str(node.children[0])[2:-1], None)
 
-    def e_typed_lit(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_typed_lit(self, node: Node) -> tuple[str, str]:
         return self.typed_literal(node, keyword(node.children[0]), string_value(node.children[1]), None)
 
-    def e_interval_lit(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_interval_lit(self, node: Node) -> tuple[str, str]:
         return self.typed_literal(
             node, "INTERVAL", string_value(node.children[0]), self.qualifier(node.children[1])
         )
 
-    def qualifier(self, node: Tree[Any]) -> str:
+    def qualifier(self, node: Node) -> str:
         units = [keyword(u) for u in node.children if u is not None]
         return " TO ".join(units)
 
-    def e_interval_diff(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_interval_diff(self, node: Node) -> tuple[str, str]:
         return (
             "scalar",
             f"_interval_of({self.scalar(node.children[0])}, {self.qualifier(node.children[1])!r})",
         )
 
     # operators
-    def fold(self, node: Tree[Any], kinds: tuple[str, ...]) -> str:
+    def fold(self, node: Node, kinds: tuple[str, ...]) -> str:
         """Code for a left-associative chain of operators (``a || b || c …``, ``a AND b AND …``).
 
         The chain is walked without recursion, and a long one becomes one flat tuple of
@@ -2075,7 +2069,7 @@ class Generator:
         parts = [f"{t} := {code}"] + [f"{t} := {step(t)}" for step in steps]
         return "(" + ", ".join(f"({p})" for p in parts) + ")[-1]"
 
-    def link(self, node: Tree[Any]) -> Any:
+    def link(self, node: Node) -> Any:
         """How one operator of a chain combines the value so far (code) with its right operand."""
         d = node.data
         if d == "binop":
@@ -2090,20 +2084,20 @@ class Generator:
             return lambda left: f"(False if ({t} := {left}) is False else _and({t}, {right}))"
         return lambda left: f"(True if ({t} := {left}) is True else _or({t}, {right}))"
 
-    def e_or_op(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_or_op(self, node: Node) -> tuple[str, str]:
         return "bool", self.fold(node, ("and_op", "or_op"))
 
     e_and_op = e_or_op
 
-    def e_not_op(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_not_op(self, node: Node) -> tuple[str, str]:
         return "bool", f"_not({self.scalar(node.children[0])})"
 
-    def e_compare(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_compare(self, node: Node) -> tuple[str, str]:
         a, op, b = node.children
         checks.check_comparison(self, node)
         return "bool", f"{COMPARE[keyword(op)]}({self.comparand(a)}, {self.comparand(b)})"
 
-    def comparand(self, node: Tree[Any]) -> str:
+    def comparand(self, node: Node) -> str:
         """ROW and LIST values compare as trees/lists; a field reference compares by its value."""
         kind, code = self.expr(node)
         if node.data in ("row_expr", "list_expr"):
@@ -2114,26 +2108,26 @@ class Generator:
                 return code
         return self.to_scalar(kind, code)
 
-    def e_between(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_between(self, node: Node) -> tuple[str, str]:
         v, neg, mod, lo, hi = node.children
         code = (
             f"_between({self.scalar(v)}, {self.scalar(lo)}, {self.scalar(hi)}, {keyword(mod) == 'SYMMETRIC'})"
         )
         return "bool", f"_not({code})" if neg is not None else code
 
-    def e_in_list(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_in_list(self, node: Node) -> tuple[str, str]:
         v, neg, args = node.children
         code = f"_in({self.scalar(v)}, [{', '.join(self.scalar(a) for a in args.children)}])"
         return "bool", f"_not({code})" if neg is not None else code
 
-    def e_like(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_like(self, node: Node) -> tuple[str, str]:
         v, neg, pat, esc = node.children
         code = (
             f"_like({self.scalar(v)}, {self.scalar(pat)}, {self.scalar(esc) if esc is not None else 'None'})"
         )
         return "bool", f"_not({code})" if neg is not None else code
 
-    def e_is_test(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_is_test(self, node: Node) -> tuple[str, str]:
         v, neg, sign, what = node.children
         word = keyword(what)
         if sign is not None:
@@ -2151,12 +2145,12 @@ class Generator:
         }.get(word, f"_is_number_kind({value}, {word!r})")
         return "bool", f"(not {code})" if neg is not None else code
 
-    def e_binop(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_binop(self, node: Node) -> tuple[str, str]:
         return "scalar", self.fold(node, ("binop", "concat"))
 
     e_concat = e_binop
 
-    def e_unary_op(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_unary_op(self, node: Node) -> tuple[str, str]:
         op, v = node.children
         if keyword(op) == "-":
             if v.data in ("int_lit", "decimal_lit", "float_lit"):
@@ -2167,22 +2161,22 @@ class Generator:
             return "scalar", f"_neg({self.scalar(v)})"
         return self.expr(v)
 
-    def e_paren(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_paren(self, node: Node) -> tuple[str, str]:
         return self.expr(node.children[0])
 
-    def e_paren_list(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_paren_list(self, node: Node) -> tuple[str, str]:
         self.error(node, "a parenthesised list is only valid as the argument of PASSTHRU")
         return "scalar", "None"
 
     e_paren_passthru = e_paren_list
 
-    def e_passthru_fn(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_passthru_fn(self, node: Node) -> tuple[str, str]:
         inner = node.children[0]
         if inner.data == "paren":
             return "list", f"_passthru(ctx, {self.scalar(inner.children[0])}, [], None)"
         return "list", self.passthru_call(node)
 
-    def e_case_expr(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_case_expr(self, node: Node) -> tuple[str, str]:
         subject = node.children[0]
         whens = kids(node, "case_expr_when")
         else_node = (
@@ -2205,7 +2199,7 @@ class Generator:
             code = f"_case_subject({subj_code}, lambda {t}: {code})"
         return "scalar", code
 
-    def e_cast_expr(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_cast_expr(self, node: Node) -> tuple[str, str]:
         args, type_node = node.children[0], node.children[1]
         if type_node.data == "cast_interval":
             qualifier = type_node.children[0]
@@ -2229,7 +2223,7 @@ class Generator:
             return "scalar", f"_cast({values[0]}, {tname!r}{kw})"
         return "scalar", f"_cast_many([{', '.join(values)}], {tname!r}{kw})"
 
-    def e_row_expr(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_row_expr(self, node: Node) -> tuple[str, str]:
         fields = []
         for f in node.children:
             if f is None:
@@ -2239,7 +2233,7 @@ class Generator:
             fields.append(f"({name}, {self.element_or_value(value_node)})")
         return "elem", f"_row_of([{', '.join(fields)}], _to_element_value)"
 
-    def alias_code(self, value_node: Tree[Any], name_node: Any) -> str:
+    def alias_code(self, value_node: Node, name_node: Any) -> str:
         """Code for the name a SELECT or ROW item gets: 'Name', None, or a path [(name, ns, type), …].
 
         ``AS Info.Name`` is a path below the row (IBM builds the Info level), each step optionally
@@ -2261,16 +2255,16 @@ class Generator:
             return repr(self.dotted(value_node).split(".")[-1])
         return "None"
 
-    def e_list_expr(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_list_expr(self, node: Node) -> tuple[str, str]:
         args = node.children[0].children if node.children[0] is not None else []
         return "list", "[" + ", ".join(self.scalar(a) for a in args) + "]"
 
     # calls
-    def e_call_star(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_call_star(self, node: Node) -> tuple[str, str]:
         self.error(node, f"{self.dotted(node.children[0])}(*) is only valid in a SELECT list")
         return "scalar", "None"
 
-    def e_call(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_call(self, node: Node) -> tuple[str, str]:
         fieldref, call_args = node.children
         args = (
             call_args.children[0].children
@@ -2327,13 +2321,13 @@ class Generator:
             codes = [self.scalar(a) for a in args]
         return "scalar", self.builtin(node, upper, codes, len(args))
 
-    def field_arg(self, node: Tree[Any]) -> str:
+    def field_arg(self, node: Node) -> str:
         kind, code = self.expr(node)
         if kind == "ref":
             return f"{code}.element"
         return f"_deref_soft({code})" if kind in ("scalar",) else code
 
-    def builtin(self, node: Tree[Any], name: str, codes: list[str], nargs: int) -> str:
+    def builtin(self, node: Node, name: str, codes: list[str], nargs: int) -> str:
         fdef = self.functions_env.get(name)
         if fdef is None:
             self.error(node, f"unknown function '{name}'")
@@ -2347,7 +2341,7 @@ class Generator:
         self.used_functions.add(name)
         return f"_fn_{name}({', '.join(codes)})"
 
-    def tree_builtin(self, node: Tree[Any], name: str, args: list[Tree[Any]]) -> tuple[str, str]:
+    def tree_builtin(self, node: Node, name: str, args: list[Node]) -> tuple[str, str]:
         if name in ("CARDINALITY", "EXISTS", "SINGULAR", "THE", "LASTMOVE") and len(args) != 1:
             self.error(node, f"function {name} takes 1 argument(s) but {len(args)} were given")
             return "scalar", "None"
@@ -2364,7 +2358,7 @@ class Generator:
             if arg.data == "fieldref":
                 last = arg.children[-1] if len(arg.children) > 1 else arg.children[0]
                 index = last.children[-1]
-                if not (isinstance(index, Tree) and index.data == "index_all"):
+                if not (isinstance(index, Node) and index.data == "index_all"):
                     self.error(arg, f"the argument of {name} must be a list: end the field reference with []")
                     return "scalar", "None"
                 if len(arg.children) > 1 and not self.has_list_before_last(arg):
@@ -2405,7 +2399,7 @@ class Generator:
     #: The older comma form of ASBITSTREAM and CREATE … PARSE gives its options by position.
     POSITIONAL_OPTIONS = ("ENCODING", "CCSID", "SET", "TYPE", "FORMAT", "OPTIONS")
 
-    def positional_opts(self, node: Tree[Any], what: str) -> dict[str, str]:
+    def positional_opts(self, node: Node, what: str) -> dict[str, str]:
         """``(x, enc, ccsid, set, type, format, options)``, any position empty: the options given."""
         values = node.children
         if len(values) > len(self.POSITIONAL_OPTIONS):
@@ -2416,10 +2410,10 @@ class Generator:
             if value is not None
         }
 
-    def e_asbitstream_pos(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_asbitstream_pos(self, node: Node) -> tuple[str, str]:
         return self.asbitstream_call(node.children[0], self.positional_opts(node.children[1], "ASBITSTREAM"))
 
-    def e_asbitstream(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_asbitstream(self, node: Node) -> tuple[str, str]:
         opts = {
             keyword(o.children[0]): self.scalar(o.children[1]) for o in node.children[1:] if o is not None
         }
@@ -2433,7 +2427,7 @@ class Generator:
             f"{opts.get('OPTIONS', 'None')})"
         )
 
-    def e_substring(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_substring(self, node: Node) -> tuple[str, str]:
         s, how, a, b = node.children
         word = keyword(how)
         if word == "FROM":
@@ -2449,14 +2443,14 @@ class Generator:
             return "scalar", self.builtin(node, f"SUBSTRING_{word}", codes, 3)
         return "scalar", self.builtin(node, f"SUBSTRING_{word}", [self.scalar(s), self.scalar(a)], 2)
 
-    def e_position(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_position(self, node: Node) -> tuple[str, str]:
         n, s, f, r = node.children
         codes = [self.scalar(n), self.scalar(s)] + [
             self.scalar(x) if x is not None else "None" for x in (f, r)
         ]
         return "scalar", self.builtin(node, "POSITION", codes, 4)
 
-    def e_trim_from(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_trim_from(self, node: Node) -> tuple[str, str]:
         spec, chars, s = node.children
         return "scalar", self.builtin(
             node,
@@ -2469,19 +2463,19 @@ class Generator:
             3,
         )
 
-    def e_trim_plain(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_trim_plain(self, node: Node) -> tuple[str, str]:
         return "scalar", self.builtin(node, "TRIM", [self.scalar(node.children[0]), "'BOTH'", "None"], 3)
 
-    def e_extract(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_extract(self, node: Node) -> tuple[str, str]:
         part = ident(node.children[0]).upper()
         return "scalar", self.builtin(node, "EXTRACT", [repr(part), self.scalar(node.children[1])], 2)
 
-    def e_overlay(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_overlay(self, node: Node) -> tuple[str, str]:
         s, r, a, b = node.children
         codes = [self.scalar(s), self.scalar(r), self.scalar(a), self.scalar(b) if b is not None else "None"]
         return "scalar", self.builtin(node, "OVERLAY", codes, 4)
 
-    def e_quantified(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_quantified(self, node: Node) -> tuple[str, str]:
         quant, source, alias_node, pred = node.children
         alias = ident(alias_node)
         items = self.element_list(source)
@@ -2493,7 +2487,7 @@ class Generator:
         return "bool", f"{func}({items}, lambda {var.py}: {cond})"
 
     # SELECT
-    def e_select_expr(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_select_expr(self, node: Node) -> tuple[str, str]:
         select_list = node.children[0]
         froms = kids(node, "from_item")
         where = (
@@ -2562,7 +2556,7 @@ class Generator:
         self.pre[-1].extend(lines)
         return result_kind, f"{fn}()"
 
-    def all_columns_of(self, select_list: Tree[Any], aliases: list[str]) -> bool:
+    def all_columns_of(self, select_list: Node, aliases: list[str]) -> bool:
         """The select list is just ``A.*`` with A the one table's correlation name."""
         if select_list.data != "select_fields" or len(select_list.children) != 1 or len(aliases) != 1:
             return False
@@ -2570,27 +2564,27 @@ class Generator:
         return name is None and self.correlation_star(value, aliases) == aliases[0]
 
     @staticmethod
-    def correlation_star(value: Tree[Any], aliases: list[str]) -> str | None:
+    def correlation_star(value: Node, aliases: list[str]) -> str | None:
         """The correlation name A when ``value`` is ``A.*`` for one of the statement's tables."""
         if value.data != "fieldref" or len(value.children) != 2:
             return None
         start, elem = value.children
         type_qual, step, index = elem.children
         first, second = step.children
-        alias = ident(start.children[0]) if isinstance(start.children[0], Tree) else None
+        alias = ident(start.children[0]) if isinstance(start.children[0], Node) else None
         if (
             start.children[1] is None
             and alias in aliases
             and type_qual is None
             and index is None
             and second is None
-            and isinstance(first, Tree)
+            and isinstance(first, Node)
             and first.data == "star"
         ):
             return alias
         return None
 
-    def aggregate(self, node: Tree[Any]) -> tuple[str, Tree[Any] | None] | None:
+    def aggregate(self, node: Node) -> tuple[str, Node | None] | None:
         if node.data == "call_star":
             name = self.dotted(node.children[0]).upper()
             if name == "COUNT":
@@ -2605,9 +2599,7 @@ class Generator:
                 return (name, args[0])
         return None
 
-    def db_select(
-        self, node: Tree[Any], select_list: Tree[Any], froms: list[Tree[Any]], where: Any
-    ) -> tuple[str, str]:
+    def db_select(self, node: Node, select_list: Node, froms: list[Node], where: Any) -> tuple[str, str]:
         """SELECT … FROM Database.t [AS A][, Database.u AS B …] [WHERE …] as one SQL statement.
 
         Several tables join as SQL does (FROM a, b WHERE a.id = b.id). The SQL is built at run time
@@ -2661,7 +2653,7 @@ class Generator:
         call = f"_db_select(ctx, [{specs}], lambda T: {cols}, lambda T: {cond}, {item})"
         return result_kind, wrap.format(call)
 
-    def sql(self, node: Tree[Any], scope: SqlScope) -> str:
+    def sql(self, node: Node, scope: SqlScope) -> str:
         """Python code building a SQL expression: table columns become columns, the rest parameters.
 
         Anything that mentions no column is evaluated by ESQL and bound as one parameter; what
@@ -2773,7 +2765,7 @@ class Generator:
         self.error(node, f"{SQL_NAMES.get(d, 'this expression')} cannot be translated to SQL")
         return "None"
 
-    def sql_case(self, node: Tree[Any], scope: SqlScope) -> str:
+    def sql_case(self, node: Node, scope: SqlScope) -> str:
         subject = node.children[0]
         whens = kids(node, "case_expr_when")
         else_node = (
@@ -2793,18 +2785,18 @@ class Generator:
         stack = [node]
         while stack:
             item = stack.pop()
-            if not isinstance(item, Tree):
+            if not isinstance(item, Node):
                 continue
             if item.data == "fieldref":
                 start = item.children[0].children[0]
-                if isinstance(start, Tree) and ident(start) in scope.aliases:
+                if isinstance(start, Node) and ident(start) in scope.aliases:
                     return True
             stack.extend(item.children)
         return False
 
     # ------------------------------------------------------------------ field references
 
-    def e_fieldref(self, node: Tree[Any]) -> tuple[str, str]:
+    def e_fieldref(self, node: Node) -> tuple[str, str]:
         start = node.children[0]
         name = ident(start.children[0])
         elems = node.children[1:]
@@ -2852,17 +2844,17 @@ class Generator:
             return "list", code
         return "elem", code
 
-    def is_list(self, node: Tree[Any]) -> bool:
+    def is_list(self, node: Node) -> bool:
         for elem in node.children:
             index = elem.children[-1]
-            if isinstance(index, Tree) and index.data == "index_all":
+            if isinstance(index, Node) and index.data == "index_all":
                 return True
         return False
 
-    def has_list_before_last(self, node: Tree[Any]) -> bool:
-        return self.is_list(Tree("fieldref", node.children[:-1]))
+    def has_list_before_last(self, node: Node) -> bool:
+        return self.is_list(ast.FieldRef(node.start, node.elems[:-1], line=node.line, column=node.column))
 
-    def root_code(self, node: Tree[Any]) -> str:
+    def root_code(self, node: Node) -> str:
         start = node.children[0]
         name = ident(start.children[0])
         var = self.lookup(name)
@@ -2891,7 +2883,7 @@ class Generator:
             return "1" if index.children[0] is None else self.scalar(index.children[0])
         return "1"
 
-    def step_parts(self, elem: Tree[Any]) -> tuple[str, str, str]:
+    def step_parts(self, elem: Node) -> tuple[str, str, str]:
         """(name code, namespace code, field-type code) of one path element."""
         type_qual, step, _index = elem.children
         ftype = "None"
@@ -2911,9 +2903,9 @@ class Generator:
             name_part = first
         else:
             name_part = second
-            if isinstance(first, Tree) and first.data == "star":
+            if isinstance(first, Node) and first.data == "star":
                 ns = "None"
-            elif isinstance(first, Tree) and first.data == "dynamic":
+            elif isinstance(first, Node) and first.data == "dynamic":
                 ns = self.scalar(first.children[0])
             else:
                 prefix = ident(first)
@@ -2924,12 +2916,12 @@ class Generator:
                     self.error(first, f"undeclared namespace prefix '{prefix}'")
                     ns = "''"
                 else:
-                    ns = self.scalar(Tree("fieldref", [Tree("path_start", [first, None])]))
-        if isinstance(name_part, Tree) and name_part.data == "star":
+                    ns = self.scalar(ast.FieldRef(ast.PathStart(first, None), []))
+        if isinstance(name_part, Node) and name_part.data == "star":
             nm = "None"
             if second is None:
                 ns = "None"
-        elif isinstance(name_part, Tree) and name_part.data == "dynamic":
+        elif isinstance(name_part, Node) and name_part.data == "dynamic":
             nm = self.scalar(name_part.children[0])
         else:
             nm = repr(ident(name_part))
@@ -2938,7 +2930,7 @@ class Generator:
                 nm = var.py  # a NAME constant stands for its value in a path (IBM)
         return nm, ns, ftype
 
-    def element(self, node: Tree[Any], upto: int | None = None, base: tuple[str, int] | None = None) -> str:
+    def element(self, node: Node, upto: int | None = None, base: tuple[str, int] | None = None) -> str:
         """Code evaluating to the Element (or list with ``[]``) a field reference names, no creation.
 
         ``base`` = (code, n): start from ``code``, which already names the first n path elements.
@@ -2962,12 +2954,12 @@ class Generator:
             nm, ns, ftype = self.step_parts(elem)
             index = elem.children[2]
             if is_list:
-                if isinstance(index, Tree) and index.data == "index_all":
+                if isinstance(index, Node) and index.data == "index_all":
                     code = f"_flat_all({code}, {nm}, {ns}, {ftype})"
                 else:
                     code = f"_step_list({code}, {nm}, {ns}, {self.index_code(index)}, {ftype})"
                 continue
-            if isinstance(index, Tree) and index.data == "index_all":
+            if isinstance(index, Node) and index.data == "index_all":
                 code = f"_step_all({code}, {nm}, {ns}, {ftype})"
                 is_list = True
             elif index is None and ns == "''" and ftype == "None" and nm.startswith("'"):
@@ -2976,7 +2968,7 @@ class Generator:
                 code = f"_step({code}, {nm}, {ns}, {self.index_code(index)}, {ftype})"
         return code
 
-    def element_list(self, node: Tree[Any]) -> str:
+    def element_list(self, node: Node) -> str:
         if node.data != "fieldref":
             kind, code = self.expr(node)
             return code if kind == "list" else f"_as_list({code})"
@@ -2984,7 +2976,7 @@ class Generator:
             return self.element(node)
         return f"_as_list({self.element(node)})"
 
-    def target(self, node: Tree[Any], upto: int | None = None, base: tuple[str, int] | None = None) -> str:
+    def target(self, node: Node, upto: int | None = None, base: tuple[str, int] | None = None) -> str:
         """Code evaluating to the Element a field reference names, creating missing fields."""
         start = node.children[0]
         elems = node.children[1:]
@@ -3000,7 +2992,7 @@ class Generator:
         for elem in elems:
             nm, ns, ftype = self.step_parts(elem)
             index = elem.children[2]
-            if isinstance(index, Tree) and index.data == "index_all":
+            if isinstance(index, Node) and index.data == "index_all":
                 self.error(elem, "[] is only valid on the last name of a target reference")
                 continue
             if index is None and ns == "''" and ftype == "None" and nm.startswith("'"):
