@@ -38,6 +38,8 @@ class Node:
         super().__init_subclass__(**kwargs)
         if "fields" in cls.__dict__:
             names = cls.fields
+            if {"line", "column", "kind"} & {n.lstrip("*") for n in names}:
+                raise TypeError(f"{cls.__name__}: line, column and kind are no field names")
             stars = [i for i, f in enumerate(names) if f.startswith("*")]
             if stars:
                 i = stars[0]
@@ -770,8 +772,8 @@ class UpdateStmt(Node):
 
 class ColumnSet(Node):
     kind = "column_set"
-    fields = ("column", "value")
-    column: Name
+    fields = ("name", "value")
+    name: Name
     value: Node
 
 
@@ -1285,6 +1287,11 @@ class Step(Node):
         if second is None:
             return cls(None, first, line=line, column=column)
         return cls(first, second, line=line, column=column)
+
+    @property
+    def first(self) -> Node:
+        """The part written first: the prefix when there is one, else the name."""
+        return self.name if self.prefix is None else self.prefix
 
     @property
     def children(self) -> list[Any]:

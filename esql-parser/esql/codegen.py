@@ -239,7 +239,7 @@ def generate_eval(parent: Generator, tree: Node, site: EvalSite, statement: bool
         out.line(f"{py} = _in[{py!r}]")
     out.line("_tick = ctx.budget.tick")
     if statement:
-        items = [c for c in tree.children if c is not None]
+        items = list(tree.items)
         for item in items:
             if item.data in ("module", "routine", "broker_schema", "path_decl"):
                 gen.error(item, "EVAL text can hold statements only, not modules, routines or schema clauses")
@@ -248,7 +248,7 @@ def generate_eval(parent: Generator, tree: Node, site: EvalSite, statement: bool
         )
         out.line("return {" + ", ".join(f"{py!r}: {py}" for py in site.locals) + "}")
     else:
-        expr = tree.children[0]
+        expr = tree.expr
         out.where = ("EVAL", *position(expr))
         gen.pre.append([])
         start = len(out.lines)
@@ -422,12 +422,12 @@ class Generator:
     def collect(self) -> None:
         for unit in self.units:
             self.filename = unit.filename
-            items = unit.tree.children
+            items = unit.tree.items
             for item in items:
-                if item.data == "broker_schema":
-                    unit.schema = ".".join(ident(n) for n in item.children[0].children)
-                elif item.data == "path_decl":
-                    unit.path.extend(".".join(ident(n) for n in d.children) for d in item.children)
+                if isinstance(item, ast.BrokerSchema):
+                    unit.schema = item.name.text
+                elif isinstance(item, ast.PathDecl):
+                    unit.path.extend(d.text for d in item.schemas)
             bare_items = [
                 i for i in items if i.data not in ("broker_schema", "path_decl", "module", "routine")
             ]
@@ -457,29 +457,28 @@ class Generator:
                     self.add_module(unit, item)
                 elif item.data == "declare" and not is_bare:
                     self.schema_var_nodes.append((unit, item))
-                    for name_node in item.children:
-                        if isinstance(name_node, Node) and name_node.data in ("ident", "quoted"):
-                            name = ident(name_node)
-                            svars[name] = self.var_for_declare(name, item, level=0, global_=True)
+                    for name_node in item.names:
+                        name = ident(name_node)
+                        svars[name] = self.var_for_declare(name, item, level=0, global_=True)
                 elif item.data == "handler" and not is_bare:
                     self.error(item, "a handler must be declared inside a module or a BEGIN … END block")
 
-    def add_module(self, unit: Unit, node: Node) -> None:
-        kind = str(node.children[0]).upper()
-        name = ident(node.children[1])
+    def add_module(self, unit: Unit, node: ast.ModuleDef) -> None:
+        kind = str(node.module_type).upper()
+        name = ident(node.name)
         if kind not in ("COMPUTE", "FILTER", "DATABASE", "DATABASEEVENT"):
-            self.error(node.children[0], f"unknown module kind '{kind}' (COMPUTE, FILTER, DATABASE expected)")
+            self.error(node.module_type, f"unknown module kind '{kind}' (COMPUTE, FILTER, DATABASE expected)")
         # ESQL modules overview: a module is named within its broker schema, so two schemas may
         # each have a module of the same name; the second is known by its qualified name.
         key = name
         if name in self.modules:
             key = f"{unit.schema}.{name}"
             if self.modules[name].schema == unit.schema or key in self.modules:
-                self.error(node.children[1], f"module '{name}' is already defined")
+                self.error(node.name, f"module '{name}' is already defined")
         module = Module(name, kind, unit.schema, unit.filename, node, key=key)
         self.modules[key] = module
-        for item in node.children[2:]:
-            if item is None or item.data == "empty":
+        for item in node.items:
+            if item.kind == "empty":
                 continue
             if item.data == "routine":
                 self.add_routine(unit, item, module.routines, module)
@@ -488,26 +487,26 @@ class Generator:
             elif item.data == "handler":
                 module.handlers.append(item)
 
-    def add_routine(self, unit: Unit, node: Node, table: dict[str, Routine], module: Module | None) -> None:
-        name = ident(node.children[1])
+    def add_routine(
+        self, unit: Unit, node: ast.RoutineDef, table: dict[str, Routine], module: Module | None
+    ) -> None:
+        name = ident(node.name)
         params = []
-        for p in kids(node, "param"):
-            direction = keyword(p.children[0]) or "IN"
-            params.append((direction, ident(p.children[1]), str(p.children[3].children[0]).upper()))
-        returns_node = kids(node, "returns")
-        returns = str(returns_node[0].children[0].children[0]).upper() if returns_node else None
-        body = node.children[-1]
+        for p in node.params:
+            direction = keyword(p.direction) or "IN"
+            params.append((direction, ident(p.name), p.type.text))
+        returns = node.returns.type.text if node.returns is not None else None
+        body = node.body
         language = "ESQL"
         external = None
         result_sets = 0
-        if body.data == "external_body":
-            lang = body.children[0]
+        if isinstance(body, ast.ExternalBody):
             # LANGUAGE .NET arrives as the word NET (the dot is punctuation in the grammar).
-            language = "".join(str(t) for t in lang.children).upper()
+            language = str(body.language.token).upper()
             if language == "NET":
                 language = ".NET"
-            words = [c.children[0] if c.children else None for c in body.children[1:] if c is not None]
-            texts = [keyword(w) if isinstance(w, Node) else str(w) if w is not None else "" for w in words]
+            words = [item.value for item in body.items]
+            texts = [keyword(w) if isinstance(w, Node) else str(w) for w in words]
             for i, text in enumerate(texts):
                 upper = text.upper()
                 if upper == "NAME" and i > 0 and texts[i - 1].upper() == "EXTERNAL" and i + 1 < len(texts):
@@ -516,7 +515,7 @@ class Generator:
                     if texts[i + 1].isdigit():
                         result_sets = int(texts[i + 1])
         if name in table:
-            self.error(node.children[1], f"routine '{name}' is already defined")
+            self.error(node.name, f"routine '{name}' is already defined")
         qualified = f"{module.key}.{name}" if module else (f"{unit.schema}.{name}" if unit.schema else name)
         table[name] = Routine(
             name,
@@ -533,17 +532,17 @@ class Generator:
             result_sets,
         )
 
-    def var_for_declare(self, name: str, node: Node, level: int, global_: bool) -> Var:
-        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Node) else ""
-        dtype = node.children[-2]
+    def var_for_declare(self, name: str, node: ast.Declare, level: int, global_: bool) -> Var:
+        mod = keyword(node.modifier)
+        dtype = node.type
         constant = False
-        if dtype.data == "reference_type":
+        if isinstance(dtype, ast.ReferenceType):
             kind, tname = "ref", "REFERENCE"
         else:
-            if dtype.data == "constant_type":
+            if isinstance(dtype, ast.ConstantType):
                 constant = True
-                dtype = dtype.children[1]
-            tname = str(dtype.children[0]).upper()
+                dtype = dtype.type
+            tname = dtype.text
             kind = {"ROW": "row", "NAMESPACE": "namespace", "NAME": "namespace"}.get(tname, "scalar")
         if mod == "EXTERNAL":
             kind = "external"
@@ -575,14 +574,13 @@ class Generator:
             module_vars: dict[str, Var] = {}
             self.scopes = [self.schema_vars.get(module.schema, {}), module_vars]
             for node in module.declares:
-                for name_node in node.children:
-                    if isinstance(name_node, Node) and name_node.data in ("ident", "quoted"):
-                        name = ident(name_node)
-                        var = self.var_for_declare(name, node, level=0, global_=True)
-                        var.py = mangle("g_", f"{module.key.replace('.', '__')}__{name}")
-                        if name in module_vars:
-                            self.error(name_node, f"'{name}' is already declared in module {module.name}")
-                        module_vars[name] = var
+                for name_node in node.names:
+                    name = ident(name_node)
+                    var = self.var_for_declare(name, node, level=0, global_=True)
+                    var.py = mangle("g_", f"{module.key.replace('.', '__')}__{name}")
+                    if name in module_vars:
+                        self.error(name_node, f"'{name}' is already declared in module {module.name}")
+                    module_vars[name] = var
                 self.global_declare(node, module_vars, declared=True)
             module.declares_vars = module_vars  # type: ignore[attr-defined]
         self.end_function()
@@ -613,10 +611,11 @@ class Generator:
         out.line("ctx.mv = _MessageVariables()")
         for filename, unit, module, scopes, node, var in self.message_vars:
             self.filename, self.unit, self.module, self.scopes = filename, unit, module, scopes
-            init = node.children[-1]
+            init = node.init
             self.out.where = (filename, *position(node))
             if var.kind == "ref":
-                target = node.children[-2].children[0]
+                assert isinstance(node.type, ast.ReferenceType)
+                target = node.type.target
                 out.line(f"{var.py} = _ref_to({self.element(target)}, {self.root_code(target)})")
             elif var.kind == "row":
                 out.line(f"{var.py} = _new_row()")
@@ -630,11 +629,11 @@ class Generator:
         out.indent -= 1
         self.module = None
 
-    def global_declare(self, node: Node, table: dict[str, Var], declared: bool = False) -> None:
+    def global_declare(self, node: ast.Declare, table: dict[str, Var], declared: bool = False) -> None:
         """Initialise schema/module-level variables in ``_init`` (run once per compiled program)."""
-        names = [ident(n) for n in node.children if isinstance(n, Node) and n.data in ("ident", "quoted")]
-        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Node) else ""
-        init = node.children[-1]
+        names = [ident(n) for n in node.names]
+        mod = keyword(node.modifier)
+        init = node.init
         self.out.where = (self.filename, *position(node))
         for name in names:
             var = table.get(name) or self.var_for_declare(name, node, 0, True)
@@ -674,7 +673,7 @@ class Generator:
     def gen_routine(self, routine: Routine) -> None:
         self.routine = routine
         self.loops = []
-        body = routine.node.children[-1]
+        body = routine.node.body
         self.routine_header(routine)
         self.out.indent += 1
         self.begin_function()
@@ -699,8 +698,8 @@ class Generator:
         # every routine call counts against the budget: recursion without loops is bounded too
         self.out.line("ctx.budget.call()")
         self.out.line("_tick = ctx.budget.tick")
-        stmt = body.children[0]
-        self.statements([stmt], handlers=self.module.handlers if self.module else [])
+        self.statements([body.body], handlers=self.module.handlers if self.module else [])
+
         outs = [mangle("v_", p[1]) for p in routine.params if p[0] in ("OUT", "INOUT")]
         if outs:
             self.out.line(f"return (None, {', '.join(outs)})")
@@ -821,7 +820,7 @@ class Generator:
         with the statement after the one that failed.
         """
         group, outer = scopes[-1], scopes[:-1]
-        kinds = {keyword(h.children[0]) for h in group}
+        kinds = {keyword(h.handler_kind) for h in group}
         has_exit = "EXIT" in kinds
         if has_exit:
             self.out.line("try:")
@@ -841,14 +840,13 @@ class Generator:
     @staticmethod
     def handler_test(handler: Node, exc: str) -> str:
         """Code that is True when exception ``exc`` has one of the handler's SQL states."""
-        conds = [c for c in handler.children[1:-1] if isinstance(c, Node)]
         tests = []
-        for cond in conds:
-            if cond.data == "sqlstate_value":
-                tests.append(f"_eq(_sqlstate({exc}), {string_value(cond.children[-1])!r})")
+        for cond in handler.conditions:
+            if isinstance(cond, ast.SqlstateValue):
+                tests.append(f"_eq(_sqlstate({exc}), {string_value(cond.state)!r})")
             else:
-                esc = string_value(cond.children[1]) if cond.children[1] is not None else None
-                tests.append(f"_like(_sqlstate({exc}), {string_value(cond.children[0])!r}, {esc!r})")
+                esc = string_value(cond.escape) if cond.escape is not None else None
+                tests.append(f"_like(_sqlstate({exc}), {string_value(cond.pattern)!r}, {esc!r})")
         return " or ".join(f"({t}) is True" for t in tests) or "True"
 
     def handler_clause(
@@ -874,24 +872,24 @@ class Generator:
         self.out.line("    raise")
         self.out.line(f"except _CATCHABLE as {exc}:")
         self.out.indent += 1
-        inner_exits = [h for g in inner or [] for h in g if keyword(h.children[0]) == "EXIT"]
+        inner_exits = [h for g in inner or [] for h in g if keyword(h.handler_kind) == "EXIT"]
         if inner_exits:
             self.out.line(f"if {' or '.join(f'({self.handler_test(h, exc)})' for h in inner_exits)}:")
             self.out.line("    raise")
         # handlers after the last one of ``kind`` would only let the exception go on
-        last = max(i for i, h in enumerate(group) if keyword(h.children[0]) == kind)
+        last = max(i for i, h in enumerate(group) if keyword(h.handler_kind) == kind)
         group = group[: last + 1]
         for handler in group:
             self.out.where = (self.filename, *position(handler))
             self.out.line(f"if {self.handler_test(handler, exc)}:")
             self.out.indent += 1
-            if keyword(handler.children[0]) == kind:
+            if keyword(handler.handler_kind) == kind:
                 self.out.line(f"_note_error(ctx, {exc})")
                 self.handler_exc.append(exc)
                 self.in_handler += 1
                 saved, self.continue_stack = self.continue_stack, []
                 saved_exits, self.exit_regions = self.exit_regions, []
-                self.scoped_statements([handler.children[-1]], outer)
+                self.scoped_statements([handler.body], outer)
                 self.continue_stack = saved
                 self.exit_regions = saved_exits
                 self.in_handler -= 1
@@ -945,9 +943,9 @@ class Generator:
             self.out.lines[start:start] = lines
             self.out.positions[start:start] = [self.out.where] * len(lines)
 
-    def block(self, node: Node | None) -> None:
+    def block(self, node: ast.Statements | None) -> None:
         self.scopes.append({})
-        self.statements(node.children if node is not None else [])
+        self.statements(node.body if node is not None else [])
         self.scopes.pop()
 
     # -- variables
@@ -959,10 +957,10 @@ class Generator:
                 return var
         return None
 
-    def s_declare(self, node: Node) -> None:
-        names = [n for n in node.children if isinstance(n, Node) and n.data in ("ident", "quoted")]
-        mod = keyword(node.children[-3]) if isinstance(node.children[-3], Node) else ""
-        init = node.children[-1]
+    def s_declare(self, node: ast.Declare) -> None:
+        names = node.names
+        mod = keyword(node.modifier)
+        init = node.init
         scope = self.scopes[-1]
         level = len(self.scopes)
         if mod == "EXTERNAL":
@@ -976,7 +974,8 @@ class Generator:
                 self.error(name_node, f"'{name}' is already declared in this scope")
             scope[name] = var
             if var.kind == "ref":
-                target = node.children[-2].children[0]
+                assert isinstance(node.type, ast.ReferenceType)
+                target = node.type.target
                 elem = self.element(target)
                 base = self.root_code(target)
                 self.out.line(f"{var.py} = _ref_to({elem}, {base})")
@@ -993,14 +992,14 @@ class Generator:
 
     # -- SET
 
-    def s_set_stmt(self, node: Node) -> None:
-        target, attr, expr = node.children
-        attr_kw = keyword(attr)
-        start = target.children[0]
-        elems = target.children[1:]
-        name = ident(start.children[0])
+    def s_set_stmt(self, node: ast.SetStmt) -> None:
+        target, expr = node.target, node.value
+        attr_kw = keyword(node.attr)
+        start = target.start
+        elems = target.elems
+        name = ident(start.name)
         var = self.lookup(name)
-        if var is not None and not elems and start.children[1] is None and not attr_kw and var.kind != "ref":
+        if var is not None and not elems and start.index is None and not attr_kw and var.kind != "ref":
             self.set_variable(var, expr, node)
             return
         # SET r = … with r a REFERENCE assigns to the field r points to, as SET of its path would
@@ -1016,11 +1015,7 @@ class Generator:
         if var is None and not self.writable(name):
             self.error(start, self.read_only_message(name))
             return
-        last_all = (
-            bool(elems)
-            and isinstance(elems[-1].children[2], Node)
-            and elems[-1].children[2].data == "index_all"
-        )
+        last_all = bool(elems) and isinstance(elems[-1].index, ast.IndexAll)
         if attr_kw:
             value = self.scalar(expr)
             tgt = self.target(target)
@@ -1059,7 +1054,7 @@ class Generator:
         if kind == "null":
             self.out.line(f"_delete({self.element(target)})")
             return
-        if expr.data in ("string_lit", "int_lit", "bool_lit") and code != "None":
+        if isinstance(expr, (ast.StringLit, ast.IntLit, ast.BoolLit)) and code != "None":
             # A non-NULL literal can never delete the target: store it directly.
             self.out.line(f"{self.target(target)}.value = {code}")
             return
@@ -1072,38 +1067,33 @@ class Generator:
 
     def shared_prefix(self, target: Node, expr: Node) -> int:
         """How many leading path elements a SET's target and its field-reference source share."""
-        if expr.data != "fieldref" or self.is_list(expr):
+        if not isinstance(expr, ast.FieldRef) or self.is_list(expr):
             return 0
-        t_start, s_start = target.children[0], expr.children[0]
-        if (
-            ident(t_start.children[0]) != ident(s_start.children[0])
-            or t_start.children[1]
-            or s_start.children[1]
-        ):
+        t_start, s_start = target.start, expr.start
+        if ident(t_start.name) != ident(s_start.name) or t_start.index or s_start.index:
             return 0
-        var = self.lookup(ident(t_start.children[0]))
+        var = self.lookup(ident(t_start.name))
         if var is not None and var.kind not in ("row", "ref", "alias"):
             return 0
-        if var is None and ident(t_start.children[0]) not in WRITABLE_ROOTS:
+        if var is None and ident(t_start.name) not in WRITABLE_ROOTS:
             return 0
         shared = 0
-        for a, b in zip(target.children[1:-1], expr.children[1:-1], strict=False):
+        for a, b in zip(target.elems[:-1], expr.elems[:-1], strict=False):
             if a != b or not self.plain_step(a):
                 break
             shared += 1
         return shared if shared >= 2 else 0
 
-    def plain_step(self, elem: Node) -> bool:
-        type_qual, step, index = elem.children
-        if any(isinstance(p, Node) and p.data == "dynamic" for p in step.children):
+    def plain_step(self, elem: ast.PathElem) -> bool:
+        step, index = elem.step, elem.index
+        if isinstance(step.prefix, ast.Dynamic) or isinstance(step.name, ast.Dynamic):
             return False
         if index is None:
             return True
-        if index.data == "index_all":
+        if isinstance(index, ast.IndexAll):
             return False
         return all(
-            isinstance(n, Node) and n.data in ("fieldref", "int_lit", "path_start", "ident") or n is None
-            for n in index.children
+            isinstance(n, (ast.FieldRef, ast.IntLit, ast.PathStart, ast.Ident)) for n in index.iter_children()
         )
 
     def set_with_shared_prefix(self, target: Node, expr: Node, shared: int) -> None:
@@ -1159,30 +1149,28 @@ class Generator:
 
     def static_type(self, node: Any) -> str | None:
         """The ESQL type ``node`` certainly has at run time (NULL aside), or None when unknown."""
-        while isinstance(node, Node) and node.data in ("paren", "unary_op"):
-            node = node.children[0] if node.data == "paren" else node.children[1]
+        while isinstance(node, (ast.Paren, ast.UnaryOp)):
+            node = node.expr if isinstance(node, ast.Paren) else node.operand
         if not isinstance(node, Node):
             return None
-        d = node.data
+        d = node.kind
         if d in ("compare", "and_op", "or_op", "not_op", "between", "in_list", "like", "is_test", "bool_lit"):
             return "BOOLEAN"
-        if d == "fieldref" and len(node.children) == 1 and node.children[0].children[1] is None:
-            var = self.lookup(ident(node.children[0].children[0]))
+        if isinstance(node, ast.FieldRef) and not node.elems and node.start.index is None:
+            var = self.lookup(ident(node.start.name))
             if var is not None and var.kind == "scalar":
                 return checks.normal_type(var.type_name)
             return None
         if d == "binop":
             first, links = left_chain(node, ("binop",))
-            found = {self.static_type(first)} | {self.static_type(link.children[2]) for link in links}
+            found = {self.static_type(first)} | {self.static_type(link.right) for link in links}
             kind = found.pop() if len(found) == 1 else None
             return kind if kind in ("INTEGER", "DECIMAL", "FLOAT") else None
-        if d == "cast_expr" and node.children[1].data == "cast_type":
-            type_node = node.children[1]
-            return (
-                None if type_node.children[1] is not None else checks.normal_type(str(type_node.children[0]))
-            )
-        if d == "call":
-            routine = self.resolve_routine(node, node.children[0]) if self.routine is not None else None
+        if isinstance(node, ast.CastExpr) and isinstance(node.type, ast.CastType):
+            type_node = node.type
+            return None if type_node.precision is not None else checks.normal_type(str(type_node.token))
+        if isinstance(node, ast.Call):
+            routine = self.resolve_routine(node, node.function) if self.routine is not None else None
             if routine is not None and routine.language == "ESQL" and routine.returns:
                 return checks.normal_type(routine.returns)
             return None
@@ -1210,20 +1198,16 @@ class Generator:
 
     # -- control flow
 
-    def s_if_stmt(self, node: Node) -> None:
-        cond, then = node.children[0], node.children[1]
-        self.out.line(f"if {self.condition(cond)}:")
-        self.indented(then)
-        for part in node.children[2:]:
-            if part is None:
-                continue
-            if part.data == "elseif":
-                self.out.where = (self.filename, *position(part))
-                self.out.line(f"elif {self.condition(part.children[0])}:")
-                self.indented(part.children[1])
-            elif part.data == "else_part":
-                self.out.line("else:")
-                self.indented(part.children[0])
+    def s_if_stmt(self, node: ast.IfStmt) -> None:
+        self.out.line(f"if {self.condition(node.condition)}:")
+        self.indented(node.then)
+        for part in node.elseifs:
+            self.out.where = (self.filename, *position(part))
+            self.out.line(f"elif {self.condition(part.condition)}:")
+            self.indented(part.then)
+        if node.else_part is not None:
+            self.out.line("else:")
+            self.indented(node.else_part.body)
 
     def indented(self, stmts: Node | None) -> None:
         self.out.indent += 1
@@ -1238,9 +1222,9 @@ class Generator:
             code = self.to_scalar(kind, code)
         return f"_truth({code}) is True"
 
-    def s_labelled(self, node: Node) -> None:
+    def s_labelled(self, node: ast.Labelled) -> None:
         # The end label belongs to the loop or block itself (END WHILE label;), checked there.
-        self.loop_statement(node.children[1], ident(node.children[0]))
+        self.loop_statement(node.loop, ident(node.label))
 
     def s_while_stmt(self, node: Node) -> None:
         self.loop_statement(node, None)
@@ -1280,46 +1264,45 @@ class Generator:
             self.out.indent = saved_indent
         self.out.indent = saved_indent
 
-    def gen_while_stmt(self, node: Node) -> None:
-        cond, body = node.children[0], node.children[1]
-        self.check_end_label(node, node.children[2])
+    def gen_while_stmt(self, node: ast.WhileStmt) -> None:
+        self.check_end_label(node, node.end_label)
         self.out.line("while True:")
         self.out.indent += 1
         self.out.line("_tick()")
-        self.out.line(f"if not ({self.condition(cond)}):")
+        self.out.line(f"if not ({self.condition(node.condition)}):")
         self.out.line("    break")
-        self.loop_body(body)
+        self.loop_body(node.body)
         self.out.indent -= 1
 
-    def gen_loop_stmt(self, node: Node) -> None:
-        self.check_end_label(node, node.children[1])
+    def gen_loop_stmt(self, node: ast.LoopStmt) -> None:
+        self.check_end_label(node, node.end_label)
         self.out.line("while True:")
         self.out.indent += 1
         self.out.line("_tick()")
-        self.loop_body(node.children[0])
+        self.loop_body(node.body)
         self.out.indent -= 1
 
-    def gen_repeat_stmt(self, node: Node) -> None:
-        self.check_end_label(node, node.children[2])
+    def gen_repeat_stmt(self, node: ast.RepeatStmt) -> None:
+        self.check_end_label(node, node.end_label)
         self.out.line("while True:")
         self.out.indent += 1
         self.out.line("_tick()")
-        self.loop_body(node.children[0])
-        self.out.line(f"if {self.condition(node.children[1])}:")
+        self.loop_body(node.body)
+        self.out.line(f"if {self.condition(node.condition)}:")
         self.out.line("    break")
         self.out.indent -= 1
 
-    def gen_for_stmt(self, node: Node) -> None:
-        alias = ident(node.children[0])
-        self.check_end_label(node, node.children[3])
-        source = node.children[1]
+    def gen_for_stmt(self, node: ast.ForStmt) -> None:
+        alias = ident(node.name)
+        self.check_end_label(node, node.end_label)
+        source = node.source
         items = self.element_list(source)
         var = Var(alias, mangle("v_", alias) + f"_{self.counter}", "alias", "REFERENCE")
         self.out.line(f"for {var.py} in {items}:")
         self.out.indent += 1
         self.out.line("_tick()")
         self.scopes.append({alias: var})
-        self.loop_body(node.children[2])
+        self.loop_body(node.body)
         self.scopes.pop()
         self.out.indent -= 1
 
@@ -1341,18 +1324,18 @@ class Generator:
             self.out.line("        raise")
             frame.needs_iterate = False
 
-    def gen_begin_stmt(self, node: Node) -> None:
-        atomic = node.children[0]
-        self.check_end_label(node, node.children[2])
+    def gen_begin_stmt(self, node: ast.BeginStmt) -> None:
+        atomic = node.atomic
+        self.check_end_label(node, node.end_label)
         if atomic is not None and keyword(atomic) == "ATOMIC":
             self.out.line("with _ATOMIC:")
             self.out.indent += 1
-            self.block(node.children[1])
+            self.block(node.body)
             self.out.indent -= 1
         else:
             self.out.line("if True:")
             self.out.indent += 1
-            self.block(node.children[1])
+            self.block(node.body)
             self.out.indent -= 1
 
     def check_end_label(self, node: Node, end: Any) -> None:
@@ -1362,8 +1345,8 @@ class Generator:
         elif end is not None and ident(end) != frame.label:
             self.error(end, f"end label '{ident(end)}' does not match '{frame.label}'")
 
-    def find_loop(self, node: Node, verb: str) -> tuple[int, LoopFrame] | None:
-        label = ident(node.children[0])
+    def find_loop(self, node: ast.LeaveStmt | ast.IterateStmt, verb: str) -> tuple[int, LoopFrame] | None:
+        label = ident(node.label)
         for depth in range(len(self.loops) - 1, -1, -1):
             if self.loops[depth].label == label:
                 return depth, self.loops[depth]
@@ -1397,14 +1380,10 @@ class Generator:
             return
         self.out.line("continue")
 
-    def s_case_stmt(self, node: Node) -> None:
-        subject = node.children[0]
-        whens = kids(node, "case_when")
-        else_part = (
-            node.children[-1]
-            if node.children[-1] is not None and node.children[-1].data == "else_part"
-            else None
-        )
+    def s_case_stmt(self, node: ast.CaseStmt) -> None:
+        subject = node.operand
+        whens = node.whens
+        else_part = node.else_part
         subj = None
         if subject is not None:
             subj = self.fresh()
@@ -1412,21 +1391,21 @@ class Generator:
         for i, when in enumerate(whens):
             self.out.where = (self.filename, *position(when))
             test = (
-                f"_eq({subj}, {self.scalar(when.children[0])}) is True"
+                f"_eq({subj}, {self.scalar(when.condition)}) is True"
                 if subj is not None
-                else self.condition(when.children[0])
+                else self.condition(when.condition)
             )
             self.out.line(f"{'if' if i == 0 else 'elif'} {test}:")
-            self.indented(when.children[1])
+            self.indented(when.body)
         if else_part is not None:
             self.out.line("else:")
-            self.indented(else_part.children[0])
+            self.indented(else_part.body)
         else:
             self.out.line("else:")
             self.out.line("    raise _EsqlRuntimeError('CASE: no WHEN clause matched and there is no ELSE')")
 
-    def s_return_stmt(self, node: Node) -> None:
-        expr = node.children[0]
+    def s_return_stmt(self, node: ast.ReturnStmt) -> None:
+        expr = node.value
         if self.routine is None:
             self.error(node, "RETURN outside a function or procedure")
             return
@@ -1448,10 +1427,11 @@ class Generator:
 
     # -- CALL
 
-    def resolve_routine(self, node: Node, fieldref: Node) -> Routine | None:
-        parts = [ident(fieldref.children[0].children[0])]
-        for elem in fieldref.children[1:]:
-            parts.append(ident(elem.children[1].children[0]))
+    def resolve_routine(self, node: Node, fieldref: ast.FieldRef) -> Routine | None:
+        parts = [ident(fieldref.start.name)]
+        for elem in fieldref.elems:
+            parts.append(ident(elem.step.first))
+
         name = parts[-1]
         if len(parts) > 1:
             schema = ".".join(parts[:-1])
