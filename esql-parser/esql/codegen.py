@@ -1472,15 +1472,15 @@ class Generator:
         return codes
 
     def reference_arg(self, arg: Node) -> str:
-        if arg.data == "fieldref" and len(arg.children) == 1:
-            var = self.lookup(ident(arg.children[0].children[0]))
+        if isinstance(arg, ast.FieldRef) and not arg.elems:
+            var = self.lookup(ident(arg.start.name))
             if var is not None and var.kind == "ref":
                 return var.py
-        return f"_Reference({self.element(arg) if arg.data == 'fieldref' else self.scalar(arg)})"
+        return f"_Reference({self.element(arg) if isinstance(arg, ast.FieldRef) else self.scalar(arg)})"
 
-    def s_call_stmt(self, node: Node) -> None:
-        fieldref, args_node, call_in, call_into = node.children
-        args = args_node.children if args_node is not None else []
+    def s_call_stmt(self, node: ast.CallStmt) -> None:
+        fieldref, call_in, call_into = node.routine, node.call_in, node.into
+        args = node.args.items if node.args is not None else []
         routine = self.resolve_routine(node, fieldref)
         if routine is None:
             name = self.dotted(fieldref)
@@ -1509,7 +1509,7 @@ class Generator:
                     self.assign_to(args[i], f"{result}[{n}]")
             self.out.line(f"{result} = {result}[0]")
         if call_into is not None:
-            self.assign_to(call_into.children[0], result)
+            self.assign_to(call_into.target, result)
 
     def routine_call(
         self, routine: Routine, args: list[Node], node: Node, qualifier: Node | None = None
@@ -1532,17 +1532,15 @@ class Generator:
 
     def call_schema(self, qualifier: Node) -> str:
         """The database schema of CALL … IN Database[.dsn].schema or … EXTERNAL SCHEMA 'schema'."""
-        if qualifier.data == "call_external_schema":
-            return self.scalar(qualifier.children[0])
-        parts = self.db_table(qualifier.children[0], what="schema")
+        if isinstance(qualifier, ast.CallExternalSchema):
+            return self.scalar(qualifier.schema)
+        parts = self.db_table(qualifier.target, what="schema")
         return f"{parts}[-1]"
 
     def assign_result_set(self, target: Node, code: str) -> None:
         """A DYNAMIC RESULT SETS argument: a field reference ending in [] receives the rows."""
-        elems = target.children[1:] if target.data == "fieldref" else []
-        if not elems or not (
-            isinstance(elems[-1].children[2], Node) and elems[-1].children[2].data == "index_all"
-        ):
+        elems = target.elems if isinstance(target, ast.FieldRef) else []
+        if not elems or not isinstance(elems[-1].index, ast.IndexAll):
             self.error(target, "a result set argument must be a field reference ending in []")
             return
         parent = self.target(target, upto=len(elems) - 1)
@@ -1550,8 +1548,8 @@ class Generator:
         self.out.line(f"_assign_list({parent}, {nm}, {ns}, {ftype}, {code}, _to_element_value)")
 
     def assign_to(self, target: Node, code: str) -> None:
-        if target.data == "fieldref" and len(target.children) == 1 and target.children[0].children[1] is None:
-            var = self.lookup(ident(target.children[0].children[0]))
+        if isinstance(target, ast.FieldRef) and not target.elems and target.start.index is None:
+            var = self.lookup(ident(target.start.name))
             if var is not None and var.kind in ("scalar",):
                 self.note_global(var)
                 declared = checks.normal_type(var.type_name)
@@ -1559,30 +1557,36 @@ class Generator:
                     code = f"_as_type({code}, {declared!r})"
                 self.out.line(f"{var.py} = {code}")
                 return
-        if target.data != "fieldref":
+        if not isinstance(target, ast.FieldRef):
             self.error(target, "an OUT or INOUT argument must be a variable or a field reference")
             return
         self.out.line(f"_assign_value({self.target(target)}, {code}, _to_element_value)")
 
-    def dotted(self, fieldref: Node) -> str:
-        parts = [ident(fieldref.children[0].children[0])]
-        for elem in fieldref.children[1:]:
-            part = elem.children[1].children[0]
-            parts.append(ident(part) if isinstance(part, Node) and part.data in ("ident", "quoted") else "*")
+    def dotted(self, fieldref: ast.FieldRef) -> str:
+        parts = [ident(fieldref.start.name)]
+        for elem in fieldref.elems:
+            part = elem.step.first
+            parts.append(ident(part) if ast.is_name(part) else "*")
         return ".".join(parts)
 
     # -- tree statements
 
-    def s_create_stmt(self, node: Node) -> None:
-        where, target, create_as, domain, tail = node.children
-        dom = self.scalar(domain.children[0]) if domain is not None else "None"
-        if where.data == "where_field":
+    def s_create_stmt(self, node: ast.CreateStmt) -> None:
+        where, target, create_as, domain, tail = (
+            node.where,
+            node.target,
+            node.create_as,
+            node.domain,
+            node.content,
+        )
+        dom = self.scalar(domain.domain) if domain is not None else "None"
+        if isinstance(where, ast.WhereField):
             new = self.fresh()
             self.out.line(f"{new} = {self.target(target)}")
             if domain is not None:
                 self.out.line(f"_set_domain({new}, {dom})")
         else:
-            relation = keyword(where.children[0])
+            relation = keyword(where.relation)
             anchor = self.fresh()
             # IBM navigates to the target field creating the fields on the way, as SET does.
             self.check_writable(target)
@@ -1590,10 +1594,10 @@ class Generator:
             new = self.fresh()
             self.out.line(f"{new} = _place({anchor}, {relation!r}, _new_field({dom}))")
         if tail is not None:
-            if tail.data == "create_values":
-                for cv in tail.children:
-                    attr = keyword(cv.children[0])
-                    value = self.scalar(cv.children[1])
+            if isinstance(tail, ast.CreateValues):
+                for cv in tail.values:
+                    attr = keyword(cv.attr)
+                    value = self.scalar(cv.value)
                     func = {
                         "VALUE": "_set_value",
                         "NAME": "_set_name",
@@ -1601,52 +1605,52 @@ class Generator:
                         "TYPE": "_set_type",
                     }[attr]
                     self.out.line(f"{func}({new}, {value})")
-            elif tail.data == "create_from":
-                self.out.line(f"_create_from({new}, _deref({self.element_or_value(tail.children[0])}))")
-            elif tail.data in ("create_parse", "create_parse_pos"):
-                if tail.data == "create_parse_pos":
-                    opts = self.positional_opts(tail.children[1], "PARSE")
+            elif isinstance(tail, ast.CreateFrom):
+                self.out.line(f"_create_from({new}, _deref({self.element_or_value(tail.source)}))")
+            elif isinstance(tail, (ast.CreateParse, ast.CreateParsePos)):
+                if isinstance(tail, ast.CreateParsePos):
+                    opts = self.positional_opts(tail.options, "PARSE")
                 else:
-                    opts = {keyword(o.children[0]): self.scalar(o.children[1]) for o in tail.children[1:]}
+                    opts = {keyword(o.option): self.scalar(o.value) for o in tail.options}
                 self.out.line(
-                    f"_parse_into({new}, {dom}, {self.scalar(tail.children[0])}, "
+                    f"_parse_into({new}, {dom}, {self.scalar(tail.source)}, "
                     f"{opts.get('CCSID', 'None')}, {opts.get('ENCODING', 'None')}, {opts.get('OPTIONS', 'None')}, "
                     f"{opts.get('SET', 'None')}, {opts.get('TYPE', 'None')}, {opts.get('FORMAT', 'None')})"
                 )
-            elif tail.data == "create_repeat":
-                value = self.scalar(tail.children[0]) if tail.children[0] is not None else "_MISSING"
-                anchor_code = anchor if where.data != "where_field" else "None"
+            elif isinstance(tail, ast.CreateRepeat):
+                value = self.scalar(tail.value) if tail.value is not None else "_MISSING"
+                anchor_code = anchor if not isinstance(where, ast.WhereField) else "None"
                 self.out.line(f"_create_repeat({new}, {anchor_code}, {value})")
-            elif tail.data == "create_identity":
+            elif isinstance(tail, ast.CreateIdentity):
                 # CREATE statement: IDENTITY gives the new field's type, namespace and name in one
                 # path element (the name may be left out: IDENTITY (JSON.Array)), and a VALUE
-                nm, ns, ftype = self.step_parts(tail.children[0])
+                nm, ns, ftype = self.step_parts(tail.element)
                 if nm != "None":
                     self.out.line(f"_set_name({new}, {nm})")
                 if ns not in ("''", "None"):
                     self.out.line(f"_set_namespace({new}, {ns})")
                 if ftype != "None":
                     self.out.line(f"_set_type({new}, {ftype})")
-                if len(tail.children) > 1 and tail.children[1] is not None:
-                    self.out.line(f"_set_value({new}, {self.scalar(tail.children[1])})")
+                if tail.value is not None:
+                    self.out.line(f"_set_value({new}, {self.scalar(tail.value)})")
         if create_as is not None:
-            ref = create_as.children[0]
-            var = self.lookup(ident(ref.children[0].children[0])) if len(ref.children) == 1 else None
+            ref = create_as.target
+            var = self.lookup(ident(ref.start.name)) if not ref.elems else None
             if var is None or var.kind != "ref":
                 self.error(ref, "CREATE … AS needs a declared REFERENCE variable")
             else:
                 self.out.line(f"{var.py} = _Reference({new})")
 
-    def s_delete_field(self, node: Node) -> None:
-        self.check_writable(node.children[0])
-        self.out.line(f"_delete({self.element(node.children[0])})")
+    def s_delete_field(self, node: ast.DeleteField) -> None:
+        self.check_writable(node.target)
+        self.out.line(f"_delete({self.element(node.target)})")
 
-    def s_delete_rel(self, node: Node) -> None:
-        relation = keyword(node.children[0])
-        self.out.line(f"_delete(_relative({self.element(node.children[1])}, {relation!r}))")
+    def s_delete_rel(self, node: ast.DeleteRel) -> None:
+        relation = keyword(node.relation)
+        self.out.line(f"_delete(_relative({self.element(node.target)}, {relation!r}))")
 
-    def check_writable(self, fieldref: Node) -> None:
-        name = ident(fieldref.children[0].children[0])
+    def check_writable(self, fieldref: ast.FieldRef) -> None:
+        name = ident(fieldref.start.name)
         if self.lookup(name) is None and name in CORRELATION and not self.writable(name):
             self.error(fieldref, self.read_only_message(name))
 
@@ -1686,37 +1690,37 @@ class Generator:
             return f"'{name}' is read-only in a {kind} module; only LocalEnvironment and Environment can be changed"
         return f"'{name}' is read-only; only output trees and Environment can be changed"
 
-    def ref_var(self, fieldref: Node, verb: str) -> Var | None:
-        if len(fieldref.children) == 1:
-            var = self.lookup(ident(fieldref.children[0].children[0]))
+    def ref_var(self, fieldref: ast.FieldRef, verb: str) -> Var | None:
+        if not fieldref.elems:
+            var = self.lookup(ident(fieldref.start.name))
             if var is not None and var.kind == "ref":
                 return var
         self.error(fieldref, f"{verb} needs a REFERENCE variable")
         return None
 
-    def s_move_stmt(self, node: Node) -> None:
-        var = self.ref_var(node.children[0], "MOVE")
+    def s_move_stmt(self, node: ast.MoveStmt) -> None:
+        var = self.ref_var(node.target, "MOVE")
         if var is None:
             return
-        target = node.children[1]
-        if target.data == "move_to":
-            self.out.line(f"_move_to({var.py}, {self.element(target.children[0])})")
-        elif target.data == "move_parent":
+        target = node.destination
+        if isinstance(target, ast.MoveTo):
+            self.out.line(f"_move_to({var.py}, {self.element(target.target)})")
+        elif isinstance(target, ast.MoveParent):
             self.out.line(f"_move({var.py}, 'PARENT')")
         else:
-            relation = keyword(target.children[0])
+            relation = keyword(target.relation)
             name = ns = ftype = "None"
             repeat_type = repeat_name = False
-            for qual in target.children[1:]:
-                if qual.data == "move_any_namespace":
+            for qual in target.qualifiers:
+                if isinstance(qual, ast.MoveAnyNamespace):
                     ns = "None"
-                elif qual.data == "move_identity":
-                    name, ns, ftype = self.step_parts(qual.children[0])
-                    if qual.children[0].children[2] is not None:
+                elif isinstance(qual, ast.MoveIdentity):
+                    name, ns, ftype = self.step_parts(qual.element)
+                    if qual.element.index is not None:
                         self.error(qual, "an index is not valid in a MOVE … IDENTITY path element")
-                elif qual.data == "move_filter":
-                    attr = keyword(qual.children[0])
-                    value = self.scalar(qual.children[1])
+                elif isinstance(qual, ast.MoveFilter):
+                    attr = keyword(qual.attr)
+                    value = self.scalar(qual.value)
                     if attr == "NAME":
                         name = value
                     elif attr == "NAMESPACE":
@@ -1726,39 +1730,37 @@ class Generator:
                     else:
                         self.error(qual, "MOVE accepts TYPE, NAMESPACE and NAME only")
                 else:
-                    attrs = [keyword(c) for c in qual.children]
+                    attrs = [keyword(c) for c in qual.attrs]
                     repeat_type = "TYPE" in attrs or not attrs
                     repeat_name = "NAME" in attrs or not attrs
             self.out.line(
                 f"_move({var.py}, {relation!r}, {name}, {ns}, {ftype}, {repeat_type}, {repeat_name})"
             )
 
-    def s_attach_stmt(self, node: Node) -> None:
-        source, target, relation = node.children
+    def s_attach_stmt(self, node: ast.AttachStmt) -> None:
+        source, target, relation = node.source, node.target, node.relation
         self.out.line(
             f"_attach(_deref({self.element_or_value(source)}), {self.element(target)}, {keyword(relation)!r})"
         )
 
-    def s_detach_stmt(self, node: Node) -> None:
-        self.out.line(f"_delete(_deref({self.element_or_value(node.children[0])}))")
+    def s_detach_stmt(self, node: ast.DetachStmt) -> None:
+        self.out.line(f"_delete(_deref({self.element_or_value(node.target)}))")
 
     # -- node interaction
 
-    def s_propagate_stmt(self, node: Node) -> None:
-        to = node.children[0]
+    def s_propagate_stmt(self, node: ast.PropagateStmt) -> None:
+        to = node.destination
         terminal, is_label = "'out'", False
         if to is not None:
-            is_label = keyword(to.children[0]) == "LABEL"
-            terminal = self.scalar(to.children[1])
+            is_label = keyword(to.prop_kind) == "LABEL"
+            terminal = self.scalar(to.target)
         sources = {"ENVIRONMENT": "None", "MESSAGE": "None", "EXCEPTION": "None"}
         delete = True
-        for opt in node.children[1:]:
-            if opt is None:
-                continue
-            if opt.data == "prop_source":
-                sources[keyword(opt.children[0])] = f"_deref({self.element_or_value(opt.children[1])})"
-            elif keyword(opt.children[0]) == "DELETE":
-                delete = keyword(opt.children[1]) == "DEFAULT"
+        for opt in node.options:
+            if isinstance(opt, ast.PropSource):
+                sources[keyword(opt.option)] = f"_deref({self.element_or_value(opt.value)})"
+            elif isinstance(opt, ast.PropFlag) and keyword(opt.flag) == "DELETE":
+                delete = keyword(opt.value) == "DEFAULT"
         if self.module is not None and self.module.kind == "FILTER":
             self.error(node, "PROPAGATE is not allowed in a FILTER module")
         self.out.line(
@@ -1766,22 +1768,16 @@ class Generator:
             f"{sources['EXCEPTION']}, {delete})"
         )
 
-    def s_throw_stmt(self, node: Node) -> None:
-        user = node.children[0] is not None
+    def s_throw_stmt(self, node: ast.ThrowStmt) -> None:
+        user = node.user is not None
         # THROW statement: an omitted SEVERITY is 1, CATALOG BIPmsgs, MESSAGE 2951
         opts: dict[str, str] = {"SEVERITY": "1", "CATALOG": "'BIPmsgs'", "MESSAGE": "2951"}
         values = "[]"
-        for opt in node.children[1:]:
-            if opt is None:
-                continue
-            if opt.data == "throw_value":
-                opts[keyword(opt.children[0])] = self.scalar(opt.children[1])
+        for opt in node.options:
+            if isinstance(opt, ast.ThrowValue):
+                opts[keyword(opt.option)] = self.scalar(opt.value)
             else:
-                values = (
-                    "["
-                    + ", ".join(self.scalar(a) for a in (opt.children[0].children if opt.children[0] else []))
-                    + "]"
-                )
+                values = "[" + ", ".join(self.scalar(a) for a in (opt.args.items if opt.args else [])) + "]"
         self.out.line(
             f"raise _throw({opts['SEVERITY']}, {opts['CATALOG']}, {opts['MESSAGE']}, {values}, {user})"
         )
@@ -1792,7 +1788,7 @@ class Generator:
             return
         self.out.line(f"raise {self.handler_exc[-1]}")
 
-    def s_eval_stmt(self, node: Node) -> None:
+    def s_eval_stmt(self, node: ast.EvalStmt) -> None:
         """EVAL('statements'): compiled at run time by this compiler, run in this scope.
 
         The variables in scope go in by value and the assignable ones come back, so the text
@@ -1801,9 +1797,7 @@ class Generator:
         site = self.eval_site()
         values = "{" + ", ".join(f"{py!r}: {py}" for py in site.locals) + "}"
         result = self.fresh()
-        self.out.line(
-            f"{result} = _eval(ctx, {self.scalar(node.children[0])}, {self.const(site)}, {values}, True)"
-        )
+        self.out.line(f"{result} = _eval(ctx, {self.scalar(node.text)}, {self.const(site)}, {values}, True)")
         for var in site.scope.values():
             if var.py in site.locals and var.kind in ("scalar", "ref") and not var.constant:
                 self.out.line(f"{var.py} = {result}[{var.py!r}]")
@@ -1818,41 +1812,37 @@ class Generator:
         module = self.module.key if self.module is not None else None
         return EvalSite(scope, local, module, self.filename, depth)
 
-    def s_log_stmt(self, node: Node) -> None:
+    def s_log_stmt(self, node: ast.LogStmt) -> None:
         parts = []
-        for opt in node.children[1:]:
-            if opt is None:
-                continue
-            if opt.data == "log_value":
-                parts.append(f"({keyword(opt.children[0])!r}, {self.scalar(opt.children[1])})")
-            elif opt.data == "log_values":
-                args = opt.children[0].children if opt.children[0] is not None else []
+        for opt in node.options:
+            if isinstance(opt, ast.LogValue):
+                parts.append(f"({keyword(opt.option)!r}, {self.scalar(opt.value)})")
+            elif isinstance(opt, ast.LogValues):
+                args = opt.args.items if opt.args is not None else []
                 parts.append("('VALUES', [" + ", ".join(self.scalar(a) for a in args) + "])")
-        self.out.line(f"_log(ctx, {keyword(node.children[0])!r}, [{', '.join(parts)}])")
+        self.out.line(f"_log(ctx, {keyword(node.log_kind)!r}, [{', '.join(parts)}])")
 
     # -- database statements
 
-    def db_table(self, fieldref: Node, what: str = "table") -> str:
-        start = ident(fieldref.children[0].children[0])
+    def db_table(self, fieldref: ast.FieldRef, what: str = "table") -> str:
+        start = ident(fieldref.start.name)
         if start != "Database":
             self.error(fieldref, f"a {what} reference must start with Database")
         parts = []
-        for elem in fieldref.children[1:]:
-            part = elem.children[1].children[0]
-            if isinstance(part, Node) and part.data == "dynamic":
-                parts.append(self.scalar(part.children[0]))
+        for elem in fieldref.elems:
+            part = elem.step.first
+            if isinstance(part, ast.Dynamic):
+                parts.append(self.scalar(part.expr))
             else:
                 parts.append(repr(ident(part)))
         if not parts:
             self.error(fieldref, f"a {what} name is missing after Database")
         return "[" + ", ".join(parts) + "]"
 
-    def s_insert_stmt(self, node: Node) -> None:
-        table = self.db_table(node.children[0])
-        cols = [
-            ident(c) for c in node.children[1:-1] if isinstance(c, Node) and c.data in ("ident", "quoted")
-        ]
-        values = [self.scalar(a) for a in node.children[-1].children]
+    def s_insert_stmt(self, node: ast.InsertStmt) -> None:
+        table = self.db_table(node.table)
+        cols = [ident(c) for c in node.columns]
+        values = [self.scalar(a) for a in node.values.items]
         if cols and len(cols) != len(values):
             self.error(node, f"INSERT names {len(cols)} column(s) but gives {len(values)} value(s)")
         self.out.line(f"_db_insert(ctx, {table}, {cols!r}, [{', '.join(values)}])")
@@ -1860,38 +1850,34 @@ class Generator:
     def db_scope(self, *aliases: str) -> None:
         self.scopes.append({alias: Var(alias, "_COLUMN", "column") for alias in aliases})
 
-    def s_update_stmt(self, node: Node) -> None:
-        table = self.db_table(node.children[0])
-        alias_node = node.children[1]
-        alias = ident(alias_node) if alias_node is not None else self.last_part(node.children[0])
-        sets = kids(node, "column_set")
-        where = (
-            node.children[-1]
-            if node.children[-1] is not None and node.children[-1].data != "column_set"
-            else None
-        )
+    def s_update_stmt(self, node: ast.UpdateStmt) -> None:
+        table = self.db_table(node.table)
+        alias_node = node.alias
+        alias = ident(alias_node) if alias_node is not None else self.last_part(node.table)
+        sets = node.assignments
+        where = node.condition
         self.db_scope(alias)
         scope = SqlScope([alias])
-        assigns = ", ".join(f"({ident(s.children[0])!r}, {self.sql(s.children[1], scope)})" for s in sets)
+        assigns = ", ".join(f"({ident(s.name)!r}, {self.sql(s.value, scope)})" for s in sets)
         cond = self.sql(where, scope) if where is not None else "None"
         self.scopes.pop()
         self.out.line(f"_db_update(ctx, {table}, [{assigns}], {cond})")
 
-    def s_delete_from_stmt(self, node: Node) -> None:
-        table = self.db_table(node.children[0])
-        alias = ident(node.children[1]) if node.children[1] is not None else self.last_part(node.children[0])
+    def s_delete_from_stmt(self, node: ast.DeleteFromStmt) -> None:
+        table = self.db_table(node.table)
+        alias = ident(node.alias) if node.alias is not None else self.last_part(node.table)
         self.db_scope(alias)
-        cond = self.sql(node.children[2], SqlScope([alias])) if node.children[2] is not None else "None"
+        cond = self.sql(node.condition, SqlScope([alias])) if node.condition is not None else "None"
         self.scopes.pop()
         self.out.line(f"_db_delete(ctx, {table}, {cond})")
 
-    def last_part(self, fieldref: Node) -> str:
-        part = fieldref.children[-1].children[1].children[0] if len(fieldref.children) > 1 else None
-        return ident(part) if isinstance(part, Node) and part.data in ("ident", "quoted") else "T"
+    def last_part(self, fieldref: ast.FieldRef) -> str:
+        part = fieldref.elems[-1].step.first if fieldref.elems else None
+        return ident(part) if ast.is_name(part) else "T"
 
-    def s_commit_stmt(self, node: Node) -> None:
+    def s_commit_stmt(self, node: ast.CommitStmt) -> None:
         """COMMIT / ROLLBACK [Database.dsn]: end the data source's transaction now, not with the flow."""
-        kind, ref = node.children
+        kind, ref = node.action, node.connection
         parts = self.db_table(ref, what="data source") if ref is not None else "[]"
         self.out.line(f"_db_end(ctx, {keyword(kind) == 'COMMIT'}, {parts})")
 
@@ -1900,30 +1886,32 @@ class Generator:
 
     def passthru_call(self, node: Node) -> str:
         """PASSTHRU in its statement and function forms: SQL text, parameters, optional TO."""
-        if node.data == "passthru_fn":
-            node = node.children[0]
-        if node.data == "passthru_stmt" and node.children[0].data in ("paren_list", "paren_passthru"):
-            inner = node.children[0]
-            parts = [c for c in inner.children if c is not None] + [
-                c for c in node.children[1:] if c is not None
-            ]
+        if isinstance(node, ast.PassthruFn):
+            node = node.call
+        parts: list[Node]
+        if isinstance(node, ast.PassthruStmt) and isinstance(
+            node.statement, (ast.ParenList, ast.ParenPassthru)
+        ):
+            parts = [*node.statement.iter_children(), *(c for c in (node.to, node.values) if c is not None)]
         else:
-            parts = [c for c in node.children if c is not None]
+            parts = list(node.iter_children())
         exprs: list[Node] = []
-        to = values = None
+        to: ast.PassthruTo | None = None
+        values: ast.PassthruValues | None = None
         for part in parts:
-            if part.data == "args":
-                exprs.extend(part.children)
-            elif part.data == "passthru_to":
+            if isinstance(part, ast.Args):
+                exprs.extend(part.items)
+            elif isinstance(part, ast.PassthruTo):
                 to = part
-            elif part.data == "passthru_values":
+            elif isinstance(part, ast.PassthruValues):
                 values = part
             else:
                 exprs.append(part)
         sql_args = [self.scalar(e) for e in exprs[1:]]
-        if values is not None and values.children[0] is not None:
-            sql_args += [self.scalar(a) for a in values.children[0].children]
-        target = self.db_table(to.children[0]) if to is not None else "None"
+        if values is not None and values.args is not None:
+            sql_args += [self.scalar(a) for a in values.args.items]
+        target = self.db_table(to.target) if to is not None else "None"
+
         return f"_passthru(ctx, {self.scalar(exprs[0])}, [{', '.join(sql_args)}], {target})"
 
     # ------------------------------------------------------------------ expressions
