@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from esql import ast, checks
-from esql.ast import Node, ident, keyword, kids, left_chain, position, string_value
+from esql.ast import Node, ident, keyword, left_chain, position, string_value
 from esql.diagnostics import Diagnostic
 from esql.runtime import FIELD_TYPES
 
@@ -1957,26 +1957,26 @@ class Generator:
                 self.too_deep = False
 
     # literals
-    def e_int_lit(self, node: Node) -> tuple[str, str]:
-        value = int(str(node.children[0]))
+    def e_int_lit(self, node: ast.IntLit) -> tuple[str, str]:
+        value = int(str(node.token))
         if value >= 2**63:
             self.error(node, f"integer literal {value} is out of the 64-bit INTEGER range")
         return "scalar", repr(value)
 
-    def e_hex_int_lit(self, node: Node) -> tuple[str, str]:
-        return "scalar", repr(int(str(node.children[0]), 16))
+    def e_hex_int_lit(self, node: ast.HexIntLit) -> tuple[str, str]:
+        return "scalar", repr(int(str(node.token), 16))
 
-    def e_decimal_lit(self, node: Node) -> tuple[str, str]:
-        return "scalar", self.const(Decimal(str(node.children[0])))
+    def e_decimal_lit(self, node: ast.DecimalLit) -> tuple[str, str]:
+        return "scalar", self.const(Decimal(str(node.token)))
 
-    def e_float_lit(self, node: Node) -> tuple[str, str]:
-        return "scalar", repr(float(str(node.children[0])))
+    def e_float_lit(self, node: ast.FloatLit) -> tuple[str, str]:
+        return "scalar", repr(float(str(node.token)))
 
-    def e_string_lit(self, node: Node) -> tuple[str, str]:
-        return "scalar", repr(string_value(node.children[0]))
+    def e_string_lit(self, node: ast.StringLit) -> tuple[str, str]:
+        return "scalar", repr(node.value)
 
-    def e_bool_lit(self, node: Node) -> tuple[str, str]:
-        word = keyword(node.children[0])
+    def e_bool_lit(self, node: ast.BoolLit) -> tuple[str, str]:
+        word = keyword(node.value)
         return "bool", {"TRUE": "True", "FALSE": "False"}.get(word, "None")
 
     def e_null_lit(self, node: Node) -> tuple[str, str]:
@@ -1990,33 +1990,28 @@ class Generator:
             return "scalar", "None"
         return "scalar", self.const(value)
 
-    def e_blob_lit(self, node: Node) -> tuple[str, str]:
-        text = str(node.children[0])[2:-1]
+    def e_blob_lit(self, node: ast.BlobLit) -> tuple[str, str]:
+        text = str(node.token)[2:-1]
         if len("".join(text.split())) % 2:
             self.error(node, "a BLOB literal needs an even number of hex digits")
             return "scalar", "None"
         return self.typed_literal(node, "X", text, None)
 
-    def e_bit_lit(self, node: Node) -> tuple[str, str]:
-        return self.typed_literal(node, "B", str(node.children[0])[2:-1], None)
+    def e_bit_lit(self, node: ast.BitLit) -> tuple[str, str]:
+        return self.typed_literal(node, "B", str(node.token)[2:-1], None)
 
-    def e_typed_lit(self, node: Node) -> tuple[str, str]:
-        return self.typed_literal(node, keyword(node.children[0]), string_value(node.children[1]), None)
+    def e_typed_lit(self, node: ast.TypedLit) -> tuple[str, str]:
+        return self.typed_literal(node, keyword(node.type), string_value(node.token), None)
 
-    def e_interval_lit(self, node: Node) -> tuple[str, str]:
-        return self.typed_literal(
-            node, "INTERVAL", string_value(node.children[0]), self.qualifier(node.children[1])
-        )
+    def e_interval_lit(self, node: ast.IntervalLit) -> tuple[str, str]:
+        return self.typed_literal(node, "INTERVAL", string_value(node.token), self.qualifier(node.qualifier))
 
-    def qualifier(self, node: Node) -> str:
-        units = [keyword(u) for u in node.children if u is not None]
+    def qualifier(self, node: ast.IntervalQualifier) -> str:
+        units = [keyword(u) for u in (node.start, node.end) if u is not None]
         return " TO ".join(units)
 
-    def e_interval_diff(self, node: Node) -> tuple[str, str]:
-        return (
-            "scalar",
-            f"_interval_of({self.scalar(node.children[0])}, {self.qualifier(node.children[1])!r})",
-        )
+    def e_interval_diff(self, node: ast.IntervalDiff) -> tuple[str, str]:
+        return "scalar", f"_interval_of({self.scalar(node.expr)}, {self.qualifier(node.qualifier)!r})"
 
     # operators
     def fold(self, node: Node, kinds: tuple[str, ...]) -> str:
@@ -2039,12 +2034,12 @@ class Generator:
 
     def link(self, node: Node) -> Any:
         """How one operator of a chain combines the value so far (code) with its right operand."""
-        d = node.data
-        if d == "binop":
+        d = node.kind
+        if isinstance(node, ast.BinOp):
             checks.check_arithmetic(self, node)
-            func, right = BINOPS[keyword(node.children[1])], self.scalar(node.children[2])
+            func, right = BINOPS[keyword(node.op)], self.scalar(node.right)
             return lambda left: f"{func}({left}, {right})"
-        right = self.scalar(node.children[1])
+        right = self.scalar(node.right)
         if d == "concat":
             return lambda left: f"_concat({left}, {right})"
         t = self.fresh()
@@ -2057,46 +2052,48 @@ class Generator:
 
     e_and_op = e_or_op
 
-    def e_not_op(self, node: Node) -> tuple[str, str]:
-        return "bool", f"_not({self.scalar(node.children[0])})"
+    def e_not_op(self, node: ast.NotOp) -> tuple[str, str]:
+        return "bool", f"_not({self.scalar(node.operand)})"
 
-    def e_compare(self, node: Node) -> tuple[str, str]:
-        a, op, b = node.children
+    def e_compare(self, node: ast.Compare) -> tuple[str, str]:
         checks.check_comparison(self, node)
-        return "bool", f"{COMPARE[keyword(op)]}({self.comparand(a)}, {self.comparand(b)})"
+        return (
+            "bool",
+            f"{COMPARE[keyword(node.op)]}({self.comparand(node.left)}, {self.comparand(node.right)})",
+        )
 
     def comparand(self, node: Node) -> str:
         """ROW and LIST values compare as trees/lists; a field reference compares by its value."""
         kind, code = self.expr(node)
-        if node.data in ("row_expr", "list_expr"):
+        if isinstance(node, (ast.RowExpr, ast.ListExpr)):
             return code
-        if node.data == "fieldref" and len(node.children) == 1:
-            var = self.lookup(ident(node.children[0].children[0]))
+        if isinstance(node, ast.FieldRef) and not node.elems:
+            var = self.lookup(ident(node.start.name))
             if var is not None and var.kind == "row":
                 return code
         return self.to_scalar(kind, code)
 
-    def e_between(self, node: Node) -> tuple[str, str]:
-        v, neg, mod, lo, hi = node.children
+    def e_between(self, node: ast.Between) -> tuple[str, str]:
+        v, neg, mod, lo, hi = node.operand, node.negated, node.mode, node.low, node.high
         code = (
             f"_between({self.scalar(v)}, {self.scalar(lo)}, {self.scalar(hi)}, {keyword(mod) == 'SYMMETRIC'})"
         )
         return "bool", f"_not({code})" if neg is not None else code
 
-    def e_in_list(self, node: Node) -> tuple[str, str]:
-        v, neg, args = node.children
-        code = f"_in({self.scalar(v)}, [{', '.join(self.scalar(a) for a in args.children)}])"
+    def e_in_list(self, node: ast.InList) -> tuple[str, str]:
+        v, neg, args = node.operand, node.negated, node.values
+        code = f"_in({self.scalar(v)}, [{', '.join(self.scalar(a) for a in args.items)}])"
         return "bool", f"_not({code})" if neg is not None else code
 
-    def e_like(self, node: Node) -> tuple[str, str]:
-        v, neg, pat, esc = node.children
+    def e_like(self, node: ast.Like) -> tuple[str, str]:
+        v, neg, pat, esc = node.operand, node.negated, node.pattern, node.escape
         code = (
             f"_like({self.scalar(v)}, {self.scalar(pat)}, {self.scalar(esc) if esc is not None else 'None'})"
         )
         return "bool", f"_not({code})" if neg is not None else code
 
-    def e_is_test(self, node: Node) -> tuple[str, str]:
-        v, neg, sign, what = node.children
+    def e_is_test(self, node: ast.IsTest) -> tuple[str, str]:
+        v, neg, sign, what = node.operand, node.negated, node.sign, node.what
         word = keyword(what)
         if sign is not None:
             if word not in ("INF", "INFINITY"):
@@ -2118,19 +2115,19 @@ class Generator:
 
     e_concat = e_binop
 
-    def e_unary_op(self, node: Node) -> tuple[str, str]:
-        op, v = node.children
+    def e_unary_op(self, node: ast.UnaryOp) -> tuple[str, str]:
+        op, v = node.op, node.operand
         if keyword(op) == "-":
-            if v.data in ("int_lit", "decimal_lit", "float_lit"):
+            if isinstance(v, (ast.IntLit, ast.DecimalLit, ast.FloatLit)):
                 kind, code = self.expr(v)
-                if v.data == "int_lit":
-                    return "scalar", repr(-int(str(v.children[0])))
+                if isinstance(v, ast.IntLit):
+                    return "scalar", repr(-int(str(v.token)))
                 return "scalar", f"_neg({code})"
             return "scalar", f"_neg({self.scalar(v)})"
         return self.expr(v)
 
-    def e_paren(self, node: Node) -> tuple[str, str]:
-        return self.expr(node.children[0])
+    def e_paren(self, node: ast.Paren) -> tuple[str, str]:
+        return self.expr(node.expr)
 
     def e_paren_list(self, node: Node) -> tuple[str, str]:
         self.error(node, "a parenthesised list is only valid as the argument of PASSTHRU")
@@ -2138,25 +2135,21 @@ class Generator:
 
     e_paren_passthru = e_paren_list
 
-    def e_passthru_fn(self, node: Node) -> tuple[str, str]:
-        inner = node.children[0]
-        if inner.data == "paren":
-            return "list", f"_passthru(ctx, {self.scalar(inner.children[0])}, [], None)"
+    def e_passthru_fn(self, node: ast.PassthruFn) -> tuple[str, str]:
+        inner = node.call
+        if isinstance(inner, ast.Paren):
+            return "list", f"_passthru(ctx, {self.scalar(inner.expr)}, [], None)"
         return "list", self.passthru_call(node)
 
-    def e_case_expr(self, node: Node) -> tuple[str, str]:
-        subject = node.children[0]
-        whens = kids(node, "case_expr_when")
-        else_node = (
-            node.children[-1]
-            if node.children[-1] is not None and node.children[-1].data != "case_expr_when"
-            else None
-        )
+    def e_case_expr(self, node: ast.CaseExpr) -> tuple[str, str]:
+        subject = node.operand
+        whens = node.whens
+        else_node = node.else_value
         code = self.scalar(else_node) if else_node is not None else "None"
         subj_code = self.scalar(subject) if subject is not None else None
         t = self.fresh()
         for when in reversed(whens):
-            cond_node, value_node = when.children
+            cond_node, value_node = when.condition, when.value
             if subj_code is not None:
                 cond = f"_eq({t}, {self.scalar(cond_node)}) is True"
             else:
@@ -2167,41 +2160,38 @@ class Generator:
             code = f"_case_subject({subj_code}, lambda {t}: {code})"
         return "scalar", code
 
-    def e_cast_expr(self, node: Node) -> tuple[str, str]:
-        args, type_node = node.children[0], node.children[1]
-        if type_node.data == "cast_interval":
-            qualifier = type_node.children[0]
+    def e_cast_expr(self, node: ast.CastExpr) -> tuple[str, str]:
+        args, type_node = node.args, node.type
+        if isinstance(type_node, ast.CastInterval):
+            qualifier = type_node.qualifier
             tname = "INTERVAL" + (f" {self.qualifier(qualifier)}" if qualifier is not None else "")
             precision = []
         else:
-            tname = str(type_node.children[0]).upper()
+            tname = str(type_node.token).upper()
             checks.check_type_name(self, type_node, tname)
-            precision = [str(t) for t in type_node.children[1:] if t is not None]
+            precision = [str(t) for t in (type_node.precision, type_node.scale) if t is not None]
         if precision:
             if tname not in ("DECIMAL", "DEC"):
                 self.error(type_node, f"only DECIMAL takes a precision, not {tname}")
             tname = f"DECIMAL({', '.join(precision)})"
         opts = {}
-        for opt in node.children[2:]:
-            if opt is not None:
-                opts[keyword(opt.children[0]).lower()] = self.scalar(opt.children[1])
+        for opt in node.options:
+            opts[keyword(opt.option).lower()] = self.scalar(opt.value)
         kw = "".join(f", {k}={v}" for k, v in opts.items())
-        values = [self.scalar(a) for a in args.children]
+        values = [self.scalar(a) for a in args.items]
         if len(values) == 1:
             return "scalar", f"_cast({values[0]}, {tname!r}{kw})"
         return "scalar", f"_cast_many([{', '.join(values)}], {tname!r}{kw})"
 
-    def e_row_expr(self, node: Node) -> tuple[str, str]:
+    def e_row_expr(self, node: ast.RowExpr) -> tuple[str, str]:
         fields = []
-        for f in node.children:
-            if f is None:
-                continue
-            value_node, name_node = f.children
+        for f in node.items:
+            value_node, name_node = f.expr, f.alias
             name = self.alias_code(value_node, name_node)
             fields.append(f"({name}, {self.element_or_value(value_node)})")
         return "elem", f"_row_of([{', '.join(fields)}], _to_element_value)"
 
-    def alias_code(self, value_node: Node, name_node: Any) -> str:
+    def alias_code(self, value_node: Node, name_node: ast.AliasPath | None) -> str:
         """Code for the name a SELECT or ROW item gets: 'Name', None, or a path [(name, ns, type), …].
 
         ``AS Info.Name`` is a path below the row (IBM builds the Info level), each step optionally
@@ -2209,8 +2199,8 @@ class Generator:
         """
         if name_node is not None:
             steps = []
-            for elem in name_node.children:
-                if elem.children[2] is not None:
+            for elem in name_node.elems:
+                if elem.index is not None:
                     self.error(elem, "an index is not valid in the name after AS")
                 nm, ns, ftype = self.step_parts(elem)
                 if nm == "None":
@@ -2219,27 +2209,24 @@ class Generator:
             if len(steps) == 1 and steps[0][1] == "''" and steps[0][2] == "None" and steps[0][0][:1] in "'\"":
                 return steps[0][0]
             return "[" + ", ".join(f"({nm}, {ns}, {ftype})" for nm, ns, ftype in steps) + "]"
-        if value_node.data == "fieldref" and len(value_node.children) > 1:
+        if isinstance(value_node, ast.FieldRef) and value_node.elems:
             return repr(self.dotted(value_node).split(".")[-1])
         return "None"
 
-    def e_list_expr(self, node: Node) -> tuple[str, str]:
-        args = node.children[0].children if node.children[0] is not None else []
+    def e_list_expr(self, node: ast.ListExpr) -> tuple[str, str]:
+        args = node.args.items if node.args is not None else []
+
         return "list", "[" + ", ".join(self.scalar(a) for a in args) + "]"
 
     # calls
-    def e_call_star(self, node: Node) -> tuple[str, str]:
-        self.error(node, f"{self.dotted(node.children[0])}(*) is only valid in a SELECT list")
+    def e_call_star(self, node: ast.CallStar) -> tuple[str, str]:
+        self.error(node, f"{self.dotted(node.function)}(*) is only valid in a SELECT list")
         return "scalar", "None"
 
-    def e_call(self, node: Node) -> tuple[str, str]:
-        fieldref, call_args = node.children
-        args = (
-            call_args.children[0].children
-            if call_args is not None and call_args.children[0] is not None
-            else []
-        )
-        mode = call_args.children[1] if call_args is not None else None
+    def e_call(self, node: ast.Call) -> tuple[str, str]:
+        fieldref, call_args = node.function, node.call_args
+        args = call_args.args.items if call_args is not None else []
+        mode = call_args.mode if call_args is not None else None
         name = self.dotted(fieldref)
         upper = name.upper()
         if upper in TREE_BUILTINS:
@@ -2315,23 +2302,22 @@ class Generator:
             return "scalar", "None"
         if name == "LASTMOVE":
             arg = args[0]
-            if arg.data == "fieldref" and len(arg.children) == 1:
-                var = self.lookup(ident(arg.children[0].children[0]))
+            if isinstance(arg, ast.FieldRef) and not arg.elems:
+                var = self.lookup(ident(arg.start.name))
                 if var is not None and var.kind == "ref":
                     return "bool", f"{var.py}.lastmove"
             self.error(node, "LASTMOVE needs a REFERENCE variable")
             return "scalar", "None"
         if name in ("CARDINALITY", "EXISTS", "SINGULAR"):
             arg = args[0]
-            if arg.data == "fieldref":
-                last = arg.children[-1] if len(arg.children) > 1 else arg.children[0]
-                index = last.children[-1]
-                if not (isinstance(index, Node) and index.data == "index_all"):
+            if isinstance(arg, ast.FieldRef):
+                index = arg.elems[-1].index if arg.elems else arg.start.index
+                if not isinstance(index, ast.IndexAll):
                     self.error(arg, f"the argument of {name} must be a list: end the field reference with []")
                     return "scalar", "None"
-                if len(arg.children) > 1 and not self.has_list_before_last(arg):
-                    parent = self.element(arg, upto=len(arg.children) - 2)
-                    nm, ns, ftype = self.step_parts(last)
+                if arg.elems and not self.has_list_before_last(arg):
+                    parent = self.element(arg, upto=len(arg.elems) - 1)
+                    nm, ns, ftype = self.step_parts(arg.elems[-1])
                     count = f"_count({parent}, {nm}, {ns}, {ftype})"
                     if name == "CARDINALITY":
                         return "scalar", count
@@ -2346,7 +2332,7 @@ class Generator:
         if name == "THE":
             kind, code = self.expr(args[0])
             return (
-                "elem" if kind in ("list", "elem") and args[0].data == "fieldref" else "scalar"
+                "elem" if kind in ("list", "elem") and isinstance(args[0], ast.FieldRef) else "scalar"
             ), f"_first({code})"
         if name == "COALESCE":
             if not args:
@@ -2367,9 +2353,9 @@ class Generator:
     #: The older comma form of ASBITSTREAM and CREATE … PARSE gives its options by position.
     POSITIONAL_OPTIONS = ("ENCODING", "CCSID", "SET", "TYPE", "FORMAT", "OPTIONS")
 
-    def positional_opts(self, node: Node, what: str) -> dict[str, str]:
+    def positional_opts(self, node: ast.PositionalOpts, what: str) -> dict[str, str]:
         """``(x, enc, ccsid, set, type, format, options)``, any position empty: the options given."""
-        values = node.children
+        values = node.values
         if len(values) > len(self.POSITIONAL_OPTIONS):
             self.error(node, f"{what} takes at most {len(self.POSITIONAL_OPTIONS) + 1} arguments")
         return {
@@ -2378,14 +2364,12 @@ class Generator:
             if value is not None
         }
 
-    def e_asbitstream_pos(self, node: Node) -> tuple[str, str]:
-        return self.asbitstream_call(node.children[0], self.positional_opts(node.children[1], "ASBITSTREAM"))
+    def e_asbitstream_pos(self, node: ast.AsbitstreamPos) -> tuple[str, str]:
+        return self.asbitstream_call(node.source, self.positional_opts(node.options, "ASBITSTREAM"))
 
-    def e_asbitstream(self, node: Node) -> tuple[str, str]:
-        opts = {
-            keyword(o.children[0]): self.scalar(o.children[1]) for o in node.children[1:] if o is not None
-        }
-        return self.asbitstream_call(node.children[0], opts)
+    def e_asbitstream(self, node: ast.Asbitstream) -> tuple[str, str]:
+        opts = {keyword(o.option): self.scalar(o.value) for o in node.options}
+        return self.asbitstream_call(node.source, opts)
 
     def asbitstream_call(self, field: Any, opts: dict[str, str]) -> tuple[str, str]:
         target = self.field_arg(field)
@@ -2395,8 +2379,8 @@ class Generator:
             f"{opts.get('OPTIONS', 'None')})"
         )
 
-    def e_substring(self, node: Node) -> tuple[str, str]:
-        s, how, a, b = node.children
+    def e_substring(self, node: ast.Substring) -> tuple[str, str]:
+        s, how, a, b = node.source, node.mode, node.start, node.length
         word = keyword(how)
         if word == "FROM":
             return "scalar", self.builtin(
@@ -2411,15 +2395,15 @@ class Generator:
             return "scalar", self.builtin(node, f"SUBSTRING_{word}", codes, 3)
         return "scalar", self.builtin(node, f"SUBSTRING_{word}", [self.scalar(s), self.scalar(a)], 2)
 
-    def e_position(self, node: Node) -> tuple[str, str]:
-        n, s, f, r = node.children
+    def e_position(self, node: ast.PositionFn) -> tuple[str, str]:
+        n, s, f, r = node.needle, node.haystack, node.start, node.repeat
         codes = [self.scalar(n), self.scalar(s)] + [
             self.scalar(x) if x is not None else "None" for x in (f, r)
         ]
         return "scalar", self.builtin(node, "POSITION", codes, 4)
 
-    def e_trim_from(self, node: Node) -> tuple[str, str]:
-        spec, chars, s = node.children
+    def e_trim_from(self, node: ast.TrimFrom) -> tuple[str, str]:
+        spec, chars, s = node.spec, node.chars, node.source
         return "scalar", self.builtin(
             node,
             "TRIM",
@@ -2431,20 +2415,20 @@ class Generator:
             3,
         )
 
-    def e_trim_plain(self, node: Node) -> tuple[str, str]:
-        return "scalar", self.builtin(node, "TRIM", [self.scalar(node.children[0]), "'BOTH'", "None"], 3)
+    def e_trim_plain(self, node: ast.TrimPlain) -> tuple[str, str]:
+        return "scalar", self.builtin(node, "TRIM", [self.scalar(node.source), "'BOTH'", "None"], 3)
 
-    def e_extract(self, node: Node) -> tuple[str, str]:
-        part = ident(node.children[0]).upper()
-        return "scalar", self.builtin(node, "EXTRACT", [repr(part), self.scalar(node.children[1])], 2)
+    def e_extract(self, node: ast.Extract) -> tuple[str, str]:
+        part = ident(node.part).upper()
+        return "scalar", self.builtin(node, "EXTRACT", [repr(part), self.scalar(node.source)], 2)
 
-    def e_overlay(self, node: Node) -> tuple[str, str]:
-        s, r, a, b = node.children
+    def e_overlay(self, node: ast.Overlay) -> tuple[str, str]:
+        s, r, a, b = node.source, node.placing, node.start, node.length
         codes = [self.scalar(s), self.scalar(r), self.scalar(a), self.scalar(b) if b is not None else "None"]
         return "scalar", self.builtin(node, "OVERLAY", codes, 4)
 
-    def e_quantified(self, node: Node) -> tuple[str, str]:
-        quant, source, alias_node, pred = node.children
+    def e_quantified(self, node: ast.Quantified) -> tuple[str, str]:
+        quant, source, alias_node, pred = node.quantifier, node.source, node.alias, node.condition
         alias = ident(alias_node)
         items = self.element_list(source)
         var = Var(alias, mangle("v_", alias) + f"_{self.fresh('q')}", "alias", "REFERENCE")
@@ -2455,28 +2439,24 @@ class Generator:
         return "bool", f"{func}({items}, lambda {var.py}: {cond})"
 
     # SELECT
-    def e_select_expr(self, node: Node) -> tuple[str, str]:
-        select_list = node.children[0]
-        froms = kids(node, "from_item")
-        where = (
-            node.children[-1]
-            if node.children[-1] is not None and node.children[-1].data != "from_item"
-            else None
-        )
-        if any(ident(f.children[0].children[0].children[0]) == "Database" for f in froms):
+    def e_select_expr(self, node: ast.SelectExpr) -> tuple[str, str]:
+        select_list = node.select_list
+        froms = node.sources
+        where = node.condition
+        if any(ident(f.source.start.name) == "Database" for f in froms):
             return self.db_select(node, select_list, froms, where)
         fn = self.fresh("_select")
         lines: list[str] = [f"def {fn}():", "    _res = []"]
         indent = "    "
         aliases: dict[str, Var] = {}
         for f in froms:
-            ref, alias_node = f.children
+            ref, alias_node = f.source, f.alias
             alias = (
                 ident(alias_node)
                 if alias_node is not None
                 else self.last_part(ref)
-                if len(ref.children) > 1
-                else ident(ref.children[0].children[0])
+                if ref.elems
+                else ident(ref.start.name)
             )
             self.scopes.append(dict(aliases))
             items = self.element_list(ref)
@@ -2490,16 +2470,17 @@ class Generator:
             lines.append(f"{indent}if not ({self.condition(where)}):")
             lines.append(f"{indent}    continue")
         result_kind = "list"
-        if select_list.data == "select_item":
-            kind, code = self.expr(select_list.children[0])
+        if isinstance(select_list, ast.SelectItem):
+            kind, code = self.expr(select_list.expr)
             value = f"_copy_or_value({code})" if kind in ("elem", "ref") else code
             lines.append(f"{indent}_res.append({value})")
-        elif select_list.data == "select_star":
+        elif isinstance(select_list, ast.SelectStar):
             first = next(iter(aliases.values()))
             lines.append(f"{indent}_res.append({first.py}.copy())")
         else:
-            fields = select_list.children
-            aggs = [self.aggregate(f.children[0]) for f in fields]
+            assert isinstance(select_list, ast.SelectFields)
+            fields = select_list.items
+            aggs = [self.aggregate(f.expr) for f in fields]
             if any(a is not None for a in aggs):
                 if not all(a is not None for a in aggs):
                     self.error(select_list, "a SELECT list cannot mix aggregate functions and plain fields")
@@ -2509,13 +2490,13 @@ class Generator:
                 self.scopes.pop()
                 lines.append(f"    return _aggregate(_res, {[a[0] for a in aggs]!r})")  # type: ignore[index]
                 self.pre[-1].extend(lines)
-                names = [self.alias_code(f.children[0], f.children[1]) for f in fields]
-                if len(fields) == 1 and fields[0].children[1] is None:
+                names = [self.alias_code(f.expr, f.alias) for f in fields]
+                if len(fields) == 1 and fields[0].alias is None:
                     return "scalar", f"{fn}()[0]"
                 return "elem", f"_row_of(_zip_names([{', '.join(names)}], {fn}()), _to_element_value)"
             parts = []
             for f in fields:
-                value_node, name_node = f.children
+                value_node, name_node = f.expr, f.alias
                 name = self.alias_code(value_node, name_node)
                 parts.append(f"({name}, {self.element_or_value(value_node)})")
             lines.append(f"{indent}_res.append(_row_of([{', '.join(parts)}], _to_element_value))")
@@ -2526,48 +2507,47 @@ class Generator:
 
     def all_columns_of(self, select_list: Node, aliases: list[str]) -> bool:
         """The select list is just ``A.*`` with A the one table's correlation name."""
-        if select_list.data != "select_fields" or len(select_list.children) != 1 or len(aliases) != 1:
+        if not isinstance(select_list, ast.SelectFields) or len(select_list.items) != 1 or len(aliases) != 1:
             return False
-        value, name = select_list.children[0].children
+        value, name = select_list.items[0].expr, select_list.items[0].alias
         return name is None and self.correlation_star(value, aliases) == aliases[0]
 
     @staticmethod
     def correlation_star(value: Node, aliases: list[str]) -> str | None:
         """The correlation name A when ``value`` is ``A.*`` for one of the statement's tables."""
-        if value.data != "fieldref" or len(value.children) != 2:
+        if not isinstance(value, ast.FieldRef) or len(value.elems) != 1:
             return None
-        start, elem = value.children
-        type_qual, step, index = elem.children
-        first, second = step.children
-        alias = ident(start.children[0]) if isinstance(start.children[0], Node) else None
+        start, elem = value.start, value.elems[0]
+        alias = ident(start.name)
         if (
-            start.children[1] is None
+            start.index is None
             and alias in aliases
-            and type_qual is None
-            and index is None
-            and second is None
-            and isinstance(first, Node)
-            and first.data == "star"
+            and elem.type_qual is None
+            and elem.index is None
+            and elem.step.prefix is None
+            and isinstance(elem.step.name, ast.Star)
         ):
             return alias
         return None
 
     def aggregate(self, node: Node) -> tuple[str, Node | None] | None:
-        if node.data == "call_star":
-            name = self.dotted(node.children[0]).upper()
+        if isinstance(node, ast.CallStar):
+            name = self.dotted(node.function).upper()
             if name == "COUNT":
                 return ("COUNT", None)
-        if node.data == "call":
-            name = self.dotted(node.children[0]).upper()
+        if isinstance(node, ast.Call):
+            name = self.dotted(node.function).upper()
             if name in AGGREGATES:
-                args = node.children[1].children[0].children if node.children[1] is not None else []
+                args = node.call_args.args.items if node.call_args is not None else []
                 if len(args) != 1:
                     self.error(node, f"{name} takes 1 argument")
                     return (name, None)
                 return (name, args[0])
         return None
 
-    def db_select(self, node: Node, select_list: Node, froms: list[Node], where: Any) -> tuple[str, str]:
+    def db_select(
+        self, node: Node, select_list: Node, froms: list[ast.FromItem], where: Any
+    ) -> tuple[str, str]:
         """SELECT … FROM Database.t [AS A][, Database.u AS B …] [WHERE …] as one SQL statement.
 
         Several tables join as SQL does (FROM a, b WHERE a.id = b.id). The SQL is built at run time
@@ -2575,8 +2555,8 @@ class Generator:
         """
         tables = []
         for from_item in froms:
-            ref, alias_node = from_item.children
-            if ident(ref.children[0].children[0]) != "Database":
+            ref, alias_node = from_item.source, from_item.alias
+            if ident(ref.start.name) != "Database":
                 self.error(ref, "a SELECT cannot join a database table with a message tree")
                 return "list", "[]"
             alias = ident(alias_node) if alias_node is not None else self.last_part(ref)
@@ -2585,18 +2565,19 @@ class Generator:
         self.db_scope(*aliases)
         scope = SqlScope(aliases, qualified=True)
         result_kind, wrap = "list", "{}"
-        if select_list.data == "select_star" or self.all_columns_of(select_list, aliases):
+        if isinstance(select_list, ast.SelectStar) or self.all_columns_of(select_list, aliases):
             # SELECT T.* FROM Database.t AS T is SELECT * of its one table
             cols = "None"
             item = False
-        elif select_list.data == "select_item":
-            cols = f"[(None, {self.sql(select_list.children[0], scope)})]"
+        elif isinstance(select_list, ast.SelectItem):
+            cols = f"[(None, {self.sql(select_list.expr, scope)})]"
             item = True
         else:
+            assert isinstance(select_list, ast.SelectFields)
             parts = []
-            fields = select_list.children
+            fields = select_list.items
             for f in fields:
-                value_node, name_node = f.children
+                value_node, name_node = f.expr, f.alias
                 star = self.correlation_star(value_node, aliases)
                 if star is not None:
                     # A.* AS Usr: every column of A, as the fields of Usr (IBM's DatabaseInput
@@ -2609,7 +2590,7 @@ class Generator:
                 parts.append(f"({name}, {self.sql(value_node, scope)})")
             cols = "[" + ", ".join(parts) + "]"
             item = False
-            if len(fields) == 1 and fields[0].children[1] is None and self.aggregate(fields[0].children[0]):
+            if len(fields) == 1 and fields[0].alias is None and self.aggregate(fields[0].expr):
                 # SELECT MAX(T.x) FROM Database.t gives its one value, as the message-tree form does
                 item = True
                 result_kind, wrap = "scalar", "_first({})"
@@ -2627,105 +2608,102 @@ class Generator:
         Anything that mentions no column is evaluated by ESQL and bound as one parameter; what
         does mention a column must translate to SQL, or it is reported here.
         """
-        d = node.data
-        if d == "call_star" and self.dotted(node.children[0]).upper() == "COUNT":
+        d = node.kind
+        if isinstance(node, ast.CallStar) and self.dotted(node.function).upper() == "COUNT":
             return "_sql.aggregate('COUNT', None)"
-        if d == "call" and self.dotted(node.children[0]).upper() in AGGREGATES:
-            call_args = node.children[1]
-            args = call_args.children[0].children if call_args is not None and call_args.children[0] else []
-            name = self.dotted(node.children[0]).upper()
+        if isinstance(node, ast.Call) and self.dotted(node.function).upper() in AGGREGATES:
+            args = node.call_args.args.items if node.call_args is not None else []
+            name = self.dotted(node.function).upper()
             return f"_sql.aggregate({name!r}, {self.sql(args[0], scope) if args else 'None'})"
         if not self.mentions_column(node, scope):
             if d == "null_lit":
                 return "_sql.param(None)"
             return f"_sql.param({self.scalar(node)})"
-        if d == "fieldref":
-            start = ident(node.children[0].children[0])
-            if len(node.children) == 2 and node.children[0].children[1] is None:
+        if isinstance(node, ast.FieldRef):
+            start = ident(node.start.name)
+            if len(node.elems) == 1 and node.start.index is None:
                 column = self.dotted(node).split(".")[-1]
-                step = node.children[1]
-                if step.children[0] is None and step.children[2] is None and column != "*":
+                elem = node.elems[0]
+                if elem.type_qual is None and elem.index is None and column != "*":
                     scope.columns[start].add(column)
                     if scope.qualified:
                         return f"T[{start!r}].c[{column!r}]"
                     return f"_sql.col({column!r})"
             self.error(node, f"a column reference '{self.dotted(node)}' must name one column")
             return "None"
-        if d == "compare":
-            a, op, b = node.children
-            return f"_sql.compare({keyword(op)!r}, {self.sql(a, scope)}, {self.sql(b, scope)})"
-        if d in ("and_op", "or_op"):
+        if isinstance(node, ast.Compare):
+            return f"_sql.compare({keyword(node.op)!r}, {self.sql(node.left, scope)}, {self.sql(node.right, scope)})"
+        if isinstance(node, (ast.AndOp, ast.OrOp)):
             first, links = left_chain(node, ("and_op", "or_op"))
             code = self.sql(first, scope)
             for link in links:
-                code = f"_sql.{link.data[:-3]}_({code}, {self.sql(link.children[1], scope)})"
+                code = f"_sql.{link.kind[:-3]}_({code}, {self.sql(link.right, scope)})"
             return code
-        if d == "not_op":
-            return f"_sql.not_({self.sql(node.children[0], scope)})"
-        if d in ("binop", "concat"):
+        if isinstance(node, ast.NotOp):
+            return f"_sql.not_({self.sql(node.operand, scope)})"
+        if isinstance(node, (ast.BinOp, ast.Concat)):
             first, links = left_chain(node, ("binop", "concat"))
             code = self.sql(first, scope)
             for link in links:
-                if link.data == "concat":
-                    code = f"_sql.concat({code}, {self.sql(link.children[1], scope)})"
+                if isinstance(link, ast.Concat):
+                    code = f"_sql.concat({code}, {self.sql(link.right, scope)})"
                 else:
-                    op = keyword(link.children[1])
-                    code = f"_sql.arith({op!r}, {code}, {self.sql(link.children[2], scope)})"
+                    op = keyword(link.op)
+                    code = f"_sql.arith({op!r}, {code}, {self.sql(link.right, scope)})"
             return code
-        if d == "unary_op":
-            op, v = node.children
-            inner = self.sql(v, scope)
-            return f"_sql.neg({inner})" if keyword(op) == "-" else inner
-        if d == "is_test":
-            v, neg, _sign, what = node.children
-            word = keyword(what)
+        if isinstance(node, ast.UnaryOp):
+            inner = self.sql(node.operand, scope)
+            return f"_sql.neg({inner})" if keyword(node.op) == "-" else inner
+        if isinstance(node, ast.IsTest):
+            word = keyword(node.what)
             if word in ("NULL", "UNKNOWN", "TRUE", "FALSE"):
-                return f"_sql.is_({self.sql(v, scope)}, {word!r}, {neg is not None})"
-        if d == "like":
-            v, neg, pat, esc = node.children
+                return f"_sql.is_({self.sql(node.operand, scope)}, {word!r}, {node.negated is not None})"
+        if isinstance(node, ast.Like):
+            v, neg, pat, esc = node.operand, node.negated, node.pattern, node.escape
             escape = self.scalar(esc) if esc is not None else "None"
             return f"_sql.like({self.sql(v, scope)}, {self.sql(pat, scope)}, {neg is not None}, {escape})"
-        if d == "in_list":
-            v, neg, args = node.children
-            items = ", ".join(self.sql(a, scope) for a in args.children)
-            return f"_sql.in_({self.sql(v, scope)}, [{items}], {neg is not None})"
-        if d == "between":
-            v, neg, mod, lo, hi = node.children
+        if isinstance(node, ast.InList):
+            items = ", ".join(self.sql(a, scope) for a in node.values.items)
+            return f"_sql.in_({self.sql(node.operand, scope)}, [{items}], {node.negated is not None})"
+        if isinstance(node, ast.Between):
+            v, neg, mod, lo, hi = node.operand, node.negated, node.mode, node.low, node.high
             return (
                 f"_sql.between({self.sql(v, scope)}, {self.sql(lo, scope)}, {self.sql(hi, scope)}, "
                 f"{neg is not None}, {keyword(mod) == 'SYMMETRIC'})"
             )
-        if d == "paren":
-            return self.sql(node.children[0], scope)
-        if d == "case_expr":
+        if isinstance(node, ast.Paren):
+            return self.sql(node.expr, scope)
+        if isinstance(node, ast.CaseExpr):
             return self.sql_case(node, scope)
-        if d == "cast_expr" and node.children[1].data == "cast_type" and len(node.children[0].children) == 1:
-            type_node = node.children[1]
-            tname = str(type_node.children[0]).upper()
-            precision = [int(str(t)) for t in type_node.children[1:] if t is not None]
-            if checks.normal_type(tname) in SQL_CASTS and not any(o is not None for o in node.children[2:]):
-                return f"_sql.cast({self.sql(node.children[0].children[0], scope)}, {checks.normal_type(tname)!r}, {precision!r})"
-        if d == "substring" and keyword(node.children[1]) == "FROM":
-            s_, _how, a, b = node.children
+        if (
+            isinstance(node, ast.CastExpr)
+            and isinstance(node.type, ast.CastType)
+            and len(node.args.items) == 1
+        ):
+            type_node = node.type
+            tname = str(type_node.token).upper()
+            precision = [int(str(t)) for t in (type_node.precision, type_node.scale) if t is not None]
+            if checks.normal_type(tname) in SQL_CASTS and not node.options:
+                return f"_sql.cast({self.sql(node.args.items[0], scope)}, {checks.normal_type(tname)!r}, {precision!r})"
+        if isinstance(node, ast.Substring) and keyword(node.mode) == "FROM":
+            s_, a, b = node.source, node.start, node.length
             length = f", {self.sql(b, scope)}" if b is not None else ""
             return f"_sql.func('SUBSTRING', [{self.sql(s_, scope)}, {self.sql(a, scope)}{length}])"
-        if d == "trim_plain":
-            return f"_sql.func('TRIM', [{self.sql(node.children[0], scope)}])"
-        if d == "trim_from":
-            spec, chars, s_ = node.children
+        if isinstance(node, ast.TrimPlain):
+            return f"_sql.func('TRIM', [{self.sql(node.source, scope)}])"
+        if isinstance(node, ast.TrimFrom):
+            spec, chars, s_ = node.spec, node.chars, node.source
             singleton = self.sql(chars, scope) if chars is not None else "_sql.param(' ')"
             return f"_sql.trim({keyword(spec) or 'BOTH'!r}, {singleton}, {self.sql(s_, scope)})"
-        if d == "position" and node.children[2] is None and node.children[3] is None:
-            needle, source = node.children[0], node.children[1]
-            return f"_sql.position({self.sql(needle, scope)}, {self.sql(source, scope)})"
-        if d == "call":
-            name = self.dotted(node.children[0]).upper()
-            call_args = node.children[1]
-            args = call_args.children[0].children if call_args is not None and call_args.children[0] else []
+        if isinstance(node, ast.PositionFn) and node.start is None and node.repeat is None:
+            return f"_sql.position({self.sql(node.needle, scope)}, {self.sql(node.haystack, scope)})"
+        if isinstance(node, ast.Call):
+            name = self.dotted(node.function).upper()
+            args = node.call_args.args.items if node.call_args is not None else []
             if (
                 name in SQL_FUNCTIONS
                 and "." not in name
-                and self.resolve_routine(node, node.children[0]) is None
+                and self.resolve_routine(node, node.function) is None
             ):
                 lo, hi = SQL_FUNCTIONS[name]
                 if lo <= len(args) <= hi:
@@ -2733,18 +2711,12 @@ class Generator:
         self.error(node, f"{SQL_NAMES.get(d, 'this expression')} cannot be translated to SQL")
         return "None"
 
-    def sql_case(self, node: Node, scope: SqlScope) -> str:
-        subject = node.children[0]
-        whens = kids(node, "case_expr_when")
-        else_node = (
-            node.children[-1]
-            if node.children[-1] is not None and node.children[-1].data != "case_expr_when"
-            else None
-        )
+    def sql_case(self, node: ast.CaseExpr, scope: SqlScope) -> str:
+        subject = node.operand
+        whens = node.whens
+        else_node = node.else_value
         subj = self.sql(subject, scope) if subject is not None else "None"
-        pairs = ", ".join(
-            f"({self.sql(w.children[0], scope)}, {self.sql(w.children[1], scope)})" for w in whens
-        )
+        pairs = ", ".join(f"({self.sql(w.condition, scope)}, {self.sql(w.value, scope)})" for w in whens)
         other = self.sql(else_node, scope) if else_node is not None else "None"
         return f"_sql.case({subj}, [{pairs}], {other})"
 
@@ -2755,11 +2727,10 @@ class Generator:
             item = stack.pop()
             if not isinstance(item, Node):
                 continue
-            if item.data == "fieldref":
-                start = item.children[0].children[0]
-                if isinstance(start, Node) and ident(start) in scope.aliases:
-                    return True
-            stack.extend(item.children)
+            if isinstance(item, ast.FieldRef) and ident(item.start.name) in scope.aliases:
+                return True
+            stack.extend(item.iter_children())
+
         return False
 
     # ------------------------------------------------------------------ field references
