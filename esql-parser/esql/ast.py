@@ -104,19 +104,6 @@ class Node:
     def __hash__(self) -> int:
         return hash(self.kind)
 
-    # Transitional: the lark-shaped view, for code not yet reading named fields.
-    @property
-    def data(self) -> str:
-        return self.kind
-
-    @property
-    def children(self) -> list[Any]:
-        out: list[Any] = [getattr(self, n) for n in self._head]
-        if self._star is not None:
-            out.extend(getattr(self, self._star))
-        out.extend(getattr(self, n) for n in self._tail)
-        return out
-
     def __repr__(self) -> str:
         parts = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.field_names())
         return f"{type(self).__name__}({parts})"
@@ -1035,10 +1022,6 @@ class PositionalOpts(Node):
     def build(cls, children: list[Any], line: int, column: int) -> Node:
         return cls(list(children), line=line, column=column)
 
-    @property
-    def children(self) -> list[Any]:
-        return list(self.values)
-
 
 class Quantified(Node):
     kind = "quantified"
@@ -1293,10 +1276,6 @@ class Step(Node):
         """The part written first: the prefix when there is one, else the name."""
         return self.name if self.prefix is None else self.prefix
 
-    @property
-    def children(self) -> list[Any]:
-        return [self.name, None] if self.prefix is None else [self.prefix, self.name]
-
 
 class Star(Node):
     kind = "star"
@@ -1409,11 +1388,6 @@ def keyword(node: Any) -> str:
         return str(node).upper()
     text: str = node.text
     return text
-
-
-def kids(node: Any, kind: str) -> list[Any]:
-    """Transitional: the children of ``node`` that are nodes of this kind."""
-    return [c for c in node.children if isinstance(c, Node) and c.kind == kind]
 
 
 def string_value(token: Any) -> str:

@@ -241,10 +241,10 @@ def generate_eval(parent: Generator, tree: Node, site: EvalSite, statement: bool
     if statement:
         items = list(tree.items)
         for item in items:
-            if item.data in ("module", "routine", "broker_schema", "path_decl"):
+            if item.kind in ("module", "routine", "broker_schema", "path_decl"):
                 gen.error(item, "EVAL text can hold statements only, not modules, routines or schema clauses")
         gen.statements(
-            [i for i in items if i.data not in ("module", "routine", "broker_schema", "path_decl")]
+            [i for i in items if i.kind not in ("module", "routine", "broker_schema", "path_decl")]
         )
         out.line("return {" + ", ".join(f"{py!r}: {py}" for py in site.locals) + "}")
     else:
@@ -429,17 +429,17 @@ class Generator:
                 elif isinstance(item, ast.PathDecl):
                     unit.path.extend(d.text for d in item.schemas)
             bare_items = [
-                i for i in items if i.data not in ("broker_schema", "path_decl", "module", "routine")
+                i for i in items if i.kind not in ("broker_schema", "path_decl", "module", "routine")
             ]
-            is_bare = any(i.data not in ("declare", "empty") for i in bare_items)
+            is_bare = any(i.kind not in ("declare", "empty") for i in bare_items)
             routines = self.schema_routines.setdefault(unit.schema, {})
             svars = self.schema_vars.setdefault(unit.schema, {})
-            has_module = any(i.data == "module" for i in items)
+            has_module = any(i.kind == "module" for i in items)
             if is_bare and has_module:
                 for item in bare_items:
-                    if item.data == "return_stmt":
+                    if item.kind == "return_stmt":
                         self.error(item, "RETURN outside a function or procedure")
-                    elif item.data not in ("declare", "empty"):
+                    elif item.kind not in ("declare", "empty"):
                         self.error(
                             item, "a statement outside a module or routine (only DECLARE is allowed here)"
                         )
@@ -451,16 +451,16 @@ class Generator:
                     self.error(bare_items[0], "only one file of a project may hold bare (MQSI V2) statements")
                 self.modules[""] = bare
             for item in items:
-                if item.data == "routine":
+                if item.kind == "routine":
                     self.add_routine(unit, item, routines, None)
-                elif item.data == "module":
+                elif item.kind == "module":
                     self.add_module(unit, item)
-                elif item.data == "declare" and not is_bare:
+                elif item.kind == "declare" and not is_bare:
                     self.schema_var_nodes.append((unit, item))
                     for name_node in item.names:
                         name = ident(name_node)
                         svars[name] = self.var_for_declare(name, item, level=0, global_=True)
-                elif item.data == "handler" and not is_bare:
+                elif item.kind == "handler" and not is_bare:
                     self.error(item, "a handler must be declared inside a module or a BEGIN … END block")
 
     def add_module(self, unit: Unit, node: ast.ModuleDef) -> None:
@@ -480,11 +480,11 @@ class Generator:
         for item in node.items:
             if item.kind == "empty":
                 continue
-            if item.data == "routine":
+            if item.kind == "routine":
                 self.add_routine(unit, item, module.routines, module)
-            elif item.data == "declare":
+            elif item.kind == "declare":
                 module.declares.append(item)
-            elif item.data == "handler":
+            elif item.kind == "handler":
                 module.handlers.append(item)
 
     def add_routine(
@@ -781,17 +781,17 @@ class Generator:
         DECLARE HANDLER statement: handlers declared together are one scope's, searched in the
         order they are declared; the statements before them run unguarded.
         """
-        stmts = [s for s in stmts if s is not None and s.data != "empty"]
+        stmts = [s for s in stmts if s is not None and s.kind != "empty"]
         for i, stmt in enumerate(stmts):
-            if stmt.data != "handler":
+            if stmt.kind != "handler":
                 continue
             j = i
-            while j < len(stmts) and stmts[j].data == "handler":
+            while j < len(stmts) and stmts[j].kind == "handler":
                 j += 1
             # DECLARE HANDLER statement: "all handler declarations must be together at the top of
             # the scope, before any other statements"; variables declared before them are common.
             for before in stmts[:i]:
-                if before.data not in ("declare", "handler"):
+                if before.kind not in ("declare", "handler"):
                     self.error(
                         stmt,
                         "a handler should be declared at the top of its scope, before other "
@@ -906,7 +906,7 @@ class Generator:
         self.out.where = where
 
     def statement(self, stmt: Node) -> None:
-        if self.continue_stack and stmt.data not in ("handler", "empty"):
+        if self.continue_stack and stmt.kind not in ("handler", "empty"):
             self.out.where = (self.filename, *position(stmt))
             stack = self.continue_stack
             for _entry in stack:
@@ -921,9 +921,9 @@ class Generator:
 
     def plain_statement(self, stmt: Node) -> None:
         self.out.where = (self.filename, *position(stmt))
-        method = getattr(self, f"s_{stmt.data}", None)
+        method = getattr(self, f"s_{stmt.kind}", None)
         if method is None:
-            self.error(stmt, f"statement {stmt.data} is not supported")
+            self.error(stmt, f"statement {stmt.kind} is not supported")
             return
         if self.statement_depth >= MAX_STATEMENT_NESTING:
             self.error(stmt, f"statements nested too deeply (more than {MAX_STATEMENT_NESTING} levels)")
@@ -1236,7 +1236,7 @@ class Generator:
 
     def loop_statement(self, node: Node, label: str | None) -> None:
         self.counter += 1
-        frame = LoopFrame(label, self.counter, node.data != "begin_stmt")
+        frame = LoopFrame(label, self.counter, node.kind != "begin_stmt")
         if label is not None and any(f.label == label for f in self.loops):
             self.error(node, f"label '{label}' is already in use by an enclosing statement")
         self.loops.append(frame)
@@ -1244,7 +1244,7 @@ class Generator:
         saved_indent = self.out.indent
         # The loop body is generated one level deeper so a try wrapper can be added afterwards.
         self.out.indent += 1
-        getattr(self, f"gen_{node.data}")(node)
+        getattr(self, f"gen_{node.kind}")(node)
         frame = self.loops.pop()
         if frame.needs_leave:
             body = self.out.lines[start:]
@@ -1935,12 +1935,12 @@ class Generator:
 
     def expr(self, node: Any) -> tuple[str, str]:
         """(kind, python code) where kind is scalar, bool, elem, list, row or null."""
-        method = getattr(self, f"e_{node.data}", None)
+        method = getattr(self, f"e_{node.kind}", None)
         if method is None:
-            self.error(node, f"expression {node.data} is not supported")
+            self.error(node, f"expression {node.kind} is not supported")
             return "scalar", "None"
         # Parentheses cost the generated code nothing, but the generator recursion all the same.
-        weight = 0 if node.data == "paren" else 1
+        weight = 0 if node.kind == "paren" else 1
         if self.depth + weight > MAX_NESTING or self.raw_depth >= 4 * MAX_NESTING:
             if not self.too_deep:
                 self.error(node, f"expression nested too deeply (more than {MAX_NESTING} levels)")
@@ -2735,15 +2735,15 @@ class Generator:
 
     # ------------------------------------------------------------------ field references
 
-    def e_fieldref(self, node: Node) -> tuple[str, str]:
-        start = node.children[0]
-        name = ident(start.children[0])
-        elems = node.children[1:]
+    def e_fieldref(self, node: ast.FieldRef) -> tuple[str, str]:
+        start = node.start
+        name = ident(start.name)
+        elems = node.elems
         var = self.lookup(name)
         if var is not None and var.kind == "column":
             self.error(node, f"column '{self.dotted(node)}' can only be used inside the database statement")
             return "scalar", "None"
-        if var is not None and not elems and start.children[1] is None:
+        if var is not None and not elems and start.index is None:
             if var.kind == "scalar" or var.kind == "namespace":
                 return "scalar", var.py
             if var.kind == "external":
@@ -2755,7 +2755,7 @@ class Generator:
             self.error(node, f"'{name}' is {article(var.type_name)} variable, not a field reference")
             return "scalar", "None"
         if var is None and name not in CORRELATION:
-            if not elems and start.children[1] is None:
+            if not elems and start.index is None:
                 if name in SQL_STATE:
                     return "scalar", SQL_STATE[name]
                 if name in BROKER_PROPERTIES:
@@ -2783,19 +2783,21 @@ class Generator:
             return "list", code
         return "elem", code
 
-    def is_list(self, node: Node) -> bool:
-        for elem in node.children:
-            index = elem.children[-1]
-            if isinstance(index, Node) and index.data == "index_all":
-                return True
-        return False
+    @staticmethod
+    def is_list(node: ast.FieldRef) -> bool:
+        """Whether a step of the reference ends in ``[]`` (it names a list of fields)."""
+        return isinstance(node.start.index, ast.IndexAll) or any(
+            isinstance(elem.index, ast.IndexAll) for elem in node.elems
+        )
 
-    def has_list_before_last(self, node: Node) -> bool:
-        return self.is_list(ast.FieldRef(node.start, node.elems[:-1], line=node.line, column=node.column))
+    @staticmethod
+    def has_list_before_last(node: ast.FieldRef) -> bool:
+        steps: list[ast.PathStart | ast.PathElem] = [node.start, *node.elems]
+        return any(isinstance(step.index, ast.IndexAll) for step in steps[:-1])
 
-    def root_code(self, node: Node) -> str:
-        start = node.children[0]
-        name = ident(start.children[0])
+    def root_code(self, node: ast.FieldRef) -> str:
+        start = node.start
+        name = ident(start.name)
         var = self.lookup(name)
         if var is not None:
             if var.kind == "ref":
@@ -2811,23 +2813,20 @@ class Generator:
         return "None"
 
     def index_code(self, index: Any) -> str:
-        if index is None:
-            return "1"
-        d = index.data
-        if d == "index_n":
-            return self.scalar(index.children[0])
-        if d == "index_last":
-            return "-1" if index.children[0] is None else f"_neg({self.scalar(index.children[0])})"
-        if d == "index_first":
-            return "1" if index.children[0] is None else self.scalar(index.children[0])
+        if isinstance(index, ast.IndexN):
+            return self.scalar(index.expr)
+        if isinstance(index, ast.IndexLast):
+            return "-1" if index.expr is None else f"_neg({self.scalar(index.expr)})"
+        if isinstance(index, ast.IndexFirst):
+            return "1" if index.expr is None else self.scalar(index.expr)
         return "1"
 
-    def step_parts(self, elem: Node) -> tuple[str, str, str]:
+    def step_parts(self, elem: ast.PathElem) -> tuple[str, str, str]:
         """(name code, namespace code, field-type code) of one path element."""
-        type_qual, step, _index = elem.children
+        type_qual, step = elem.type_qual, elem.step
         ftype = "None"
         if type_qual is not None:
-            qual = ".".join(ident(n) for n in type_qual.children)
+            qual = type_qual.text
             if qual in FIELD_TYPES:
                 ftype = repr(FIELD_TYPES[qual])
             else:
@@ -2836,16 +2835,14 @@ class Generator:
                     ftype = var.py
                 else:
                     self.error(type_qual, f"unknown field type '{qual}'")
-        first, second = step.children
-        if second is None:
+        first, name_part = step.prefix, step.name
+        if first is None:
             ns = "''"
-            name_part = first
         else:
-            name_part = second
-            if isinstance(first, Node) and first.data == "star":
+            if isinstance(first, ast.Star):
                 ns = "None"
-            elif isinstance(first, Node) and first.data == "dynamic":
-                ns = self.scalar(first.children[0])
+            elif isinstance(first, ast.Dynamic):
+                ns = self.scalar(first.expr)
             else:
                 prefix = ident(first)
                 var = self.lookup(prefix)
@@ -2856,26 +2853,28 @@ class Generator:
                     ns = "''"
                 else:
                     ns = self.scalar(ast.FieldRef(ast.PathStart(first, None), []))
-        if isinstance(name_part, Node) and name_part.data == "star":
+        if isinstance(name_part, ast.Star):
             nm = "None"
-            if second is None:
+            if first is None:
                 ns = "None"
-        elif isinstance(name_part, Node) and name_part.data == "dynamic":
-            nm = self.scalar(name_part.children[0])
+        elif isinstance(name_part, ast.Dynamic):
+            nm = self.scalar(name_part.expr)
         else:
             nm = repr(ident(name_part))
-            var = self.lookup(ident(name_part)) if name_part.data == "ident" else None
+            var = self.lookup(ident(name_part)) if isinstance(name_part, ast.Ident) else None
             if var is not None and var.kind == "namespace" and var.type_name == "NAME":
                 nm = var.py  # a NAME constant stands for its value in a path (IBM)
         return nm, ns, ftype
 
-    def element(self, node: Node, upto: int | None = None, base: tuple[str, int] | None = None) -> str:
+    def element(
+        self, node: ast.FieldRef, upto: int | None = None, base: tuple[str, int] | None = None
+    ) -> str:
         """Code evaluating to the Element (or list with ``[]``) a field reference names, no creation.
 
         ``base`` = (code, n): start from ``code``, which already names the first n path elements.
         """
-        start = node.children[0]
-        elems = node.children[1:]
+        start = node.start
+        elems = node.elems
         if upto is not None:
             elems = elems[:upto]
         if base is not None:
@@ -2883,22 +2882,22 @@ class Generator:
             elems = elems[base[1] :]
         else:
             code = self.root_code(node)
-            if start.children[1] is not None:
+            if start.index is not None:
                 code = (
                     f"_step({code}.parent, {code}.name, {code}.namespace, "
-                    f"{self.index_code(start.children[1])}, None)"
+                    f"{self.index_code(start.index)}, None)"
                 )
         is_list = False
         for elem in elems:
             nm, ns, ftype = self.step_parts(elem)
-            index = elem.children[2]
+            index = elem.index
             if is_list:
-                if isinstance(index, Node) and index.data == "index_all":
+                if isinstance(index, ast.IndexAll):
                     code = f"_flat_all({code}, {nm}, {ns}, {ftype})"
                 else:
                     code = f"_step_list({code}, {nm}, {ns}, {self.index_code(index)}, {ftype})"
                 continue
-            if isinstance(index, Node) and index.data == "index_all":
+            if isinstance(index, ast.IndexAll):
                 code = f"_step_all({code}, {nm}, {ns}, {ftype})"
                 is_list = True
             elif index is None and ns == "''" and ftype == "None" and nm.startswith("'"):
@@ -2908,17 +2907,17 @@ class Generator:
         return code
 
     def element_list(self, node: Node) -> str:
-        if node.data != "fieldref":
+        if not isinstance(node, ast.FieldRef):
             kind, code = self.expr(node)
             return code if kind == "list" else f"_as_list({code})"
         if self.is_list(node):
             return self.element(node)
         return f"_as_list({self.element(node)})"
 
-    def target(self, node: Node, upto: int | None = None, base: tuple[str, int] | None = None) -> str:
+    def target(self, node: ast.FieldRef, upto: int | None = None, base: tuple[str, int] | None = None) -> str:
         """Code evaluating to the Element a field reference names, creating missing fields."""
-        start = node.children[0]
-        elems = node.children[1:]
+        start = node.start
+        elems = node.elems
         if upto is not None:
             elems = elems[:upto]
         if base is not None:
@@ -2926,12 +2925,12 @@ class Generator:
             elems = elems[base[1] :]
         else:
             code = self.root_code(node)
-            if start.children[1] is not None:
+            if start.index is not None:
                 self.error(start, "an index on the first name of a target reference is not supported")
         for elem in elems:
             nm, ns, ftype = self.step_parts(elem)
-            index = elem.children[2]
-            if isinstance(index, Node) and index.data == "index_all":
+            index = elem.index
+            if isinstance(index, ast.IndexAll):
                 self.error(elem, "[] is only valid on the last name of a target reference")
                 continue
             if index is None and ns == "''" and ftype == "None" and nm.startswith("'"):
