@@ -1396,15 +1396,15 @@ def string_value(token: Any) -> str:
     return text[1:-1].replace("''", "'")
 
 
-def left_chain(node: Any, kinds: tuple[str, ...]) -> tuple[Any, list[Node]]:
+def left_chain(node: Any, kinds: tuple[str, ...]) -> tuple[Any, list[Any]]:
     """The first operand and the operator nodes, innermost first, of a left-associative chain.
 
     ``a || b || c`` parses as concat(concat(a, b), c); this walks its left spine without recursion
     (chains of thousands of operands are too deep to recurse over).
     """
-    links: list[Node] = []
+    links: list[Any] = []
     while isinstance(node, Node) and node.kind in kinds:
         links.append(node)
-        node = node.left
+        node = node.left  # type: ignore[attr-defined]  # every chain kind has left
     links.reverse()
     return node, links

@@ -213,7 +213,7 @@ class EvalSite:
     depth: int  # scope depth of the innermost variable: EVAL's own DECLAREs go deeper
 
 
-def generate_eval(parent: Generator, tree: Node, site: EvalSite, statement: bool, name: str) -> Generator:
+def generate_eval(parent: Generator, tree: Any, site: EvalSite, statement: bool, name: str) -> Generator:
     """A generator holding ``def name(ctx, _in)`` for EVAL text, resolved as if written at ``site``.
 
     The function binds the caller's variables from ``_in`` and returns them again (statements)
@@ -301,7 +301,7 @@ class Routine:
     params: list[tuple[str, str, str]]  # (direction, name, type)
     returns: str | None
     language: str
-    node: Node
+    node: Any  # the CREATE FUNCTION/PROCEDURE, or the first statement of bare code
     module: str | None
     filename: str
     schema: str
@@ -319,10 +319,10 @@ class Module:
     kind: str
     schema: str
     filename: str
-    node: Node | None
+    node: ast.ModuleDef | None
     routines: dict[str, Routine] = field(default_factory=dict)
-    declares: list[Node] = field(default_factory=list)
-    handlers: list[Node] = field(default_factory=list)
+    declares: list[ast.Declare] = field(default_factory=list)
+    handlers: list[ast.Handler] = field(default_factory=list)
     bare_body: list[Node] = field(default_factory=list)
     #: the name the program knows it by: its own, or schema.name when another schema has that name too
     key: str = ""
@@ -331,7 +331,7 @@ class Module:
 @dataclass
 class Unit:
     filename: str
-    tree: Node
+    tree: ast.Program
     schema: str = ""
     path: list[str] = field(default_factory=list)
 
@@ -370,7 +370,7 @@ class Generator:
         self.modules: dict[str, Module] = {}
         self.schema_routines: dict[str, dict[str, Routine]] = {}
         self.schema_vars: dict[str, dict[str, Var]] = {}
-        self.schema_var_nodes: list[tuple[Unit, Node]] = []
+        self.schema_var_nodes: list[tuple[Unit, ast.Declare]] = []
         self.counter = 0
         self.functions_env: dict[str, Any] = {}
         self.used_functions: set[str] = set()
@@ -383,15 +383,15 @@ class Generator:
         self.unit: Unit | None = None
         self.in_handler = 0
         self.handler_exc: list[str] = []
-        self.continue_stack: list[tuple[list[Node], list[list[Node]], int]] = []
+        self.continue_stack: list[tuple[list[ast.Handler], list[list[ast.Handler]], int]] = []
         #: EXIT handlers whose region is being generated, outermost first: a CONTINUE handler of an
         #: outer scope leaves an exception to one of them declared in an inner scope
-        self.exit_regions: list[list[Node]] = []
+        self.exit_regions: list[list[ast.Handler]] = []
         self.pre: list[list[str]] = []
         self.bare = False
         self.function_globals: list[set[str]] = []
         #: schema and module level normal variables: (file, unit, module, scopes, DECLARE, variable)
-        self.message_vars: list[tuple[str, Any, Any, list[dict[str, Var]], Node, Var]] = []
+        self.message_vars: list[tuple[str, Any, Any, list[dict[str, Var]], ast.Declare, Var]] = []
         self.function_starts: list[int] = []
         self.fresh_prefix = ""  # EVAL code names its temporaries apart from the program's
         self.depth = 0  # expression nesting of the expression being generated (parentheses aside)
@@ -451,11 +451,11 @@ class Generator:
                     self.error(bare_items[0], "only one file of a project may hold bare (MQSI V2) statements")
                 self.modules[""] = bare
             for item in items:
-                if item.kind == "routine":
+                if isinstance(item, ast.RoutineDef):
                     self.add_routine(unit, item, routines, None)
-                elif item.kind == "module":
+                elif isinstance(item, ast.ModuleDef):
                     self.add_module(unit, item)
-                elif item.kind == "declare" and not is_bare:
+                elif isinstance(item, ast.Declare) and not is_bare:
                     self.schema_var_nodes.append((unit, item))
                     for name_node in item.names:
                         name = ident(name_node)
@@ -480,11 +480,11 @@ class Generator:
         for item in node.items:
             if item.kind == "empty":
                 continue
-            if item.kind == "routine":
+            if isinstance(item, ast.RoutineDef):
                 self.add_routine(unit, item, module.routines, module)
-            elif item.kind == "declare":
+            elif isinstance(item, ast.Declare):
                 module.declares.append(item)
-            elif item.kind == "handler":
+            elif isinstance(item, ast.Handler):
                 module.handlers.append(item)
 
     def add_routine(
@@ -766,7 +766,7 @@ class Generator:
 
     # ------------------------------------------------------------------ statements
 
-    def statements(self, stmts: list[Any], handlers: list[Node] | None = None) -> None:
+    def statements(self, stmts: list[Any], handlers: list[ast.Handler] | None = None) -> None:
         """Emit a statement list; a DECLARE HANDLER guards the statements that follow it.
 
         ``handlers`` are the handlers of an enclosing scope (a module's) whose region has not
@@ -775,7 +775,7 @@ class Generator:
         scopes = [list(handlers)] if handlers else []
         self.scoped_statements(stmts, scopes)
 
-    def scoped_statements(self, stmts: list[Any], scopes: list[list[Node]]) -> None:
+    def scoped_statements(self, stmts: list[Any], scopes: list[list[ast.Handler]]) -> None:
         """Emit ``stmts`` guarded by ``scopes``: handler groups, outermost first.
 
         DECLARE HANDLER statement: handlers declared together are one scope's, searched in the
@@ -812,7 +812,7 @@ class Generator:
         for stmt in stmts:
             self.statement(stmt)
 
-    def guarded(self, stmts: list[Any], scopes: list[list[Node]]) -> None:
+    def guarded(self, stmts: list[Any], scopes: list[list[ast.Handler]]) -> None:
         """Emit ``stmts`` inside the innermost handler group of ``scopes``.
 
         An EXIT handler's region is one ``try`` around the statements; a CONTINUE handler wraps
@@ -838,7 +838,7 @@ class Generator:
             self.handler_clause(group, outer, "EXIT")
 
     @staticmethod
-    def handler_test(handler: Node, exc: str) -> str:
+    def handler_test(handler: ast.Handler, exc: str) -> str:
         """Code that is True when exception ``exc`` has one of the handler's SQL states."""
         tests = []
         for cond in handler.conditions:
@@ -851,10 +851,10 @@ class Generator:
 
     def handler_clause(
         self,
-        group: list[Node],
-        outer: list[list[Node]],
+        group: list[ast.Handler],
+        outer: list[list[ast.Handler]],
         kind: str,
-        inner: list[list[Node]] | None = None,
+        inner: list[list[ast.Handler]] | None = None,
     ) -> None:
         """The ``except`` part running the first handler of ``group`` whose SQLSTATE matches.
 
@@ -1065,7 +1065,7 @@ class Generator:
         self.out.line("else:")
         self.out.line(f"    _assign_value({self.target(target)}, {tmp}, _to_element_value)")
 
-    def shared_prefix(self, target: Node, expr: Node) -> int:
+    def shared_prefix(self, target: ast.FieldRef, expr: Node) -> int:
         """How many leading path elements a SET's target and its field-reference source share."""
         if not isinstance(expr, ast.FieldRef) or self.is_list(expr):
             return 0
@@ -1096,7 +1096,7 @@ class Generator:
             isinstance(n, (ast.FieldRef, ast.IntLit, ast.PathStart, ast.Ident)) for n in index.iter_children()
         )
 
-    def set_with_shared_prefix(self, target: Node, expr: Node, shared: int) -> None:
+    def set_with_shared_prefix(self, target: ast.FieldRef, expr: Any, shared: int) -> None:
         """SET a.b.c.X = a.b.c.Y: walk the shared a.b.c once (the source is read first, as always)."""
         prefix = self.fresh("_p")
         self.out.line(f"{prefix} = {self.element(target, upto=shared)}")
@@ -1209,7 +1209,7 @@ class Generator:
             self.out.line("else:")
             self.indented(node.else_part.body)
 
-    def indented(self, stmts: Node | None) -> None:
+    def indented(self, stmts: ast.Statements | None) -> None:
         self.out.indent += 1
         self.block(stmts)
         self.out.indent -= 1
@@ -1306,7 +1306,7 @@ class Generator:
         self.scopes.pop()
         self.out.indent -= 1
 
-    def loop_body(self, body: Node | None) -> None:
+    def loop_body(self, body: ast.Statements | None) -> None:
         """A loop's statements; wrapped so an ITERATE from an inner loop continues this one."""
         frame = self.loops[-1]
         start = len(self.out.lines)
@@ -1353,7 +1353,7 @@ class Generator:
         self.error(node, f"{verb} '{label}' is not inside a statement labelled '{label}'")
         return None
 
-    def s_leave_stmt(self, node: Node) -> None:
+    def s_leave_stmt(self, node: ast.LeaveStmt) -> None:
         found = self.find_loop(node, "LEAVE")
         if found is None:
             return
@@ -1365,7 +1365,7 @@ class Generator:
             frame.needs_leave = True
             self.out.line(f"raise _LeaveSignal({frame.lid})")
 
-    def s_iterate_stmt(self, node: Node) -> None:
+    def s_iterate_stmt(self, node: ast.IterateStmt) -> None:
         found = self.find_loop(node, "ITERATE")
         if found is None:
             return
@@ -1511,9 +1511,7 @@ class Generator:
         if call_into is not None:
             self.assign_to(call_into.target, result)
 
-    def routine_call(
-        self, routine: Routine, args: list[Node], node: Node, qualifier: Node | None = None
-    ) -> str:
+    def routine_call(self, routine: Routine, args: list[Node], node: Node, qualifier: Any = None) -> str:
         """Code calling a user routine; a routine that cannot run here fails at the call, not its declaration."""
         codes = self.call_args(routine, args, node)
         if routine.language not in RUNNABLE_LANGUAGES:
@@ -1530,7 +1528,7 @@ class Generator:
             )
         return f"{routine.py}(ctx{''.join(', ' + c for c in codes)})"
 
-    def call_schema(self, qualifier: Node) -> str:
+    def call_schema(self, qualifier: ast.CallIn | ast.CallExternalSchema) -> str:
         """The database schema of CALL … IN Database[.dsn].schema or … EXTERNAL SCHEMA 'schema'."""
         if isinstance(qualifier, ast.CallExternalSchema):
             return self.scalar(qualifier.schema)
@@ -1539,10 +1537,14 @@ class Generator:
 
     def assign_result_set(self, target: Node, code: str) -> None:
         """A DYNAMIC RESULT SETS argument: a field reference ending in [] receives the rows."""
-        elems = target.elems if isinstance(target, ast.FieldRef) else []
-        if not elems or not isinstance(elems[-1].index, ast.IndexAll):
+        if not (
+            isinstance(target, ast.FieldRef)
+            and target.elems
+            and isinstance(target.elems[-1].index, ast.IndexAll)
+        ):
             self.error(target, "a result set argument must be a field reference ending in []")
             return
+        elems = target.elems
         parent = self.target(target, upto=len(elems) - 1)
         nm, ns, ftype = self.step_parts(elems[-1])
         self.out.line(f"_assign_list({parent}, {nm}, {ns}, {ftype}, {code}, _to_element_value)")
@@ -1730,6 +1732,7 @@ class Generator:
                     else:
                         self.error(qual, "MOVE accepts TYPE, NAMESPACE and NAME only")
                 else:
+                    assert isinstance(qual, ast.MoveRepeat)
                     attrs = [keyword(c) for c in qual.attrs]
                     repeat_type = "TYPE" in attrs or not attrs
                     repeat_name = "NAME" in attrs or not attrs
@@ -1777,6 +1780,7 @@ class Generator:
             if isinstance(opt, ast.ThrowValue):
                 opts[keyword(opt.option)] = self.scalar(opt.value)
             else:
+                assert isinstance(opt, ast.ThrowValues)
                 values = "[" + ", ".join(self.scalar(a) for a in (opt.args.items if opt.args else [])) + "]"
         self.out.line(
             f"raise _throw({opts['SEVERITY']}, {opts['CATALOG']}, {opts['MESSAGE']}, {values}, {user})"
@@ -2032,7 +2036,7 @@ class Generator:
         parts = [f"{t} := {code}"] + [f"{t} := {step(t)}" for step in steps]
         return "(" + ", ".join(f"({p})" for p in parts) + ")[-1]"
 
-    def link(self, node: Node) -> Any:
+    def link(self, node: Any) -> Any:
         """How one operator of a chain combines the value so far (code) with its right operand."""
         d = node.kind
         if isinstance(node, ast.BinOp):
@@ -2495,8 +2499,8 @@ class Generator:
                     return "scalar", f"{fn}()[0]"
                 return "elem", f"_row_of(_zip_names([{', '.join(names)}], {fn}()), _to_element_value)"
             parts = []
-            for f in fields:
-                value_node, name_node = f.expr, f.alias
+            for item in fields:
+                value_node, name_node = item.expr, item.alias
                 name = self.alias_code(value_node, name_node)
                 parts.append(f"({name}, {self.element_or_value(value_node)})")
             lines.append(f"{indent}_res.append(_row_of([{', '.join(parts)}], _to_element_value))")
@@ -2666,9 +2670,9 @@ class Generator:
             items = ", ".join(self.sql(a, scope) for a in node.values.items)
             return f"_sql.in_({self.sql(node.operand, scope)}, [{items}], {node.negated is not None})"
         if isinstance(node, ast.Between):
-            v, neg, mod, lo, hi = node.operand, node.negated, node.mode, node.low, node.high
+            v, neg, mod, low, high = node.operand, node.negated, node.mode, node.low, node.high
             return (
-                f"_sql.between({self.sql(v, scope)}, {self.sql(lo, scope)}, {self.sql(hi, scope)}, "
+                f"_sql.between({self.sql(v, scope)}, {self.sql(low, scope)}, {self.sql(high, scope)}, "
                 f"{neg is not None}, {keyword(mod) == 'SYMMETRIC'})"
             )
         if isinstance(node, ast.Paren):

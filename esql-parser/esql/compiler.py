@@ -15,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from esql import ast
 from esql import runtime as rt
 from esql.codegen import Generator, Unit
 from esql.diagnostics import Diagnostic
@@ -276,6 +277,7 @@ def check_sources(sources: dict[str, str], strict: bool = True) -> tuple[list[Di
         result = parse(text, name)
         diagnostics.extend(result.diagnostics)
         if result.tree is not None:
+            assert isinstance(result.tree, ast.Program)
             units.append(Unit(name, result.tree))
     if diagnostics:
         return diagnostics, None
