@@ -18,7 +18,8 @@ def article(word: str) -> str:
 
 
 if TYPE_CHECKING:
-    from esql.codegen import Generator, Var
+    from esql.codegen.base import GeneratorBase
+    from esql.codegen.model import Var
 
 TYPE_NAMES = {
     "CHARACTER",
@@ -149,7 +150,7 @@ DECIMAL_PRECISION_IN_DECLARE = (
 )
 
 
-def check_initial_type(gen: Generator, var: Var, init: Any) -> bool:
+def check_initial_type(gen: GeneratorBase, var: Var, init: Any) -> bool:
     """Report an initial value that can never suit the variable; False when it must not be generated."""
     if init is None:
         return True
@@ -161,11 +162,11 @@ def check_initial_type(gen: Generator, var: Var, init: Any) -> bool:
     return True
 
 
-def check_assign_type(gen: Generator, var: Var, expr: Any) -> None:
+def check_assign_type(gen: GeneratorBase, var: Var, expr: Any) -> None:
     _check_value(gen, var, expr, "assign")
 
 
-def _check_value(gen: Generator, var: Var, expr: Any, verb: str) -> None:
+def _check_value(gen: GeneratorBase, var: Var, expr: Any, verb: str) -> None:
     value_type = literal_type(expr)
     if value_type is None or var.kind not in ("scalar", "external"):
         return
@@ -177,12 +178,12 @@ def _check_value(gen: Generator, var: Var, expr: Any, verb: str) -> None:
         )
 
 
-def check_type_name(gen: Generator, node: Any, name: str) -> None:
+def check_type_name(gen: GeneratorBase, node: Any, name: str) -> None:
     if name not in TYPE_NAMES and not name.startswith("DEC"):
         gen.error(node, f"unknown data type '{name}'")
 
 
-def check_arithmetic(gen: Generator, node: ast.BinOp) -> None:
+def check_arithmetic(gen: GeneratorBase, node: ast.BinOp) -> None:
     a, b = node.left, node.right
     sym = keyword(node.op)
     ta, tb = literal_type(a), literal_type(b)
@@ -198,7 +199,7 @@ def check_arithmetic(gen: Generator, node: ast.BinOp) -> None:
             return
 
 
-def check_comparison(gen: Generator, node: ast.Compare) -> None:
+def check_comparison(gen: GeneratorBase, node: ast.Compare) -> None:
     a, b = node.left, node.right
     ta, tb = literal_type(a), literal_type(b)
     if ta is None or tb is None or ta == tb:
