@@ -17,6 +17,7 @@ from typing import Any
 
 from esql import ast
 from esql import runtime as rt
+from esql.cast import cast
 from esql.codegen import Generator, Unit
 from esql.diagnostics import Diagnostic
 from esql.domains import DomainError
@@ -354,7 +355,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             return default
         value = ctx.externals[name]
         if isinstance(value, str) and type_name not in ("CHARACTER", "CHAR", ""):
-            return values.cast(value, type_name)
+            return cast(value, type_name)
         return value
 
     def propagate(
@@ -530,7 +531,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             v = v.value
             if v is None or type_of(v) == type_name:
                 return v
-        return values.cast(v, type_name)
+        return cast(v, type_name)
 
     def truth(v: Any) -> Any:
         if v is None or isinstance(v, bool):
@@ -601,9 +602,9 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
     def cast_many(vals: list[Any], type_name: str, **kw: Any) -> Any:
         upper = type_name.upper()
         if upper == "DATE" and len(vals) == 3:
-            return values.cast(f"{vals[0]:04d}-{vals[1]:02d}-{vals[2]:02d}", "DATE", **kw)
+            return cast(f"{vals[0]:04d}-{vals[1]:02d}-{vals[2]:02d}", "DATE", **kw)
         if upper in ("TIMESTAMP", "GMTTIMESTAMP") and len(vals) == 2:
-            return values.cast(f"{vals[0]} {vals[1]}", upper, **kw)
+            return cast(f"{vals[0]} {vals[1]}", upper, **kw)
         raise EsqlRuntimeError(f"CAST of {len(vals)} values to {upper} is not supported")
 
     def interval_of(v: Any, qualifier: str) -> Any:
@@ -748,7 +749,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_like": values.like,
         "_between": values.between,
         "_in": values.in_,
-        "_cast": values.cast,
+        "_cast": cast,
         "_cast_many": cast_many,
         "_truth": truth,
         "_as_type": as_type,
