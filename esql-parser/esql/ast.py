@@ -13,7 +13,7 @@ upper-case keyword; identifiers become ``Ident`` / ``Quoted`` nodes whose ``name
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 from lark import Token, Tree
@@ -30,6 +30,7 @@ class Node:
     _head: ClassVar[tuple[str, ...]] = ()
     _star: ClassVar[str | None] = None
     _tail: ClassVar[tuple[str, ...]] = ()
+    _names: ClassVar[tuple[str, ...]] = ()  # the field names without the ``*``
 
     line: int
     column: int
@@ -46,14 +47,15 @@ class Node:
                 cls._head, cls._star, cls._tail = names[:i], names[i][1:], names[i + 1 :]
             else:
                 cls._head, cls._star, cls._tail = names, None, ()
+            cls._names = tuple(n.lstrip("*") for n in names)
 
     def __init__(self, *values: Any, line: int = 0, column: int = 0) -> None:
-        names = self.field_names()
+        names = self._names
         if len(values) != len(names):
             raise TypeError(f"{type(self).__name__} takes {len(names)} fields, got {len(values)}")
-        for name, value in zip(names, values, strict=True):
-            setattr(self, name, value)
-        self.line, self.column = line, column
+        state = self.__dict__
+        state.update(zip(names, values, strict=True))
+        state["line"], state["column"] = line, column
         if not line:
             for value in self.iter_children():
                 found = position(value)
@@ -63,20 +65,29 @@ class Node:
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
-        star = () if cls._star is None else (cls._star,)
-        return cls._head + star + cls._tail
+        return cls._names
 
     @classmethod
     def build(cls, children: list[Any], line: int, column: int) -> Node:
         """The node of a lark rule's children (the grammar's order; a list field takes the middle)."""
-        head, tail = len(cls._head), len(cls._tail)
         if cls._star is None:
-            return cls(*children, line=line, column=column)
-        middle = children[head : len(children) - tail]
-        values = [*children[:head], [c for c in middle if c is not None]]
-        if tail:
-            values.extend(children[-tail:])
-        return cls(*values, line=line, column=column)
+            values = children
+            if len(values) != len(cls._names):
+                raise TypeError(f"{cls.__name__} takes {len(cls._names)} fields, got {len(values)}")
+        else:
+            head, tail = len(cls._head), len(cls._tail)
+            middle = children[head : len(children) - tail]
+            values = [*children[:head], [c for c in middle if c is not None]]
+            if tail:
+                values.extend(children[-tail:])
+        if not line:
+            return cls(*values)  # __init__ finds the position in the parts
+        # the parser builds every node through here: set the fields without a call to __init__
+        node = object.__new__(cls)
+        state = node.__dict__
+        state.update(zip(cls._names, values, strict=True))
+        state["line"], state["column"] = line, column
+        return node
 
     def iter_children(self) -> Iterator[Any]:
         """The parts in source order (list fields spread out, missing parts left out)."""
@@ -1333,26 +1344,41 @@ def _node_classes() -> dict[str, type[Node]]:
 NODE_CLASSES = _node_classes()
 
 
+def _keyword_builder(kind: str) -> Callable[[list[Any], int, int], Node]:
+    def build_keyword(children: list[Any], line: int, column: int) -> Node:
+        return Keyword(kind, [c for c in children if c is not None], line, column)
+
+    return build_keyword
+
+
+#: grammar rule → the function building its node from the rule's children and position
+_BUILDERS: dict[str, Callable[[list[Any], int, int], Node]] = {
+    **{kind: cls.build for kind, cls in NODE_CLASSES.items()},
+    **{kind: _keyword_builder(kind) for kind in KEYWORD_GROUPS},
+    "anon_elem": _anon_elem,
+}
+
+
 class _Builder(Transformer_NonRecursive):
     """lark parse tree → typed nodes (without recursion: operator chains can be thousands long)."""
 
     __visit_tokens__ = False
 
-    def __default__(self, data: str, children: list[Any], meta: Any) -> Node:
-        line, column = (0, 0) if meta.empty else (meta.line, meta.column)
-        cls = NODE_CLASSES.get(data)
-        if cls is not None:
-            return cls.build(children, line, column)
-        if data in KEYWORD_GROUPS:
-            return Keyword(data, [c for c in children if c is not None], line, column)
-        if data == "anon_elem":
-            return _anon_elem(children, line, column)
-        raise ValueError(f"no syntax node for grammar rule {data!r}")
+    def _call_userfunc(self, tree: Tree[Any], new_children: list[Any] | None = None) -> Any:
+        # Every rule has its builder: skip lark's look-up of a method named after the rule.
+        builder = _BUILDERS.get(tree.data)
+        if builder is None:
+            raise ValueError(f"no syntax node for grammar rule {tree.data!r}")
+        meta = tree.meta
+        children = tree.children if new_children is None else new_children
+        if meta.empty:
+            return builder(children, 0, 0)
+        return builder(children, meta.line, meta.column)
 
 
 def build(tree: Tree[Any]) -> Node:
     """The typed syntax tree of a lark parse tree."""
-    result: Node = _Builder().transform(tree)
+    result: Node = _Builder(visit_tokens=False).transform(tree)
     return result
 
 
