@@ -190,3 +190,21 @@ def test_code_generation_reads_no_child_by_position() -> None:
         if re.search(r"\bchildren\s*\[", line)
     ]
     assert found == []
+
+
+def test_building_leaves_the_garbage_collector_as_it_found_it() -> None:
+    """The build pauses the cyclic collector; afterwards it is on again, or still off if it was off."""
+    import gc
+
+    assert gc.isenabled()
+    assert parse("SET OutputRoot.A = 1;").tree is not None
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert parse("SET OutputRoot.A = 1;").tree is not None
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    # a syntax error stops before the build and leaves the collector alone too
+    assert parse("SET OutputRoot.A = ;").tree is None
+    assert gc.isenabled()
