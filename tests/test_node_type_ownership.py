@@ -20,7 +20,9 @@ EXEMPT_DIRS = (ROOT / "backend" / "flowbroker" / "importers",)
 #: Literals that spell a node type's name but mean something else where they stand.
 NOT_NODE_TYPES = {
     ("backend/flowbroker/formats/errors.py", "Label"): "the ExceptionList entry's Label field",
-    ("esql-parser/esql/codegen.py", "Database"): "ESQL's Database correlation name",
+    ("esql-parser/esql/codegen/statements.py", "Database"): "ESQL's Database correlation name",
+    ("esql-parser/esql/codegen/expressions.py", "Database"): "ESQL's Database correlation name",
+    ("esql-parser/esql/codegen/fieldrefs.py", "Database"): "ESQL's Database correlation name",
     ("frontend/src/designer/ImportDialog.tsx", "Subflow"): "a word of the dialog's text",
     ("backend/flowbroker/services/recorded_cases.py", "Input"): "LocalEnvironment.HTTP.Input's folder name",
 }

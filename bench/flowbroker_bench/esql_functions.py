@@ -18,6 +18,7 @@ _Case = tuple[str, str, Callable[[], Callable[[], Any]], Any]
 
 def _cases() -> list[_Case]:
     from esql import values as v
+    from esql.cast import cast
     from esql.functions import ENVIRONMENT as F
 
     ts = v.literal("TIMESTAMP", "2024-02-29 13:45:00")
@@ -45,49 +46,49 @@ def _cases() -> list[_Case]:
         (
             "cast INTEGER AS CHARACTER",
             "CAST(n AS CHARACTER)",
-            lambda: lambda: v.cast(12345, "CHARACTER"),
+            lambda: lambda: cast(12345, "CHARACTER"),
             "12345",
         ),
         (
             "cast CHARACTER AS INTEGER",
             "CAST('12345' AS INTEGER)",
-            lambda: lambda: v.cast("12345", "INTEGER"),
+            lambda: lambda: cast("12345", "INTEGER"),
             12345,
         ),
         (
             "cast CHARACTER AS DECIMAL",
             "CAST('12.50' AS DECIMAL)",
-            lambda: lambda: v.cast("12.50", "DECIMAL"),
+            lambda: lambda: cast("12.50", "DECIMAL"),
             Decimal("12.50"),
         ),
         (
             "cast DECIMAL FORMAT",
             "CAST(x AS CHARACTER FORMAT '#,##0.00')",
-            lambda: lambda: v.cast(Decimal("1234567.891"), "CHARACTER", format="#,##0.00"),
+            lambda: lambda: cast(Decimal("1234567.891"), "CHARACTER", format="#,##0.00"),
             "1,234,567.89",
         ),
         (
             "cast TIMESTAMP FORMAT",
             "CAST(ts AS CHARACTER FORMAT 'yyyy-MM-dd HH:mm:ss')",
-            lambda: lambda: v.cast(ts, "CHARACTER", format="yyyy-MM-dd HH:mm:ss"),
+            lambda: lambda: cast(ts, "CHARACTER", format="yyyy-MM-dd HH:mm:ss"),
             "2024-02-29 13:45:00",
         ),
         (
             "cast CHARACTER AS TIMESTAMP FORMAT",
             "CAST('20240229134500' AS TIMESTAMP FORMAT 'yyyyMMddHHmmss')",
-            lambda: lambda: v.cast("20240229134500", "TIMESTAMP", format="yyyyMMddHHmmss"),
+            lambda: lambda: cast("20240229134500", "TIMESTAMP", format="yyyyMMddHHmmss"),
             ts,
         ),
         (
             "cast BLOB CCSID 1208",
             "CAST(blob AS CHARACTER CCSID 1208)",
-            lambda: lambda: v.cast(blob, "CHARACTER", ccsid=1208),
+            lambda: lambda: cast(blob, "CHARACTER", ccsid=1208),
             "café crème",
         ),
         (
             "cast DEFAULT (fails)",
             "CAST('abc' AS INTEGER DEFAULT 0)",
-            lambda: lambda: v.cast("abc", "INTEGER", default=0),
+            lambda: lambda: cast("abc", "INTEGER", default=0),
             0,
         ),
         ("LIKE", "code LIKE 'AB%_9'", lambda: lambda: v.like("AB-1234-9", "AB%_9"), True),

@@ -9,9 +9,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from lark import Tree
-
-from esql.ast import keyword, left_chain, string_value
+from esql import ast
+from esql.ast import Node, keyword, left_chain
 
 
 def article(word: str) -> str:
@@ -19,7 +18,8 @@ def article(word: str) -> str:
 
 
 if TYPE_CHECKING:
-    from esql.codegen import Generator, Var
+    from esql.codegen.base import GeneratorBase
+    from esql.codegen.model import Var
 
 TYPE_NAMES = {
     "CHARACTER",
@@ -75,15 +75,15 @@ _NUMBER_TEXT = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 def literal_type(node: Any) -> str | None:
     """The ESQL type of a literal expression, or None when it is not known at compile time."""
     signed = False
-    while isinstance(node, Tree) and node.data in ("paren", "unary_op"):
-        signed = signed or node.data == "unary_op"
-        node = node.children[0] if node.data == "paren" else node.children[1]
-    if not isinstance(node, Tree):
+    while isinstance(node, (ast.Paren, ast.UnaryOp)):
+        signed = signed or isinstance(node, ast.UnaryOp)
+        node = node.expr if isinstance(node, ast.Paren) else node.operand
+    if not isinstance(node, Node):
         return None
     if signed:
         inner = literal_type(node)
         return inner if inner in NUMERIC else None
-    d = node.data
+    d = node.kind
     if d == "concat":
         return "CHARACTER" if _all_char(node) else None
     return {
@@ -95,20 +95,20 @@ def literal_type(node: Any) -> str | None:
         "blob_lit": "BLOB",
         "bit_lit": "BIT",
     }.get(d) or (
-        keyword(node.children[0])
-        if d == "typed_lit"
+        keyword(node.type)
+        if isinstance(node, ast.TypedLit)
         else "INTERVAL"
         if d == "interval_lit"
         else "BOOLEAN"
-        if d == "bool_lit" and keyword(node.children[0]) != "UNKNOWN"
+        if isinstance(node, ast.BoolLit) and keyword(node.value) != "UNKNOWN"
         else None
     )
 
 
-def _all_char(node: Tree[Any]) -> bool:
+def _all_char(node: Node) -> bool:
     first, links = left_chain(node, ("concat",))
     return literal_type(first) == "CHARACTER" and all(
-        literal_type(link.children[1]) == "CHARACTER" for link in links
+        literal_type(link.right) == "CHARACTER" for link in links
     )
 
 
@@ -121,12 +121,12 @@ def _compatible(target: str, value_type: str, node: Any) -> bool:
     if target in NUMERIC:
         if value_type in NUMERIC:
             return True
-        if value_type == "CHARACTER" and node.data == "string_lit":
-            return bool(_NUMBER_TEXT.match(string_value(node.children[0])))
+        if value_type == "CHARACTER" and isinstance(node, ast.StringLit):
+            return bool(_NUMBER_TEXT.match(node.value))
         return False
     if target == "BOOLEAN":
-        if value_type == "CHARACTER" and node.data == "string_lit":
-            return string_value(node.children[0]).strip().upper() in ("TRUE", "FALSE", "1", "0")
+        if value_type == "CHARACTER" and isinstance(node, ast.StringLit):
+            return node.value.strip().upper() in ("TRUE", "FALSE", "1", "0")
         return False
     if target in ("TIMESTAMP", "GMTTIMESTAMP") and value_type in ("TIMESTAMP", "GMTTIMESTAMP"):
         return True
@@ -150,11 +150,11 @@ DECIMAL_PRECISION_IN_DECLARE = (
 )
 
 
-def check_initial_type(gen: Generator, var: Var, init: Any) -> bool:
+def check_initial_type(gen: GeneratorBase, var: Var, init: Any) -> bool:
     """Report an initial value that can never suit the variable; False when it must not be generated."""
     if init is None:
         return True
-    if var.type_name in ("DECIMAL", "DEC") and isinstance(init, Tree) and init.data == "paren_list":
+    if var.type_name in ("DECIMAL", "DEC") and isinstance(init, ast.ParenList):
         # DECLARE d DECIMAL(10, 2); reads as a DECIMAL initialised with a list
         gen.error(init, DECIMAL_PRECISION_IN_DECLARE)
         return False
@@ -162,11 +162,11 @@ def check_initial_type(gen: Generator, var: Var, init: Any) -> bool:
     return True
 
 
-def check_assign_type(gen: Generator, var: Var, expr: Any) -> None:
+def check_assign_type(gen: GeneratorBase, var: Var, expr: Any) -> None:
     _check_value(gen, var, expr, "assign")
 
 
-def _check_value(gen: Generator, var: Var, expr: Any, verb: str) -> None:
+def _check_value(gen: GeneratorBase, var: Var, expr: Any, verb: str) -> None:
     value_type = literal_type(expr)
     if value_type is None or var.kind not in ("scalar", "external"):
         return
@@ -178,35 +178,29 @@ def _check_value(gen: Generator, var: Var, expr: Any, verb: str) -> None:
         )
 
 
-def check_type_name(gen: Generator, node: Any, name: str) -> None:
+def check_type_name(gen: GeneratorBase, node: Any, name: str) -> None:
     if name not in TYPE_NAMES and not name.startswith("DEC"):
         gen.error(node, f"unknown data type '{name}'")
 
 
-def check_arithmetic(gen: Generator, node: Tree[Any]) -> None:
-    a, op, b = node.children
-    sym = keyword(op)
+def check_arithmetic(gen: GeneratorBase, node: ast.BinOp) -> None:
+    a, b = node.left, node.right
+    sym = keyword(node.op)
     ta, tb = literal_type(a), literal_type(b)
     for side, t in ((a, ta), (b, tb)):
-        if t == "CHARACTER" and sym == "+" and side.data == "string_lit":
+        if t == "CHARACTER" and sym == "+" and isinstance(side, ast.StringLit):
             gen.error(node, "operator '+' cannot be applied to CHARACTER; use || to concatenate")
             return
         if t == "BOOLEAN":
             gen.error(node, f"operator '{sym}' cannot be applied to BOOLEAN")
             return
-        if (
-            t == "CHARACTER"
-            and side.data == "string_lit"
-            and not _NUMBER_TEXT.match(string_value(side.children[0]))
-        ):
-            gen.error(
-                node, f"operator '{sym}' cannot be applied to CHARACTER '{string_value(side.children[0])}'"
-            )
+        if t == "CHARACTER" and isinstance(side, ast.StringLit) and not _NUMBER_TEXT.match(side.value):
+            gen.error(node, f"operator '{sym}' cannot be applied to CHARACTER '{side.value}'")
             return
 
 
-def check_comparison(gen: Generator, node: Tree[Any]) -> None:
-    a, op, b = node.children
+def check_comparison(gen: GeneratorBase, node: ast.Compare) -> None:
+    a, b = node.left, node.right
     ta, tb = literal_type(a), literal_type(b)
     if ta is None or tb is None or ta == tb:
         return

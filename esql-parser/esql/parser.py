@@ -1,4 +1,4 @@
-"""ESQL source text to a positioned lark parse tree, with keyword-in-context lexing and recovery.
+"""ESQL source text to a typed syntax tree (through a lark parse tree), with keyword-in-context lexing and recovery.
 
 ESQL keywords are case-insensitive and almost all of them are also valid field and variable
 names (``.Type``, ``.Name``, ``DECLARE position``). The tokenizer therefore emits a keyword token
@@ -17,10 +17,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from lark import Lark, Token, Tree
+from lark import Lark, Token
 from lark.exceptions import UnexpectedToken
 from lark.lexer import PatternStr
 
+from esql.ast import Node, build
 from esql.checks import DECIMAL_PRECISION_IN_DECLARE
 from esql.diagnostics import Diagnostic
 
@@ -97,9 +98,9 @@ def grammar() -> _Grammar:
 
 
 class ParseResult:
-    """A parse tree (None when the source has syntax errors) and the syntax diagnostics."""
+    """A syntax tree (None when the source has syntax errors) and the syntax diagnostics."""
 
-    def __init__(self, tree: Tree[Any] | None, diagnostics: list[Diagnostic]) -> None:
+    def __init__(self, tree: Node | None, diagnostics: list[Diagnostic]) -> None:
         self.tree = tree
         self.diagnostics = diagnostics
 
@@ -373,19 +374,7 @@ def parse(
         ln, col = _line_col(source, n)
         diagnostics.append(Diagnostic(filename, ln, col, _unexpected(g, exc.token, exc.expected), "error"))
         return ParseResult(None, diagnostics)
-    _name_anonymous_steps(tree)
-    return ParseResult(tree, diagnostics)
-
-
-def _name_anonymous_steps(tree: Any) -> None:
-    """A path element with no name (``InputRoot.[1]``, ``Body.[<]``) matches a field of any name in
-    any namespace, as ``*`` does (ESQL field reference overview: PathElement); it is rewritten so."""
-    for node in tree.iter_subtrees():
-        if node.data == "anon_elem":
-            type_qual, index = node.children if len(node.children) == 2 else (node.children[0], None)
-            star: Tree[Any] = Tree("star", [], meta=node.meta)
-            node.data = "path_elem"
-            node.children = [type_qual, Tree("step", [star, None], meta=node.meta), index]
+    return ParseResult(build(tree), diagnostics)
 
 
 def _unmatched_ends(words: list[str]) -> int:

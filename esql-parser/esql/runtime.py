@@ -884,7 +884,7 @@ class SharedState:
 
 
 def values_module() -> Any:
-    """``esql.values``: the one home of ESQL's value semantics (operators, CAST, literals)."""
+    """``esql.values``: the one home of ESQL's value semantics (operators, CHARACTER forms, literals)."""
     import esql.values as values
 
     return values

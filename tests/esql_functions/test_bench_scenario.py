@@ -37,13 +37,13 @@ def test_every_operation_returns_its_esql_result() -> None:
 
 
 def test_an_operation_returning_the_wrong_value_is_not_measured(monkeypatch: pytest.MonkeyPatch) -> None:
-    from esql import values as v
+    from esql.cast import cast
 
     wrong = [
         (
             "cast DEFAULT (fails)",
             "CAST('abc' AS INTEGER DEFAULT 0)",
-            lambda: lambda: v.cast("abc", "INTEGER", default=0),
+            lambda: lambda: cast("abc", "INTEGER", default=0),
             "0",
         ),
     ]

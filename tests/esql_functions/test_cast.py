@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from esql import values as v
+from esql.cast import cast
 from esql.types import Bit, GmtTime, GmtTimestamp, Interval, Time, Timestamp
 from esql.values import EsqlValueError
 from hypothesis import given, settings
@@ -75,7 +76,7 @@ PLAIN = [
 
 @pytest.mark.parametrize(("value", "target", "expected"), PLAIN)
 def test_plain_cast(value: Any, target: str, expected: Any) -> None:
-    result = v.cast(value, target)
+    result = cast(value, target)
     if expected is None and value == "NaN":
         assert result != result
         return
@@ -106,20 +107,20 @@ CAST_ERRORS = [
 @pytest.mark.parametrize(("value", "target", "message"), CAST_ERRORS)
 def test_cast_errors_name_value_and_type(value: Any, target: str, message: str) -> None:
     with pytest.raises(EsqlValueError) as info:
-        v.cast(value, target)
+        cast(value, target)
     assert str(info.value).startswith(message)
 
 
 def test_default_replaces_a_failed_cast() -> None:
-    assert v.cast("abc", "INTEGER", default=0) == 0
-    assert v.cast("12", "INTEGER", default=0) == 12
-    assert v.cast("abc", "INTEGER", default="7") == 7
-    assert v.cast("abc", "INTEGER", default=None) is None
-    assert v.cast("xx", "DATE", default=dt.date(2000, 1, 1)) == dt.date(2000, 1, 1)
+    assert cast("abc", "INTEGER", default=0) == 0
+    assert cast("12", "INTEGER", default=0) == 12
+    assert cast("abc", "INTEGER", default="7") == 7
+    assert cast("abc", "INTEGER", default=None) is None
+    assert cast("xx", "DATE", default=dt.date(2000, 1, 1)) == dt.date(2000, 1, 1)
     # NULL casts to NULL, not to the default
-    assert v.cast(None, "INTEGER", default=0) is None
+    assert cast(None, "INTEGER", default=0) is None
     with pytest.raises(EsqlValueError, match="cannot cast CHARACTER 'bad' to INTEGER"):
-        v.cast("abc", "INTEGER", default="bad")
+        cast("abc", "INTEGER", default="bad")
 
 
 NUMBER_FORMATS = [
@@ -146,7 +147,7 @@ NUMBER_FORMATS = [
 
 @pytest.mark.parametrize(("value", "pattern", "expected"), NUMBER_FORMATS)
 def test_cast_number_to_character_with_format(value: Any, pattern: str, expected: str) -> None:
-    assert v.cast(value, "CHARACTER", format=pattern) == expected
+    assert cast(value, "CHARACTER", format=pattern) == expected
 
 
 NUMBER_PARSES = [
@@ -165,7 +166,7 @@ NUMBER_PARSES = [
 
 @pytest.mark.parametrize(("text", "pattern", "target", "expected"), NUMBER_PARSES)
 def test_cast_character_to_number_with_format(text: str, pattern: str, target: str, expected: Any) -> None:
-    result = v.cast(text, target, format=pattern)
+    result = cast(text, target, format=pattern)
     assert result == expected
     assert type(result) is type(expected)
 
@@ -174,18 +175,18 @@ def test_number_format_errors() -> None:
     with pytest.raises(
         EsqlValueError, match=r"cannot parse CHARACTER '12a' with FORMAT '0': not a number at position 3"
     ):
-        v.cast("12a", "INTEGER", format="0")
+        cast("12a", "INTEGER", format="0")
     with pytest.raises(EsqlValueError, match="has no digits"):
-        v.cast(1, "CHARACTER", format="abc")
+        cast(1, "CHARACTER", format="abc")
     with pytest.raises(EsqlValueError, match="unterminated quote"):
-        v.cast(1, "CHARACTER", format="'abc0")
-    assert v.cast("12a", "INTEGER", format="0", default=-1) == -1
+        cast(1, "CHARACTER", format="'abc0")
+    assert cast("12a", "INTEGER", format="0", default=-1) == -1
     with pytest.raises(EsqlValueError, match="expected ':groupsep=chars' or ':decsep=chars', not 'sep=x'"):
-        v.cast(1, "CHARACTER", format="0:sep=x")
+        cast(1, "CHARACTER", format="0:sep=x")
     with pytest.raises(EsqlValueError, match="groupsep and decsep must not share a character"):
-        v.cast(1, "CHARACTER", format="0:groupsep=.:decsep=.")
+        cast(1, "CHARACTER", format="0:groupsep=.:decsep=.")
     with pytest.raises(EsqlValueError, match="not a number at position 6"):
-        v.cast("1,234.5", "DECIMAL", format="#,##0.0:groupsep= :decsep=,")
+        cast("1,234.5", "DECIMAL", format="#,##0.0:groupsep= :decsep=,")
 
 
 TS = Timestamp(2024, 2, 29, 13, 5, 9, 123456)
@@ -214,7 +215,7 @@ DATETIME_FORMATS = [
 
 @pytest.mark.parametrize(("value", "pattern", "expected"), DATETIME_FORMATS)
 def test_cast_datetime_to_character_with_format(value: Any, pattern: str, expected: str) -> None:
-    assert v.cast(value, "CHARACTER", format=pattern) == expected
+    assert cast(value, "CHARACTER", format=pattern) == expected
 
 
 DATETIME_PARSES = [
@@ -245,7 +246,7 @@ DATETIME_PARSES = [
 
 @pytest.mark.parametrize(("text", "pattern", "target", "expected"), DATETIME_PARSES)
 def test_cast_character_to_datetime_with_format(text: str, pattern: str, target: str, expected: Any) -> None:
-    result = v.cast(text, target, format=pattern)
+    result = cast(text, target, format=pattern)
     assert result == expected
     assert type(result) is type(expected)
 
@@ -278,13 +279,13 @@ def test_cast_character_to_datetime_with_format(text: str, pattern: str, target:
 )
 def test_datetime_format_errors_say_where(text: str, pattern: str, message: str) -> None:
     with pytest.raises(EsqlValueError) as info:
-        v.cast(text, "DATE", format=pattern)
+        cast(text, "DATE", format=pattern)
     assert str(info.value) == message
 
 
 def test_unknown_pattern_letter() -> None:
     with pytest.raises(EsqlValueError, match="unknown pattern letter 'Q' at position 6"):
-        v.cast(TS, "CHARACTER", format="yyyy-QQ")
+        cast(TS, "CHARACTER", format="yyyy-QQ")
 
 
 CCSID = [
@@ -298,52 +299,52 @@ CCSID = [
 
 @pytest.mark.parametrize(("text", "ccsid", "data"), CCSID)
 def test_blob_character_ccsid(text: str, ccsid: int, data: bytes) -> None:
-    assert v.cast(text, "BLOB", ccsid=ccsid) == data
-    assert v.cast(data, "CHARACTER", ccsid=ccsid) == text
+    assert cast(text, "BLOB", ccsid=ccsid) == data
+    assert cast(data, "CHARACTER", ccsid=ccsid) == text
 
 
 def test_ccsid_errors() -> None:
     with pytest.raises(EsqlValueError) as info:
-        v.cast(b"ab\xffcd", "CHARACTER", ccsid=1208)
+        cast(b"ab\xffcd", "CHARACTER", ccsid=1208)
     assert str(info.value) == (
         "cannot cast BLOB to CHARACTER with CCSID 1208: byte 0xFF at offset 2 is not valid utf-8"
     )
     with pytest.raises(EsqlValueError, match="unsupported CCSID 4242"):
-        v.cast(b"a", "CHARACTER", ccsid=4242)
+        cast(b"a", "CHARACTER", ccsid=4242)
     with pytest.raises(EsqlValueError, match=r"character '€' at position 2 has no ascii encoding"):
-        v.cast("a€", "BLOB", ccsid=367)
+        cast("a€", "BLOB", ccsid=367)
 
 
 def test_encoding_sets_utf16_byte_order_and_a_bom_wins() -> None:
-    assert v.cast("AB", "BLOB", ccsid=1200) == b"\x00A\x00B"
-    assert v.cast("AB", "BLOB", ccsid=1200, encoding=546) == b"A\x00B\x00"
-    assert v.cast("AB", "BLOB", ccsid=1200, encoding=785) == b"\x00A\x00B"
-    assert v.cast(b"A\x00B\x00", "CHARACTER", ccsid=1200, encoding=546) == "AB"
-    assert v.cast(b"\xff\xfeA\x00", "CHARACTER", ccsid=1200) == "A"
-    assert v.cast(b"\xfe\xff\x00A", "CHARACTER", ccsid=1200, encoding=546) == "A"
-    assert v.cast(b"\xef\xbb\xbfhi", "CHARACTER", ccsid=1208) == "hi"
+    assert cast("AB", "BLOB", ccsid=1200) == b"\x00A\x00B"
+    assert cast("AB", "BLOB", ccsid=1200, encoding=546) == b"A\x00B\x00"
+    assert cast("AB", "BLOB", ccsid=1200, encoding=785) == b"\x00A\x00B"
+    assert cast(b"A\x00B\x00", "CHARACTER", ccsid=1200, encoding=546) == "AB"
+    assert cast(b"\xff\xfeA\x00", "CHARACTER", ccsid=1200) == "A"
+    assert cast(b"\xfe\xff\x00A", "CHARACTER", ccsid=1200, encoding=546) == "A"
+    assert cast(b"\xef\xbb\xbfhi", "CHARACTER", ccsid=1208) == "hi"
     with pytest.raises(EsqlValueError) as info:
-        v.cast(b"\xef\xbb\xbfh\xffi", "CHARACTER", ccsid=1208)
+        cast(b"\xef\xbb\xbfh\xffi", "CHARACTER", ccsid=1208)
     assert str(info.value).endswith("byte 0xFF at offset 4 is not valid utf-8")
 
 
 def test_encoding_orders_integer_bytes() -> None:
-    assert v.cast(b"\x01\x00", "INTEGER") == 1
-    assert v.cast(b"\x01\x00", "INTEGER", encoding=785) == 256
-    assert v.cast(258, "BLOB", encoding=785) == b"\x00" * 6 + b"\x01\x02"
-    assert v.cast(258, "BLOB", encoding=546) == b"\x02\x01" + b"\x00" * 6
+    assert cast(b"\x01\x00", "INTEGER") == 1
+    assert cast(b"\x01\x00", "INTEGER", encoding=785) == 256
+    assert cast(258, "BLOB", encoding=785) == b"\x00" * 6 + b"\x01\x02"
+    assert cast(258, "BLOB", encoding=546) == b"\x02\x01" + b"\x00" * 6
 
 
 def test_multi_value_casts() -> None:
-    assert v.cast((2024, 2, 29), "DATE") == dt.date(2024, 2, 29)
-    assert v.cast((13, 5, D("9.5")), "TIME") == Time(13, 5, 9, 500000)
-    assert v.cast((dt.date(2024, 2, 29), Time(1, 2, 3)), "TIMESTAMP") == Timestamp(2024, 2, 29, 1, 2, 3)
-    assert v.cast((2024, 2, 29, 1, 2, 3), "GMTTIMESTAMP") == GmtTimestamp(2024, 2, 29, 1, 2, 3)
-    assert v.cast((2024, None, 1), "DATE") is None
+    assert cast((2024, 2, 29), "DATE") == dt.date(2024, 2, 29)
+    assert cast((13, 5, D("9.5")), "TIME") == Time(13, 5, 9, 500000)
+    assert cast((dt.date(2024, 2, 29), Time(1, 2, 3)), "TIMESTAMP") == Timestamp(2024, 2, 29, 1, 2, 3)
+    assert cast((2024, 2, 29, 1, 2, 3), "GMTTIMESTAMP") == GmtTimestamp(2024, 2, 29, 1, 2, 3)
+    assert cast((2024, None, 1), "DATE") is None
     with pytest.raises(EsqlValueError, match=r"cannot cast \(2023, 2, 29\) to DATE: day is out of range"):
-        v.cast((2023, 2, 29), "DATE")
+        cast((2023, 2, 29), "DATE")
     # a date and time written out as text, as the compiler may pass them
-    assert v.cast(f"{dt.date(2024, 2, 29)} {Time(1, 2, 3)}", "TIMESTAMP") == Timestamp(2024, 2, 29, 1, 2, 3)
+    assert cast(f"{dt.date(2024, 2, 29)} {Time(1, 2, 3)}", "TIMESTAMP") == Timestamp(2024, 2, 29, 1, 2, 3)
 
 
 # -- round trips -------------------------------------------------------------------------------
@@ -359,50 +360,50 @@ timestamps = st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(
 @settings(max_examples=300, deadline=None)
 @given(int64)
 def test_integer_character_round_trip(n: int) -> None:
-    assert v.cast(v.cast(n, "CHARACTER"), "INTEGER") == n
+    assert cast(cast(n, "CHARACTER"), "INTEGER") == n
 
 
 @settings(max_examples=300, deadline=None)
 @given(decimals)
 def test_decimal_character_round_trip(d: D) -> None:
-    back = v.cast(v.cast(d, "CHARACTER"), "DECIMAL")
+    back = cast(cast(d, "CHARACTER"), "DECIMAL")
     assert back == d
 
 
 @settings(max_examples=300, deadline=None)
 @given(finite_floats)
 def test_float_character_round_trip(f: float) -> None:
-    assert v.cast(v.cast(f, "CHARACTER"), "FLOAT") == f
+    assert cast(cast(f, "CHARACTER"), "FLOAT") == f
 
 
 @settings(max_examples=200, deadline=None)
 @given(timestamps)
 def test_timestamp_character_round_trip(moment: dt.datetime) -> None:
     ts = Timestamp.of(moment)
-    assert v.cast(v.cast(ts, "CHARACTER"), "TIMESTAMP") == ts
+    assert cast(cast(ts, "CHARACTER"), "TIMESTAMP") == ts
     for pattern in ("yyyy-MM-dd HH:mm:ss.SSSSSS", "yyyyMMddHHmmssSSSSSS", "dd MMM yyyy HH:mm:ss.SSSSSS"):
-        assert v.cast(v.cast(ts, "CHARACTER", format=pattern), "TIMESTAMP", format=pattern) == ts
+        assert cast(cast(ts, "CHARACTER", format=pattern), "TIMESTAMP", format=pattern) == ts
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.decimals(min_value=-(10**12), max_value=10**12, places=2))
 def test_number_format_round_trip(d: D) -> None:
-    text = v.cast(d, "CHARACTER", format="#,##0.00;(#,##0.00)")
-    assert v.cast(text, "DECIMAL", format="#,##0.00;(#,##0.00)") == d
+    text = cast(d, "CHARACTER", format="#,##0.00;(#,##0.00)")
+    assert cast(text, "DECIMAL", format="#,##0.00;(#,##0.00)") == d
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(), st.sampled_from([1208, 1200, 1202, 13488]))
 def test_unicode_ccsid_round_trip(text: str, ccsid: int) -> None:
     text = "".join(ch for ch in text if not 0xD800 <= ord(ch) <= 0xDFFF)
-    assert v.cast(v.cast(text, "BLOB", ccsid=ccsid), "CHARACTER", ccsid=ccsid) == text
+    assert cast(cast(text, "BLOB", ccsid=ccsid), "CHARACTER", ccsid=ccsid) == text
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=64))
 def test_blob_hex_round_trip(data: bytes) -> None:
-    assert v.cast(v.cast(data, "CHARACTER"), "BLOB") == data
-    assert v.cast(v.cast(data, "BIT"), "BLOB") == data
+    assert cast(cast(data, "CHARACTER"), "BLOB") == data
+    assert cast(cast(data, "BIT"), "BLOB") == data
 
 
 @settings(max_examples=200, deadline=None)
@@ -411,7 +412,7 @@ def test_year_month_interval_round_trip(qualifier: str, months: int) -> None:
     if qualifier == "YEAR":
         months -= months % 12 if months >= 0 else -((-months) % 12)
     iv = Interval(months=months, qualifier=qualifier)
-    assert v.cast(v.cast(iv, "CHARACTER"), "INTERVAL " + qualifier) == iv
+    assert cast(cast(iv, "CHARACTER"), "INTERVAL " + qualifier) == iv
 
 
 @settings(max_examples=300, deadline=None)
@@ -427,20 +428,20 @@ def test_day_second_interval_round_trip(qualifier: str, micros: int) -> None:
     iv = Interval(micros=micros, qualifier=qualifier)
     text = iv.text()
     assert v.literal("INTERVAL", text, qualifier) == iv
-    assert v.cast(v.cast(iv, "CHARACTER"), "INTERVAL " + qualifier) == iv
+    assert cast(cast(iv, "CHARACTER"), "INTERVAL " + qualifier) == iv
 
 
 LOCAL_ZONE_SCRIPT = """
-from esql import values as v
+from esql.cast import cast
 from esql.types import Timestamp
 from esql.functions import ENVIRONMENT as E
 winter = Timestamp(2024, 2, 29, 13, 5, 9, 500000)
 summer = Timestamp(2024, 7, 1, 12, 0)
-print(v.cast(winter, "CHARACTER", format="I"))
-print(v.cast(winter, "CHARACTER", format="IU"))
-print(v.cast(summer, "CHARACTER", format="yyyy-MM-dd HH:mm ZZZZZ"))
-print(v.cast("2024-07-01T12:00:00Z", "TIMESTAMP", format="I"))
-print(v.cast("2024-02-29 13:05:09 +0000", "TIMESTAMP", format="yyyy-MM-dd HH:mm:ss Z"))
+print(cast(winter, "CHARACTER", format="I"))
+print(cast(winter, "CHARACTER", format="IU"))
+print(cast(summer, "CHARACTER", format="yyyy-MM-dd HH:mm ZZZZZ"))
+print(cast("2024-07-01T12:00:00Z", "TIMESTAMP", format="I"))
+print(cast("2024-02-29 13:05:09 +0000", "TIMESTAMP", format="yyyy-MM-dd HH:mm:ss Z"))
 """
 
 

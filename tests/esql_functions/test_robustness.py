@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from esql import values as v
+from esql.cast import cast
 from esql.functions import ENVIRONMENT
 from esql.tree import Element
 from esql.types import Bit, GmtTime, GmtTimestamp, Interval, Time, Timestamp
@@ -109,7 +110,7 @@ def test_unary_operators_fail_only_with_value_errors(a: Any) -> None:
 def test_cast_fails_only_with_value_errors(
     value: Any, target: str, fmt: str | None, ccsid: int | None
 ) -> None:
-    _only_value_errors(v.cast, value, target, format=fmt, ccsid=ccsid)
+    _only_value_errors(cast, value, target, format=fmt, ccsid=ccsid)
 
 
 @settings(max_examples=300, deadline=None)
@@ -144,7 +145,7 @@ def test_builtins_fail_only_with_value_errors(name: str, args: list[Any], data: 
 @pytest.mark.parametrize("ccsid", [1208, 819, 37, 1200])
 def test_every_byte_value_is_handled_by_ccsid_cast(ccsid: int) -> None:
     for b in range(256):
-        _only_value_errors(v.cast, bytes([b, 0x80, 0xFF]), "CHARACTER", ccsid=ccsid)
+        _only_value_errors(cast, bytes([b, 0x80, 0xFF]), "CHARACTER", ccsid=ccsid)
 
 
 def test_datetime_extremes() -> None:

@@ -197,7 +197,7 @@ def test_json_numbers_of_hundreds_of_digits_are_exact_or_refused_with_their_offs
 # One CCSID table serves CAST … CCSID and the parsers: the JSON domain reads and writes every CCSID
 # that CAST accepts (1251 is Windows Cyrillic), and refuses an unknown one with a domain error.
 def test_json_domain_accepts_every_ccsid_cast_accepts() -> None:
-    from esql.values import cast
+    from esql.cast import cast
 
     text = '{"name":"Привет"}'
     data = text.encode("cp1251")

@@ -24,6 +24,7 @@ from typing import Any
 
 import esql.domains
 from esql import values as esql_values
+from esql.cast import cast as esql_cast
 from esql.fieldtypes import FIELD_TYPES
 from esql.tree import Element
 from flowbroker_nodes.base import Assembly
@@ -414,7 +415,7 @@ def parse_value(text: str | None, type_name: str) -> Any:
             raise EditError(f"{text[:40]!r} is not a BOOLEAN: write TRUE or FALSE")
         return word == "TRUE"
     try:
-        return esql_values.cast(text.strip(), kind)
+        return esql_cast(text.strip(), kind)
     except Exception as exc:
         raise EditError(f"{text[:40]!r} is not a valid {kind}: {exc}") from None
 

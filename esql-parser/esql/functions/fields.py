@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from esql import domains
+from esql.cast import cast
 from esql.functions.registry import builtin
 from esql.tree import Element
-from esql.values import EsqlValueError, _show, cast, type_name
+from esql.values import EsqlValueError, _show, type_name
 
 #: IBM's bit-stream option constants (OPTIONS of ASBITSTREAM and PARSE).
 ROOT_BITSTREAM = 0x00000000

@@ -7,8 +7,9 @@ import uuid
 from contextvars import ContextVar
 from typing import Any, Protocol
 
+from esql.cast import cast
 from esql.functions.registry import builtin
-from esql.values import EsqlValueError, _show, cast, eq, type_name
+from esql.values import EsqlValueError, _show, eq, type_name
 
 #: SLEEP is bounded so a typo cannot park a flow thread for days.
 MAX_SLEEP_MS = 3_600_000

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from esql.cast import cast
 from esql.functions.registry import builtin
-from esql.values import DECIMAL_CONTEXT, INT_MAX, INT_MIN, EsqlValueError, _check_int, _show, cast, type_name
+from esql.values import DECIMAL_CONTEXT, INT_MAX, INT_MIN, EsqlValueError, _check_int, _show, type_name
 
 ROUND_MODES = {
     "ROUND_UP": decimal.ROUND_UP,

@@ -42,7 +42,7 @@ def _int(value: Any, fn: str, arg: str) -> int:
         return value
     if type(value) is bool:
         raise EsqlValueError(f"{fn}: {arg} must be INTEGER, not BOOLEAN")
-    from esql.values import cast
+    from esql.cast import cast
 
     try:
         return int(cast(value, "INTEGER"))
