@@ -167,6 +167,8 @@ def _fault(op: str, exc: BaseException, *operands: Any) -> EsqlValueError:
 
 # -- implicit numeric conversion ---------------------------------------------------------------
 
+#: Digits with an optional fraction, no sign, exponent or spaces: what CAST(... AS DECIMAL) meets most.
+_PLAIN_DECIMAL_RE = re.compile(r"[0-9]+(\.[0-9]+)?")
 _NUMBER_RE = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 
 
@@ -238,6 +240,8 @@ def add(a: Any, b: Any) -> Any:
             if INT_MIN <= r <= INT_MAX:
                 return r
             raise EsqlValueError(f"INTEGER overflow: {a} + {b} is outside the 64-bit range")
+        if ta is Decimal and type(b) is Decimal:
+            return DECIMAL_CONTEXT.add(a, b)
         if a is None or b is None:
             return None
         if ta is bool or type(b) is bool:
@@ -354,6 +358,8 @@ def mul(a: Any, b: Any) -> Any:
             if INT_MIN <= r <= INT_MAX:
                 return r
             raise EsqlValueError(f"INTEGER overflow: {a} * {b} is outside the 64-bit range")
+        if ta is Decimal and type(b) is Decimal:
+            return DECIMAL_CONTEXT.multiply(a, b)
         if a is None or b is None:
             return None
         if ta is bool or type(b) is bool:
@@ -1293,6 +1299,12 @@ def cast(
             # plain digits (the usual message field) need no sign, hex or range handling
             if t is str and value.isascii() and value.isdigit() and len(value) < 19:
                 return int(value)
+        elif type_name == "DECIMAL":
+            if t is Decimal:
+                return value
+            # a plain unsigned decimal (a price or quantity read from a message) is exact as it is
+            if t is str and _PLAIN_DECIMAL_RE.fullmatch(value):
+                return Decimal(value)
     if value is None:
         return None
     spec = _TARGET_CACHE.get(type_name)

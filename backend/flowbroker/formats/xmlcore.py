@@ -239,6 +239,11 @@ def epilog(root: Any) -> list[Any]:
 
 def text_of(value: Any) -> str:
     """How a tree value is written as XML character data."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is decimal.Decimal or kind is int:
+        return str(value)
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
@@ -341,7 +346,8 @@ class Writer:
         return f"{prefix}:{element.name}" if prefix else element.name
 
     def _element(self, element: Element, out: list[str], scope: dict[str, str], counter: list[int]) -> None:
-        if element.first_child is None and (not element.namespace or not self.namespaces):
+        first = element._first if element._lazy is None else element.first_child
+        if first is None and (not element.namespace or not self.namespaces):
             # A leaf with no namespace, the bulk of most messages: written without the general machinery.
             name = element.name
             if name not in _GOOD_NAMES:
@@ -365,7 +371,7 @@ class Writer:
         local_scope = scope
         attrs: list[str] = []
         body: list[Element] = []
-        child = element.first_child
+        child = first
         while child is not None:
             kind = child.type
             if kind in _NS_TYPES:
@@ -414,12 +420,15 @@ class Writer:
                 continue
             else:
                 self._element(kid, content, local_scope, counter)
-        if not kid_names_ok(name):
-            raise DomainError(
-                f"{self.domain}: '{name}' is not a valid XML element name",
-                domain=self.domain,
-                path=element.path(),
-            )
+        if name not in _GOOD_NAMES:
+            if not kid_names_ok(name):
+                raise DomainError(
+                    f"{self.domain}: '{name}' is not a valid XML element name",
+                    domain=self.domain,
+                    path=element.path(),
+                )
+            if len(_GOOD_NAMES) < 10000:
+                _GOOD_NAMES.add(name)
         start = "<" + name + "".join(decls) + "".join(attrs)
         if content:
             out.append(start + ">" + "".join(content) + "</" + name + ">")
