@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from esql.tree import NAME, NAME_VALUE, VALUE, Element
@@ -597,6 +598,10 @@ def type_label(value: Any) -> str:
 
 def assign_value(target: Element, value: Any, to_element_value: Callable[[Any], Any]) -> None:
     """SET field = scalar: a NULL deletes the field, anything else replaces its value."""
+    kind = type(value)
+    if kind is str or kind is Decimal or kind is int:
+        target.value = to_element_value(value)
+        return
     if value is None:
         target.detach()
         return

@@ -360,7 +360,12 @@ class Writer:
                 if len(_GOOD_NAMES) < 10000:
                     _GOOD_NAMES.add(name)
             value = element.value
-            if value is None or value == "":
+            kind = type(value)
+            if (kind is decimal.Decimal or kind is int) and element.type != CDATA_FIELD:
+                # digits, a sign, a point or an exponent: nothing to escape (and no Decimal == str,
+                # which goes through the numbers ABCs)
+                out.append(f"<{name}>{value}</{name}>")
+            elif value is None or (kind is str and not value) or (kind is not str and value == ""):
                 out.append(f"<{name}/>")
             elif element.type == CDATA_FIELD:
                 out.append(f"<{name}><![CDATA[{text_of(value)}]]></{name}>")
@@ -402,6 +407,18 @@ class Writer:
                 content.append(escape_text(text_of(value)))
         for kid in body:
             kind = kid.type
+            if kind == FIELD and kid._first is None and kid._lazy is None and not kid.namespace:
+                # a leaf field of a known good name holding text or a number: written in place
+                kname = kid.name
+                if kname in _GOOD_NAMES:
+                    text = kid.value
+                    vt = type(text)
+                    if vt is str:
+                        content.append(f"<{kname}>{escape_text(text)}</{kname}>" if text else f"<{kname}/>")
+                        continue
+                    if vt is decimal.Decimal or vt is int:
+                        content.append(f"<{kname}>{text}</{kname}>")
+                        continue
             if kind in _ATTRIBUTE_TYPES:
                 if local_scope is scope and self.namespaces and kid.namespace and kid.namespace not in scope:
                     local_scope = dict(scope)
