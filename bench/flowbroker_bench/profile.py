@@ -40,7 +40,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("receive", "/transports/qm.py", r"^(get_many|get)$"),
     ("receive", "/qm/client.py", r"get"),
     ("receive", "/qm/protocol.py", r"decode|^feed$|^__next__$|^frames$"),
-    ("send", "/runtime/engine.py", r"^(put|put_raw|publish|message_parts)$"),
+    ("send", "/runtime/engine.py", r"^(put|put_raw|publish|message_parts|message_body)$"),
     ("send", "/transports/qm.py", r"^(put|publish)$"),
     ("send", "/qm/client.py", r"put|publish|_send|_write"),
     ("send", "/qm/protocol.py", r"encode"),
@@ -51,7 +51,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("send", "flowbroker_nodes/mq_output.py", r""),
     ("send", "flowbroker_nodes/output.py", r""),
     # the message tree back to a descriptor, properties and body bytes
-    ("serialize", "/assembly.py", r"^(to_message|_property|_set|body_element)$"),
+    ("serialize", "/assembly.py", r"^(to_message|to_body|_property|_set|body_element)$"),
     ("serialize", "/formats/json.py", r"^(_data|_default|serialize)$"),
     ("serialize", "/formats/mqmd.py", r"^(fields|_id)$"),
     (

@@ -198,6 +198,57 @@ def to_message(root: Element) -> tuple[dict[str, Any], bytes]:
     return fields, body
 
 
+def to_body(root: Element) -> bytes:
+    """The body bytes :func:`to_message` gives for ``root``, without building a descriptor.
+
+    For transports that carry no MQMD (MQTT, HTTP, files): only the body's template, encoding and
+    CCSID are read. A Root with an MQRFH2 header is written by :func:`to_message`, header included.
+    """
+    load_all()
+    properties: Element | None = None
+    md: Element | None = None
+    body_node: Element | None = None
+    node = root.first_child
+    while node is not None:
+        name = node.name
+        if name == "MQRFH2":
+            return to_message(root)[1]
+        if name == "Properties":
+            if properties is None:
+                properties = node
+        elif name == "MQMD":
+            if md is None:
+                md = node
+        elif name not in HEADER_NAMES:
+            body_node = node
+        node = node.next_sibling
+    if body_node is None:
+        return b""
+    domain = body_node.name
+    encoding = _property(properties, "Encoding", None)
+    ccsid = _property(properties, "CodedCharSetId", None)
+    if encoding is None or ccsid is None:
+        fields = mqmd.fields(md)
+        if encoding is None:
+            encoding = fields.get("encoding", 546)
+        if ccsid is None:
+            ccsid = fields.get("coded_char_set_id", 1208)
+    try:
+        parser = esql.domains.get(domain)
+    except DomainError:
+        raise DomainError(
+            f"the last child of Root is '{domain}', which is not a message domain",
+            domain=domain,
+            path=body_node.path(),
+        ) from None
+    options = {
+        "set": str(_property(properties, "MessageSet", "") or ""),
+        "type": str(_property(properties, "MessageType", "") or ""),
+        "format": str(_property(properties, "MessageFormat", "") or ""),
+    }
+    return parser.serialize(body_node, ccsid=int(ccsid), encoding=int(encoding), options=options)
+
+
 def _set(folder: Element, name: str, value: Any) -> None:
     kid = folder.child(name)
     if kid is None:
