@@ -266,9 +266,10 @@ class Node(BaseNode):
                 self._failed(exception_list_with(exception_entry(self, exc)))
                 return
             mqtt = assembly.local_environment.add("MQTT").add("Input")
-            mqtt.add("Topic", message.topic)
-            mqtt.add("QoS", message.qos)
-            mqtt.add("Retained", message.retain)
+            # new fields of a new folder: linked without append's detach and parse checks
+            mqtt.append_new(Element("Topic", message.topic))
+            mqtt.append_new(Element("QoS", message.qos))
+            mqtt.append_new(Element("Retained", message.retain))
             try:
                 self.propagate("out", assembly)
             except Unwinding as unwound:

@@ -77,8 +77,9 @@ def build_root(
     ccsid = int(getattr(descriptor, "coded_char_set_id", 1208))
     fmt = str(getattr(descriptor, "format", "") or "")
     root = Element("Root", type=FOLDER)
-    properties = root.add("Properties", type=FOLDER)
-    root.append(mqmd.build(descriptor))
+    # Root and its folders are new: linked without append's detach and parse checks
+    properties = root.append_new(Element("Properties", type=FOLDER))
+    root.append_new(mqmd.build(descriptor))
     body_encoding, body_ccsid = encoding, ccsid
     header: Element | None = None
     if fmt.strip() == mqmd.FORMAT_RFH2.strip():
@@ -109,7 +110,7 @@ def build_root(
     }
     properties.set_lazy(LazyContent(_PROPERTIES, b"", options={"values": values}))
     parser = esql.domains.get(domain)
-    body_element = root.add(domain, type=FOLDER)
+    body_element = root.append_new(Element(domain, type=FOLDER))
     parser.attach(
         body_element,
         body,
