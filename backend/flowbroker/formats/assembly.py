@@ -226,8 +226,27 @@ def to_body(root: Element) -> bytes:
     if body_node is None:
         return b""
     domain = body_node.name
-    encoding = _property(properties, "Encoding", None)
-    ccsid = _property(properties, "CodedCharSetId", None)
+    values: dict[str, Any] | None = None
+    if properties is not None:
+        lazy = properties.lazy
+        if lazy is not None and lazy.parser is _PROPERTIES:
+            values = lazy.options["values"]  # never read: the input's values, in one dictionary
+    if values is not None:
+        encoding = values.get("Encoding")
+        ccsid = values.get("CodedCharSetId")
+        options = {
+            "set": str(values.get("MessageSet") or ""),
+            "type": str(values.get("MessageType") or ""),
+            "format": str(values.get("MessageFormat") or ""),
+        }
+    else:
+        encoding = _property(properties, "Encoding", None)
+        ccsid = _property(properties, "CodedCharSetId", None)
+        options = {
+            "set": str(_property(properties, "MessageSet", "") or ""),
+            "type": str(_property(properties, "MessageType", "") or ""),
+            "format": str(_property(properties, "MessageFormat", "") or ""),
+        }
     if encoding is None or ccsid is None:
         fields = mqmd.fields(md)
         if encoding is None:
@@ -242,11 +261,6 @@ def to_body(root: Element) -> bytes:
             domain=domain,
             path=body_node.path(),
         ) from None
-    options = {
-        "set": str(_property(properties, "MessageSet", "") or ""),
-        "type": str(_property(properties, "MessageType", "") or ""),
-        "format": str(_property(properties, "MessageFormat", "") or ""),
-    }
     return parser.serialize(body_node, ccsid=int(ccsid), encoding=int(encoding), options=options)
 
 
