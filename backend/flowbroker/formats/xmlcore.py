@@ -360,12 +360,12 @@ class Writer:
                 if len(_GOOD_NAMES) < 10000:
                     _GOOD_NAMES.add(name)
             value = element.value
-            kind = type(value)
-            if (kind is decimal.Decimal or kind is int) and element.type != CDATA_FIELD:
+            vtype = type(value)
+            if (vtype is decimal.Decimal or vtype is int) and element.type != CDATA_FIELD:
                 # digits, a sign, a point or an exponent: nothing to escape (and no Decimal == str,
                 # which goes through the numbers ABCs)
                 out.append(f"<{name}>{value}</{name}>")
-            elif value is None or (kind is str and not value) or (kind is not str and value == ""):
+            elif value is None or (vtype is str and not value) or (vtype is not str and value == ""):
                 out.append(f"<{name}/>")
             elif element.type == CDATA_FIELD:
                 out.append(f"<{name}><![CDATA[{text_of(value)}]]></{name}>")
