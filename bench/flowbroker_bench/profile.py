@@ -40,7 +40,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("receive", "/transports/qm.py", r"^(get_many|get)$"),
     ("receive", "/qm/client.py", r"get"),
     ("receive", "/qm/protocol.py", r"decode|^feed$|^__next__$|^frames$"),
-    ("send", "/runtime/engine.py", r"^(put|put_raw|publish|message_parts)$"),
+    ("send", "/runtime/engine.py", r"^(put|put_raw|publish|message_parts|message_body)$"),
     ("send", "/transports/qm.py", r"^(put|publish)$"),
     ("send", "/qm/client.py", r"put|publish|_send|_write"),
     ("send", "/qm/protocol.py", r"encode"),
@@ -51,10 +51,15 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("send", "flowbroker_nodes/mq_output.py", r""),
     ("send", "flowbroker_nodes/output.py", r""),
     # the message tree back to a descriptor, properties and body bytes
-    ("serialize", "/assembly.py", r"^(to_message|_property|_set|body_element)$"),
+    ("serialize", "/assembly.py", r"^(to_message|to_body|_property|_set|body_element)$"),
     ("serialize", "/formats/json.py", r"^(_data|_default|serialize)$"),
     ("serialize", "/formats/mqmd.py", r"^(fields|_id)$"),
-    ("serialize", "/formats/", r"serial|write|dump|encode|to_bytes|render|emit"),
+    (
+        "serialize",
+        "/formats/xmlcore.py",
+        r"^(_element|_qname|text_of|escape_text|escape_attr|kid_names_ok|<genexpr>)$",
+    ),
+    ("serialize", "/formats/", r"serial|write|dump|encode|to_bytes|render|emit|fragment|document"),
     ("serialize", "esql/domains.py", r"serial|write|dump|encode|to_bytes|render"),
     ("serialize", "esql/xmlio.py", r"write|serial|render"),
     ("parse", "/formats/", r""),
@@ -236,7 +241,7 @@ def _pass(
 def _mqtt_pass(
     port: int, args: argparse.Namespace, profiler: cProfile.Profile | None
 ) -> tuple[float, int, float, int]:
-    """One closed-loop window of scenario A: flow-thread CPU s, messages, broker CPU s, errors."""
+    """One closed-loop window of scenario A or B: flow-thread CPU s, messages, broker CPU s, errors."""
     from flowbroker.runtime.compiler import compile_flow
     from flowbroker.runtime.datasources import DataSources
     from flowbroker.runtime.engine import DeployedFlow, FlowThread
@@ -247,7 +252,7 @@ def _mqtt_pass(
     from flowbroker_bench.peers.runner import payloads_for
 
     tag = f"profile/{os.getpid()}/{time.monotonic_ns()}"
-    compiled = compile_flow(document("A", "127.0.0.1", port, f"{tag}/in", f"{tag}/out", 1))
+    compiled = compile_flow(document(args.scenario, "127.0.0.1", port, f"{tag}/in", f"{tag}/out", 1))
     deployed = DeployedFlow(
         compiled, _no_transport, DataSources(None), UserTrace(Path("/dev/null"), level="none")
     )
@@ -268,7 +273,7 @@ def _mqtt_pass(
                 port,
                 f"{tag}/in",
                 f"{tag}/out",
-                payloads_for("A"),
+                payloads_for(args.scenario),
                 args.in_flight,
                 warmup_s=0.5,
                 window_s=args.seconds,
@@ -388,7 +393,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "--transport",
         choices=("qm", "mqtt"),
         default="qm",
-        help="qm: MQInput -> Compute -> MQOutput on a queue manager; mqtt: scenario A through Mosquitto",
+        help="qm: MQInput -> Compute -> MQOutput on a queue manager; mqtt: a peer scenario through Mosquitto",
+    )
+    parser.add_argument(
+        "--scenario",
+        choices=("A", "B"),
+        default="A",
+        help="mqtt: scenario A (1 KB JSON, set a field) or B (2 KB XML order -> invoice)",
     )
     parser.add_argument("--seconds", type=float, default=10.0, help="mqtt: seconds of closed loop per pass")
     parser.add_argument("--in-flight", type=int, default=200, help="mqtt: messages kept in flight")

@@ -32,6 +32,9 @@ from esql.values import (
     type_name,
 )
 
+#: Digits with an optional fraction, no sign, exponent or spaces: what CAST(... AS DECIMAL) meets most.
+_PLAIN_DECIMAL_RE = re.compile(r"[0-9]+(\.[0-9]+)?")
+
 _TARGET_ALIASES = {
     "CHARACTER": "CHARACTER",
     "CHAR": "CHARACTER",
@@ -480,6 +483,12 @@ def cast(
             # plain digits (the usual message field) need no sign, hex or range handling
             if t is str and value.isascii() and value.isdigit() and len(value) < 19:
                 return int(value)
+        elif type_name == "DECIMAL":
+            if t is Decimal:
+                return value
+            # a plain unsigned decimal (a price or quantity read from a message) is exact as it is
+            if t is str and _PLAIN_DECIMAL_RE.fullmatch(value):
+                return Decimal(value)
     if value is None:
         return None
     spec = _TARGET_CACHE.get(type_name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from esql.tree import NAME, NAME_VALUE, VALUE, Element
@@ -487,7 +488,23 @@ def ensure_child(e: Element, name: str) -> Element:
         if node.name == name and not node.namespace:
             return node
         node = node.next_sibling
-    return new_child(e, name, "", _created_type(e))
+    # inlined _created_type and new_child: SET creates most of a built message's fields here
+    node = _new_element(Element)
+    node.name = name
+    node.namespace = ""
+    node.type = NAME if (e.parent is None and e.name == "Root") else NAME_VALUE
+    node.value = None
+    node._first = node._last = node._lazy = None
+    node.next_sibling = None
+    last = e._last
+    node.parent = e
+    node.prev_sibling = last
+    if last is None:
+        e._first = node
+    else:
+        last.next_sibling = node
+    e._last = node
+    return node
 
 
 def _created_type(parent: Element) -> int:
@@ -597,6 +614,10 @@ def type_label(value: Any) -> str:
 
 def assign_value(target: Element, value: Any, to_element_value: Callable[[Any], Any]) -> None:
     """SET field = scalar: a NULL deletes the field, anything else replaces its value."""
+    kind = type(value)
+    if kind is str or kind is Decimal or kind is int:
+        target.value = to_element_value(value)
+        return
     if value is None:
         target.detach()
         return

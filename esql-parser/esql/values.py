@@ -241,6 +241,8 @@ def add(a: Any, b: Any) -> Any:
             if INT_MIN <= r <= INT_MAX:
                 return r
             raise EsqlValueError(f"INTEGER overflow: {a} + {b} is outside the 64-bit range")
+        if ta is Decimal and type(b) is Decimal:
+            return DECIMAL_CONTEXT.add(a, b)
         if a is None or b is None:
             return None
         if ta is bool or type(b) is bool:
@@ -357,6 +359,8 @@ def mul(a: Any, b: Any) -> Any:
             if INT_MIN <= r <= INT_MAX:
                 return r
             raise EsqlValueError(f"INTEGER overflow: {a} * {b} is outside the 64-bit range")
+        if ta is Decimal and type(b) is Decimal:
+            return DECIMAL_CONTEXT.multiply(a, b)
         if a is None or b is None:
             return None
         if ta is bool or type(b) is bool:

@@ -14,6 +14,8 @@ class EsqlNode(Node):
 
     KIND = "COMPUTE"
     routine: Any = None
+    #: (flow thread, externals, log, CPU limit, memory limit, broker attributes) of the last thread
+    _settings: tuple[Any, ...] | None = None
 
     def prepare(self) -> None:
         from esql.compiler import EsqlCompileError, compile_program
@@ -42,20 +44,32 @@ class EsqlNode(Node):
 
         flow = self.flow
         source_name = self.properties.get("dataSource") or ""
-        cpu_limit_ms, memory_limit_bytes = flow.esql_limits()
+        cached = self._settings
+        if cached is None or cached[0] is not flow:
+            # what the flow thread gives every invocation of this node alike, asked for once per thread
+            cpu_limit_ms, memory_limit_bytes = flow.esql_limits()
+            cached = self._settings = (
+                flow,
+                flow.externals(self),
+                esql_log(self),
+                cpu_limit_ms,
+                memory_limit_bytes,
+                flow.broker_attributes(),
+            )
+        _, externals, log, cpu_limit_ms, memory_limit_bytes, broker = cached
         return ExecutionContext(
             input_root=assembly.root,
             input_local_environment=assembly.local_environment,
             input_exception_list=assembly.exception_list,
             environment=assembly.environment,
             data_source=flow.data_source(source_name) if source_name else None,
-            externals=flow.externals(self),
+            externals=externals,
             stop=flow.stop,
-            log=esql_log(self),
+            log=log,
             node_name=self.name,
             cpu_limit_ms=cpu_limit_ms,
             memory_limit_bytes=memory_limit_bytes,
-            broker=flow.broker_attributes(),
+            broker=broker,
             **outputs,
         )
 

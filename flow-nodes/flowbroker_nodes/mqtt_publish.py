@@ -156,10 +156,15 @@ class Node(BaseNode):
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
         topic, encoded = self._topic(assembly)
-        parts = getattr(self.flow, "message_parts", None)
-        if parts is None:
-            raise NodeError(f"{self.name}: this runtime cannot serialise a message for MQTT")
-        _, _, body = parts(assembly.root)
+        flow = self.flow
+        body_of = getattr(flow, "message_body", None)
+        if body_of is not None:
+            body = body_of(assembly.root)  # MQTT carries no descriptor: none is built
+        else:
+            parts = getattr(flow, "message_parts", None)
+            if parts is None:
+                raise NodeError(f"{self.name}: this runtime cannot serialise a message for MQTT")
+            _, _, body = parts(assembly.root)
         client = self._connection()
         if time.monotonic() - self._serviced > 1.0:
             # at most once a second: acknowledgements and keep-alive answers are read, and a

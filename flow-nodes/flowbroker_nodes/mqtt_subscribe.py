@@ -264,9 +264,10 @@ class _Subscription:
     def assembly(self, message: MqttMessage) -> tuple[str, Assembly]:
         assembly = self.node.flow.build_assembly(message, self.node.template)  # type: ignore[arg-type]
         mqtt = assembly.local_environment.add("MQTT").add("Input")
-        mqtt.add("Topic", message.topic)
-        mqtt.add("QoS", message.qos)
-        mqtt.add("Retained", message.retain)
+        # new fields of a new folder: linked without append's detach and parse checks
+        mqtt.append_new(Element("Topic", message.topic))
+        mqtt.append_new(Element("QoS", message.qos))
+        mqtt.append_new(Element("Retained", message.retain))
         return "out", assembly
 
     def failure_assembly(self, message: MqttMessage, assembly: Assembly | None, errors: Element) -> Assembly:

@@ -467,3 +467,27 @@ def test_local_time_zone_offsets_follow_the_zone_rules() -> None:
         "2024-07-01 14:00:00",
         "2024-02-29 14:05:09",
     ]
+
+
+@pytest.mark.parametrize(
+    "text", ["12.50", "007.10", "0", "5.", ".5", " 3.25 ", "+1.0", "-0.00", "1E2", "99999999999999999999.123"]
+)
+def test_cast_text_to_decimal_keeps_its_digits_and_scale(text: str) -> None:
+    # plain digits take a short path; signs, spaces, exponents and bare points the general one: both
+    # give the number exactly as written, its trailing zeros included
+    got = v.cast(text, "DECIMAL")
+    assert type(got) is D
+    assert str(got) == str(D(text.strip()))
+
+
+@pytest.mark.parametrize("text", ["1.2.3", "12,5", "1_000", "12.5x", ""])
+def test_cast_text_to_decimal_rejects_what_is_not_a_number(text: str) -> None:
+    with pytest.raises(EsqlValueError, match="to DECIMAL"):
+        v.cast(text, "DECIMAL")
+
+
+def test_decimal_arithmetic_keeps_scale_and_null() -> None:
+    assert str(v.mul(D("2"), D("1.25"))) == "2.50"
+    assert str(v.add(D("0.10"), D("0.2"))) == "0.30"
+    assert v.mul(D("2"), None) is None
+    assert v.add(None, D("2")) is None

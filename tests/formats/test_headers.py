@@ -296,3 +296,32 @@ def test_malformed_folder_is_positioned_when_first_read() -> None:
     bad_mcd = vector("<", ["<mcd><Msd>x</mcd>"], encoding=546) + b"<a/>"
     with pytest.raises(DomainError, match="malformed folder at byte offset 40"):
         assembly.build_root(Descriptor(format="MQHRF2  "), bad_mcd)
+
+
+def test_body_alone_is_what_to_message_writes() -> None:
+    root = assembly.build_root(Descriptor(), b'{"a":1}', assembly.Template("JSON"))
+    out = Element("Root")
+    out.copy_children_from(root)
+    out.child("JSON").child("Data").child("a").value = 2  # type: ignore[union-attr]
+    assert assembly.to_body(out) == assembly.to_message(out)[1] == b'{"a":2}'
+    # the CCSID comes from Properties, else from the MQMD, else UTF-8
+    out.child("Properties").child("CodedCharSetId").value = 1200  # type: ignore[union-attr]
+    assert assembly.to_body(out) == assembly.to_message(out)[1] == '{"a":2}'.encode("utf-16-be")
+    out.child("Properties").detach()  # type: ignore[union-attr]
+    out.child("MQMD").child("CodedCharSetId").value = 819  # type: ignore[union-attr]
+    assert assembly.to_body(out) == assembly.to_message(out)[1] == b'{"a":2}'
+    out.child("MQMD").detach()  # type: ignore[union-attr]
+    assert assembly.to_body(out) == b'{"a":2}'
+    # no body at all, and a last child that is no domain
+    assert assembly.to_body(Element("Root")) == b""
+    bogus = Element("Root")
+    bogus.add("Bogus").add("x", 1)
+    with pytest.raises(DomainError, match="'Bogus', which is not a message domain"):
+        assembly.to_body(bogus)
+
+
+def test_body_alone_keeps_an_mqrfh2_header_before_the_body() -> None:
+    mcd = "<mcd><Msd>xmlnsc</Msd></mcd>"
+    data = vector("<", [mcd], encoding=546, fmt=b"MQSTR   ") + b"<a>1</a>"
+    root = assembly.build_root(Descriptor(format="MQHRF2  "), data, assembly.Template("BLOB"))
+    assert assembly.to_body(root) == assembly.to_message(root)[1] == data

@@ -207,3 +207,17 @@ def test_json_domain_accepts_every_ccsid_cast_accepts() -> None:
     assert serialize(element, ccsid=1251) == data
     with pytest.raises(DomainError, match="unsupported coded character set id 4711"):
         attach("JSON", data, ccsid=4711).child("Data")
+
+
+def test_json_members_of_every_kind_come_back_after_one_level_is_read_and_changed() -> None:
+    data = b'{"e":{},"a":[],"n":null,"t":true,"f":false,"x":1.25,"s":"\\u00e9","aa":[[1],[]],"o":{"k":[{"z":0}]}}'
+    element = attach("JSON", data)
+    top = element.child("Data")
+    assert top.child("e").type == FIELD_TYPES["JSON.Object"] and not top.child("e").has_children()  # type: ignore[union-attr]
+    assert top.child("a").type == FIELD_TYPES["JSON.Array"]  # type: ignore[union-attr]
+    top.add("s", "again")  # type: ignore[union-attr]  # a repeated name becomes an array
+    top.child("aa").child("Item").add("Item", 2)  # type: ignore[union-attr]
+    assert serialize(element) == (
+        b'{"e":{},"a":[],"n":null,"t":true,"f":false,"x":1.25,"s":["\xc3\xa9","again"],'
+        b'"aa":[[1,2],[]],"o":{"k":[{"z":0}]}}'
+    )

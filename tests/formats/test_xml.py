@@ -262,3 +262,36 @@ def test_cdata_sections_in_xmlns_and_xml_are_cdata_content(domain: str) -> None:
     assert s.first_child.type == FIELD_TYPES[f"{domain}.CDataSection"] and s.first_child.value == "a < b"  # type: ignore[union-attr]
     assert element.child("m").child("t").first_child.type == FIELD_TYPES[f"{domain}.Content"]  # type: ignore[union-attr]
     assert serialize(element) == data
+
+
+def test_xmlnsc_writes_each_kind_of_leaf_value_in_a_folder_and_alone() -> None:
+    from decimal import Decimal
+
+    from flowbroker.formats.xmlcore import CDATA_FIELD
+
+    element = Element("XMLNSC")
+    doc = element.add("Doc")
+    doc.add("Amount", Decimal("12.50"))
+    doc.add("Tiny", Decimal("1E-7"))
+    doc.add("Qty", -3)
+    doc.add("Flag", True)
+    doc.add("Text", "a<b&c>d")
+    doc.add("Empty", "")
+    doc.add("Null")
+    doc.add("Ratio", 0.5)
+    doc.add("Raw", b"\x01\xab")
+    doc.add("Wrapped", Decimal("7"), type=CDATA_FIELD)
+    doc.add("Bad name", "x")
+    with pytest.raises(DomainError, match="'Bad name' is not a valid XML element name"):
+        serialize(element)
+    doc.last_child.detach()  # type: ignore[union-attr]
+    assert serialize(element) == (
+        b"<Doc><Amount>12.50</Amount><Tiny>1E-7</Tiny><Qty>-3</Qty><Flag>true</Flag>"
+        b"<Text>a&lt;b&amp;c&gt;d</Text><Empty/><Null/><Ratio>0.5</Ratio><Raw>01AB</Raw>"
+        b"<Wrapped><![CDATA[7]]></Wrapped></Doc>"
+    )
+    # the same leaves as the document element's only child take the writer's leaf path
+    for value, text in ((Decimal("0.10"), b"0.10"), (42, b"42"), ("x&y", b"x&amp;y"), ("", b"")):
+        alone = Element("XMLNSC")
+        alone.add("V", value)
+        assert serialize(alone) == (b"<V>" + text + b"</V>" if text else b"<V/>")

@@ -77,8 +77,9 @@ def build_root(
     ccsid = int(getattr(descriptor, "coded_char_set_id", 1208))
     fmt = str(getattr(descriptor, "format", "") or "")
     root = Element("Root", type=FOLDER)
-    properties = root.add("Properties", type=FOLDER)
-    root.append(mqmd.build(descriptor))
+    # Root and its folders are new: linked without append's detach and parse checks
+    properties = root.append_new(Element("Properties", type=FOLDER))
+    root.append_new(mqmd.build(descriptor))
     body_encoding, body_ccsid = encoding, ccsid
     header: Element | None = None
     if fmt.strip() == mqmd.FORMAT_RFH2.strip():
@@ -109,7 +110,7 @@ def build_root(
     }
     properties.set_lazy(LazyContent(_PROPERTIES, b"", options={"values": values}))
     parser = esql.domains.get(domain)
-    body_element = root.add(domain, type=FOLDER)
+    body_element = root.append_new(Element(domain, type=FOLDER))
     parser.attach(
         body_element,
         body,
@@ -196,6 +197,71 @@ def to_message(root: Element) -> tuple[dict[str, Any], bytes]:
         if domain in _TEXT_DOMAINS:
             fields["format"] = mqmd.FORMAT_STRING
     return fields, body
+
+
+def to_body(root: Element) -> bytes:
+    """The body bytes :func:`to_message` gives for ``root``, without building a descriptor.
+
+    For transports that carry no MQMD (MQTT, HTTP, files): only the body's template, encoding and
+    CCSID are read. A Root with an MQRFH2 header is written by :func:`to_message`, header included.
+    """
+    load_all()
+    properties: Element | None = None
+    md: Element | None = None
+    body_node: Element | None = None
+    node = root.first_child
+    while node is not None:
+        name = node.name
+        if name == "MQRFH2":
+            return to_message(root)[1]
+        if name == "Properties":
+            if properties is None:
+                properties = node
+        elif name == "MQMD":
+            if md is None:
+                md = node
+        elif name not in HEADER_NAMES:
+            body_node = node
+        node = node.next_sibling
+    if body_node is None:
+        return b""
+    domain = body_node.name
+    values: dict[str, Any] | None = None
+    if properties is not None:
+        lazy = properties.lazy
+        if lazy is not None and lazy.parser is _PROPERTIES:
+            values = lazy.options["values"]  # never read: the input's values, in one dictionary
+    if values is not None:
+        encoding = values.get("Encoding")
+        ccsid = values.get("CodedCharSetId")
+        options = {
+            "set": str(values.get("MessageSet") or ""),
+            "type": str(values.get("MessageType") or ""),
+            "format": str(values.get("MessageFormat") or ""),
+        }
+    else:
+        encoding = _property(properties, "Encoding", None)
+        ccsid = _property(properties, "CodedCharSetId", None)
+        options = {
+            "set": str(_property(properties, "MessageSet", "") or ""),
+            "type": str(_property(properties, "MessageType", "") or ""),
+            "format": str(_property(properties, "MessageFormat", "") or ""),
+        }
+    if encoding is None or ccsid is None:
+        fields = mqmd.fields(md)
+        if encoding is None:
+            encoding = fields.get("encoding", 546)
+        if ccsid is None:
+            ccsid = fields.get("coded_char_set_id", 1208)
+    try:
+        parser = esql.domains.get(domain)
+    except DomainError:
+        raise DomainError(
+            f"the last child of Root is '{domain}', which is not a message domain",
+            domain=domain,
+            path=body_node.path(),
+        ) from None
+    return parser.serialize(body_node, ccsid=int(ccsid), encoding=int(encoding), options=options)
 
 
 def _set(folder: Element, name: str, value: Any) -> None:

@@ -57,44 +57,59 @@ def _build(element: Element, value: Any) -> None:
     """``element`` becomes ``value``: a scalar, or a container whose children are filled on demand."""
     if isinstance(value, dict):
         element.type = OBJECT
+        append = element.append_new
         for key, val in value.items():
-            _place(element.append_new(Element(key)), val)
+            append(_field(key, val))
     elif isinstance(value, list):
         element.type = ARRAY
+        append = element.append_new
         for val in value:
-            _place(element.append_new(Element("Item")), val)
+            append(_field("Item", val))
     else:
         element.type = NAME_VALUE
         element.value = value
 
 
-def _place(element: Element, value: Any) -> None:
+def _field(name: str, value: Any) -> Element:
+    """A new element for one member or item: a scalar as its value, a container to fill on first read."""
     if isinstance(value, dict | list):
-        element.type = OBJECT if isinstance(value, dict) else ARRAY
+        kid = Element(name, type=OBJECT if isinstance(value, dict) else ARRAY)
         if value:
-            element.set_lazy(LazyContent(_PARSED, b"", options={"value": value}))
-    else:
-        element.value = value
+            # a new element has no children to clear: the content is set directly
+            kid._lazy = LazyContent(_PARSED, b"", options={"value": value})
+        return kid
+    return Element(name, value)
 
 
 def _data(element: Element) -> Any:
-    lazy = element.lazy
+    lazy = element._lazy
     if lazy is not None and lazy.parser is _PARSED:
         return lazy.options["value"]  # never read: the parsed value is still exact
-    if element.type == ARRAY:
-        return [_data(kid) for kid in element.children()]
-    if element.first_child is not None or element.type == OBJECT:
+    node = element.first_child
+    kind = element.type
+    if kind == ARRAY:
+        items = []
+        while node is not None:
+            items.append(_data(node))
+            node = node.next_sibling
+        return items
+    if node is not None or kind == OBJECT:
         out: dict[str, Any] = {}
-        for kid in element.children():
-            val = _data(kid)
-            if kid.name in out:
+        while node is not None:
+            val = _data(node)
+            name = node.name
+            if name in out:
                 # Repeated names (e.g. built by ESQL) become an array, as ACE's serialiser does.
-                prev = out[kid.name]
-                out[kid.name] = [*prev, val] if isinstance(prev, _Many) else _Many([prev, val])
+                prev = out[name]
+                out[name] = [*prev, val] if isinstance(prev, _Many) else _Many([prev, val])
             else:
-                out[kid.name] = val
+                out[name] = val
+            node = node.next_sibling
         return out
     value = element.value
+    scalar = type(value)
+    if scalar is str or scalar is float or scalar is bool or value is None:
+        return value
     if isinstance(value, decimal.Decimal):
         if not value.is_finite():
             raise DomainError(f"JSON: {value} is not a finite number", domain="JSON", path=element.path())

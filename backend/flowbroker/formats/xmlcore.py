@@ -239,6 +239,11 @@ def epilog(root: Any) -> list[Any]:
 
 def text_of(value: Any) -> str:
     """How a tree value is written as XML character data."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is decimal.Decimal or kind is int:
+        return str(value)
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
@@ -341,7 +346,8 @@ class Writer:
         return f"{prefix}:{element.name}" if prefix else element.name
 
     def _element(self, element: Element, out: list[str], scope: dict[str, str], counter: list[int]) -> None:
-        if element.first_child is None and (not element.namespace or not self.namespaces):
+        first = element._first if element._lazy is None else element.first_child
+        if first is None and (not element.namespace or not self.namespaces):
             # A leaf with no namespace, the bulk of most messages: written without the general machinery.
             name = element.name
             if name not in _GOOD_NAMES:
@@ -354,7 +360,12 @@ class Writer:
                 if len(_GOOD_NAMES) < 10000:
                     _GOOD_NAMES.add(name)
             value = element.value
-            if value is None or value == "":
+            vtype = type(value)
+            if (vtype is decimal.Decimal or vtype is int) and element.type != CDATA_FIELD:
+                # digits, a sign, a point or an exponent: nothing to escape (and no Decimal == str,
+                # which goes through the numbers ABCs)
+                out.append(f"<{name}>{value}</{name}>")
+            elif value is None or (vtype is str and not value) or (vtype is not str and value == ""):
                 out.append(f"<{name}/>")
             elif element.type == CDATA_FIELD:
                 out.append(f"<{name}><![CDATA[{text_of(value)}]]></{name}>")
@@ -365,7 +376,7 @@ class Writer:
         local_scope = scope
         attrs: list[str] = []
         body: list[Element] = []
-        child = element.first_child
+        child = first
         while child is not None:
             kind = child.type
             if kind in _NS_TYPES:
@@ -396,6 +407,18 @@ class Writer:
                 content.append(escape_text(text_of(value)))
         for kid in body:
             kind = kid.type
+            if kind == FIELD and kid._first is None and kid._lazy is None and not kid.namespace:
+                # a leaf field of a known good name holding text or a number: written in place
+                kname = kid.name
+                if kname in _GOOD_NAMES:
+                    text = kid.value
+                    vt = type(text)
+                    if vt is str:
+                        content.append(f"<{kname}>{escape_text(text)}</{kname}>" if text else f"<{kname}/>")
+                        continue
+                    if vt is decimal.Decimal or vt is int:
+                        content.append(f"<{kname}>{text}</{kname}>")
+                        continue
             if kind in _ATTRIBUTE_TYPES:
                 if local_scope is scope and self.namespaces and kid.namespace and kid.namespace not in scope:
                     local_scope = dict(scope)
@@ -414,12 +437,15 @@ class Writer:
                 continue
             else:
                 self._element(kid, content, local_scope, counter)
-        if not kid_names_ok(name):
-            raise DomainError(
-                f"{self.domain}: '{name}' is not a valid XML element name",
-                domain=self.domain,
-                path=element.path(),
-            )
+        if name not in _GOOD_NAMES:
+            if not kid_names_ok(name):
+                raise DomainError(
+                    f"{self.domain}: '{name}' is not a valid XML element name",
+                    domain=self.domain,
+                    path=element.path(),
+                )
+            if len(_GOOD_NAMES) < 10000:
+                _GOOD_NAMES.add(name)
         start = "<" + name + "".join(decls) + "".join(attrs)
         if content:
             out.append(start + ">" + "".join(content) + "</" + name + ">")

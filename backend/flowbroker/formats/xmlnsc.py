@@ -42,7 +42,7 @@ def _build(parent: Element, node: Any, parent_nsmap: dict[Any, str], comments: b
                 el.append_new(
                     Element(prefix or "xmlns", uri, namespace=XMLNS_URI if prefix else "", type=NS_DECL)
                 )
-    if node.attrib:
+    if node.keys():  # a list of names: cheaper to make than lxml's attribute mapping
         for key, val in xmlcore.attributes(node, el, "XMLNSC"):
             ans, aname = xmlcore.split(key)
             el.append_new(Element(aname, val, namespace=ans, type=ATTRIBUTE))
@@ -57,10 +57,19 @@ def _build(parent: Element, node: Any, parent_nsmap: dict[Any, str], comments: b
     for kid in node:
         ktag = kid.tag
         if isinstance(ktag, str):
-            if plain and ktag[0] != "{" and not len(kid) and not kid.attrib:
-                # A leaf field with no namespace or attributes: the bulk of most messages.
+            if plain and ktag[0] != "{" and not len(kid) and not kid.keys():
+                # A leaf field with no namespace or attributes: the bulk of most messages, linked
+                # here as append_new would (the element is new, the parent being filled).
                 leaf_text = kid.text
-                el.append_new(Element(ktag, leaf_text if leaf_text is not None else ""))
+                leaf = Element(ktag, leaf_text if leaf_text is not None else "")
+                last = el._last
+                leaf.parent = el
+                leaf.prev_sibling = last
+                if last is None:
+                    el._first = leaf
+                else:
+                    last.next_sibling = leaf
+                el._last = leaf
             else:
                 _build(el, kid, nsmap, comments, pis)
         elif ktag is etree.Comment:

@@ -47,6 +47,11 @@ def to_message(root: Element) -> tuple[dict[str, Any], bytes]:
     return formats_assembly.to_message(root)
 
 
+def to_body(root: Element) -> bytes:
+    """The body bytes of an output Root, as :func:`to_message` gives them, with no descriptor built."""
+    return formats_assembly.to_body(root)
+
+
 def reset_body(root: Element, template: dict[str, str]) -> None:
     """Write the body out and attach its bytes again under the template's domain, set, type, format."""
     load_all()

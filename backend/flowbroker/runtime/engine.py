@@ -618,6 +618,10 @@ class FlowThread(threading.Thread):
                     properties[kid.name] = kid.value
         return descriptor(**fields), properties, body
 
+    def message_body(self, root: Element) -> bytes:
+        """The body bytes :meth:`message_parts` gives, for a transport that carries no descriptor."""
+        return assemblies.to_body(root)
+
     def put_raw(
         self,
         queue: str,
