@@ -475,7 +475,7 @@ def test_local_time_zone_offsets_follow_the_zone_rules() -> None:
 def test_cast_text_to_decimal_keeps_its_digits_and_scale(text: str) -> None:
     # plain digits take a short path; signs, spaces, exponents and bare points the general one: both
     # give the number exactly as written, its trailing zeros included
-    got = v.cast(text, "DECIMAL")
+    got = cast(text, "DECIMAL")
     assert type(got) is D
     assert str(got) == str(D(text.strip()))
 
@@ -483,7 +483,7 @@ def test_cast_text_to_decimal_keeps_its_digits_and_scale(text: str) -> None:
 @pytest.mark.parametrize("text", ["1.2.3", "12,5", "1_000", "12.5x", ""])
 def test_cast_text_to_decimal_rejects_what_is_not_a_number(text: str) -> None:
     with pytest.raises(EsqlValueError, match="to DECIMAL"):
-        v.cast(text, "DECIMAL")
+        cast(text, "DECIMAL")
 
 
 def test_decimal_arithmetic_keeps_scale_and_null() -> None:
