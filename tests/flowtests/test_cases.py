@@ -309,7 +309,8 @@ def test_outputs_inside_a_subflow_and_files_of_a_file_output_are_expectations() 
         (
             {"node": "named/out", "messages": []},
             "/cases/0/expect/0/node",
-            "no node 'named/out' (its subflow is neither inline nor found)",
+            "no node 'named/out' (its subflow is the saved flow 'Elsewhere'; "
+            "a flow test looks only into subflows inline in the flow)",
         ),
         ({"node": "fo", "messages": []}, "/cases/0/expect/0/messages", "is a FileOutput: give the files"),
         ({"node": "fo", "queue": "Q", "files": []}, "/cases/0/expect/0/queue", "is a FileOutput"),

@@ -490,8 +490,13 @@ class _Reader:
             node = self.outputs.get(node_id)
             if node is None:
                 where = f"the flow has no node {node_id!r}"
-                if "/" in node_id and node_id.rsplit("/", 1)[0] in self.outputs:
-                    where += " (its subflow is neither inline nor found)"
+                parent = self.outputs.get(node_id.rsplit("/", 1)[0]) if "/" in node_id else None
+                ref = ((parent or {}).get("properties") or {}).get("flow")
+                if isinstance(ref, dict) and "nodes" not in ref and ref.get("name"):
+                    where += (
+                        f" (its subflow is the saved flow {ref['name']!r}; "
+                        "a flow test looks only into subflows inline in the flow)"
+                    )
                 raise self.fail(f"{pointer}/node", where)
             if writes_files(node):
                 return self.file_expectation(obj, pointer, node_id, node)

@@ -38,6 +38,16 @@ const run: TestRun = {
           actual: null,
           differences: [{ path: '(properties).channel', kind: 'missing', expected: 'web', actual: null }],
         },
+        {
+          queue: '',
+          node: 'sub/fo',
+          file: 'order-9.xml',
+          index: 0,
+          passed: false,
+          problem: '',
+          actual: null,
+          differences: [{ path: 'XMLNSC.order.seen', kind: 'changed', expected: 'yes', actual: 'no' }],
+        },
       ],
     },
   ],
@@ -66,6 +76,7 @@ describe('flow tests panel', () => {
       { where: 'ORDERS.OUT #1', path: 'XMLNSC.Order.Total', kind: 'changed', expected: '9', actual: '6' },
       { where: 'ORDERS.OUT #1', path: 'XMLNSC.Order.Note', kind: 'unexpected', expected: '', actual: 'NULL' },
       { where: 'audit (ORDERS.OUT) #1', path: '(properties).channel', kind: 'missing', expected: 'web', actual: '' },
+      { where: 'sub/fo file order-9.xml', path: 'XMLNSC.order.seen', kind: 'changed', expected: 'yes', actual: 'no' },
     ]);
   });
 
