@@ -20,6 +20,7 @@ const run: TestRun = {
         {
           queue: 'ORDERS.OUT',
           node: '',
+          file: '',
           index: 0,
           passed: false,
           problem: '',
@@ -32,6 +33,7 @@ const run: TestRun = {
         {
           queue: 'ORDERS.OUT',
           node: 'audit',
+          file: '',
           index: 0,
           passed: false,
           problem: '',
