@@ -360,6 +360,13 @@ def test_a_file_output_s_file_is_expected_by_name_and_content_with_ignorable_par
         "node fo file order-9.out: no file was written within 2s",
     ]
 
+    # a file too big to compare is reported, not read
+    from flowbroker.flowtests import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "MAX_FILE_BYTES", 10)
+    (line,) = _run(engine, document, case)
+    assert line.startswith("node fo file order-9.out: the file is ") and line.endswith("at most 10")
+
 
 def test_records_appended_to_a_file_are_expected_as_the_file_the_finish_terminal_completes() -> None:
     from flowbroker.runtime.message_view import hex_dump
@@ -397,3 +404,34 @@ def test_records_appended_to_a_file_are_expected_as_the_file_the_finish_terminal
     # without the finish the file was never put in place: nothing is expected of the node
     unfinished = recorded_cases.case_from_recording("x", document, entries[:2], lambda e: view(e["data"]))
     assert unfinished["expect"] == [{"node": "fo", "files": []}]
+
+
+def test_a_file_written_to_a_directory_the_message_names_is_refused_with_the_reason() -> None:
+    document = flow(
+        {
+            "in": ("MQInput", {"queueName": "ELSEWHERE.IN"}),
+            "fo": ("FileOutput", {"directory": "out", "fileName": "a.dat"}),
+        },
+        ["in.out -> fo"],
+        name="Elsewhere",
+    )
+    local = {
+        "name": "LocalEnvironment",
+        "children": [
+            {
+                "name": "Destination",
+                "children": [{"name": "File", "children": [{"name": "Directory", "value": "/srv/x"}]}],
+            }
+        ],
+    }
+    view = {"trees": [local], "body": {"format": "hex", "text": "", "domain": "BLOB"}, "truncated": False}
+    entries = [
+        {
+            "message": 1,
+            "connection": "in.out->fo.in",
+            "from": {"node": "in", "terminal": "out"},
+            "to": {"node": "fo", "terminal": "in"},
+        }
+    ]
+    with pytest.raises(Invalid, match=r"names its own directory '/srv/x'"):
+        recorded_cases.case_from_recording("x", document, entries, lambda entry: view)

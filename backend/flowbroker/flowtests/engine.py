@@ -134,6 +134,9 @@ class CaseResult:
         }
 
 
+#: The largest file a case compares (a bigger one is reported, not read).
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
 #: How much of a differing output message a result shows: its diff names every difference anyway.
 VIEW_LIMITS_FIELDS = 2000
 VIEW_LIMITS_BODY = 64 * 1024
@@ -522,6 +525,13 @@ class TestEngine:
                 outcome.problem = f"no file was written within {case_timeout():.0f}s"
             else:
                 try:
+                    size = path.stat().st_size
+                    if size > MAX_FILE_BYTES:
+                        outcome.problem = (
+                            f"the file is {size:,} bytes; a test compares at most {MAX_FILE_BYTES:,}"
+                        )
+                        result.messages.append(outcome)
+                        continue
                     content = path.read_bytes()
                     outcome.differences = compare(wanted.content, MessageDescriptor(), content, case.ignore)
                 except OSError as exc:

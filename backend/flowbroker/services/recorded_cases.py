@@ -179,6 +179,13 @@ class _Files:
 
     def crossed(self, view: dict[str, Any], entry: dict[str, Any]) -> None:
         local = _tree(view, "LocalEnvironment")
+        elsewhere = str((_child(local, "Destination", "File", "Directory") or {}).get("value") or "")
+        if elsewhere:
+            raise Invalid(
+                f"the message recorded at {entry['connection']} names its own directory {elsewhere!r} "
+                "(LocalEnvironment.Destination.File.Directory); a test reads only the node's directory",
+                [problem("/message", f"{entry['connection']}: a file written outside the node's directory")],
+            )
         name = str((_child(local, "Destination", "File", "Name") or {}).get("value") or "") or self.file_name
         if "*" in name:
             match = str((_child(local, "Wildcard", "WildcardMatch") or {}).get("value") or "")
