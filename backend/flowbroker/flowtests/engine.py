@@ -4,7 +4,8 @@ One engine runs the tests of many flows: each flow is deployed to its group as a
 deploy it, its cases put their input messages on the input node's queue (or write them as a file
 into a FileInput node's directory below the engine's own file root, or send them to an HTTPInput
 node on the group's own HTTP port and compare the answer) and take what arrives on the expected
-queues, and the flow is undeployed before the next one. Nothing of it touches
+queues and what FileOutput nodes write into their directories below that file root, and the flow
+is undeployed before the next one. Nothing of it touches
 a running system: the queue manager listens on a free loopback port and every file lives in the
 scratch directory, removed at the end.
 """
