@@ -264,3 +264,115 @@ def test_an_attribute_is_not_an_element_of_the_same_value() -> None:
     (found,) = [d for d in differences if d.path == "XMLNSC.a.x"]
     assert found.path == "XMLNSC.a.x" and found.expected != found.actual
     assert found.expected is not None and found.expected.startswith("field type 0x")
+
+
+def _outputs_flow() -> dict[str, Any]:
+    """A flow with a FileOutput, and an inline subflow holding an MQOutput and a FileOutput."""
+    inner = {
+        "name": "Inner",
+        "nodes": [
+            {"id": "i", "type": "Input", "properties": {"terminalName": "in"}},
+            {"id": "out", "type": "MQOutput", "properties": {"queueName": "SUB.OUT"}},
+            {"id": "fo", "type": "FileOutput", "properties": {"directory": "sub/out", "fileName": "a.xml"}},
+        ],
+    }
+    flow = _flow()
+    flow["nodes"] += [
+        {"id": "fo", "type": "FileOutput", "properties": {"directory": "orders/out", "fileName": "*"}},
+        {"id": "abs", "type": "FileOutput", "properties": {"directory": "/var/out", "fileName": "x"}},
+        {"id": "s", "type": "Subflow", "properties": {"flow": inner}},
+        {"id": "named", "type": "Subflow", "properties": {"flow": {"name": "Elsewhere"}}},
+    ]
+    return flow
+
+
+def test_outputs_inside_a_subflow_and_files_of_a_file_output_are_expectations() -> None:
+    case = _case(
+        expect=[
+            {"node": "s/out", "messages": [{"body": "<a/>"}]},
+            {"node": "s/fo", "files": [{"name": "a.xml", "body": "<a/>", "domain": "XMLNSC"}]},
+            {"node": "fo", "files": [{"name": "order-*.dat", "bodyHex": "0102"}]},
+        ]
+    )
+    (parsed,) = cases.parse({"cases": [case]}, _outputs_flow(), "f").cases
+    sub_queue, sub_file, top_file = parsed.expect
+    assert (sub_queue.queue, sub_queue.node, sub_queue.writes_files) == ("SUB.OUT", "s/out", False)
+    assert (sub_file.directory, sub_file.node) == ("sub/out", "s/fo")
+    assert sub_file.files[0].name == "a.xml" and sub_file.files[0].content.domain == "XMLNSC"
+    assert top_file.files[0].content.body == b"\x01\x02" and top_file.directory == "orders/out"
+
+
+@pytest.mark.parametrize(
+    ("expect", "pointer", "words"),
+    [
+        ({"node": "s/nope", "messages": []}, "/cases/0/expect/0/node", "the flow has no node 's/nope'"),
+        (
+            {"node": "named/out", "messages": []},
+            "/cases/0/expect/0/node",
+            "no node 'named/out' (its subflow is the saved flow 'Elsewhere'; "
+            "a flow test looks only into subflows inline in the flow)",
+        ),
+        ({"node": "fo", "messages": []}, "/cases/0/expect/0/messages", "is a FileOutput: give the files"),
+        ({"node": "fo", "queue": "Q", "files": []}, "/cases/0/expect/0/queue", "is a FileOutput"),
+        ({"node": "fo"}, "/cases/0/expect/0/files", "required: a list"),
+        ({"node": "fo", "files": {}}, "/cases/0/expect/0/files", "required: a list"),
+        ({"node": "fo", "files": ["x"]}, "/cases/0/expect/0/files/0", "must be an object"),
+        ({"node": "fo", "files": [{"body": "x"}]}, "/cases/0/expect/0/files/0/name", "non-empty string"),
+        (
+            {"node": "fo", "files": [{"name": "../etc/passwd", "body": "x"}]},
+            "/cases/0/expect/0/files/0/name",
+            "not a plain file name or pattern",
+        ),
+        (
+            {"node": "fo", "files": [{"name": ".hidden", "body": "x"}]},
+            "/cases/0/expect/0/files/0/name",
+            "not hidden",
+        ),
+        (
+            {"node": "fo", "files": [{"name": "a", "mqmd": {}}]},
+            "/cases/0/expect/0/files/0/mqmd",
+            "unknown field",
+        ),
+        (
+            {"node": "fo", "files": [{"name": "a", "bodyHex": "zz"}]},
+            "/cases/0/expect/0/files/0/bodyHex",
+            "not valid hex",
+        ),
+        (
+            {"node": "fo", "files": [{"name": "a", "body": "x", "domain": "NOPE"}]},
+            "/cases/0/expect/0/files/0/domain",
+            "unknown message domain 'NOPE'",
+        ),
+        (
+            {"node": "abs", "files": []},
+            "/cases/0/expect/0/node",
+            "a test reads files only from a relative directory",
+        ),
+        ({"node": "out", "messages": [], "files": []}, "/cases/0/expect/0/files", "only a FileOutput"),
+    ],
+)
+def test_a_malformed_output_expectation_is_refused_naming_the_field(
+    expect: dict[str, Any], pointer: str, words: str
+) -> None:
+    error = _error({"cases": [_case(expect=[expect])]}, _outputs_flow())
+    assert error.pointer == pointer
+    assert words in error.message
+
+
+def test_one_file_output_named_twice_is_refused_at_the_second() -> None:
+    twice = [{"node": "fo", "files": []}, {"node": "fo", "files": []}]
+    error = _error({"cases": [_case(expect=twice)]}, _outputs_flow())
+    assert error.pointer == "/cases/0/expect/1/node"
+    assert "named twice" in error.message
+
+
+def test_a_named_subflow_is_looked_into_when_a_resolver_finds_it() -> None:
+    inner = {
+        "name": "Elsewhere",
+        "nodes": [{"id": "o", "type": "MQOutput", "properties": {"queueName": "E"}}],
+    }
+    case = _case(expect=[{"node": "named/o", "messages": []}])
+    found = cases.parse(
+        [case], _outputs_flow(), "f", resolve=lambda ref: inner if ref["name"] == "Elsewhere" else None
+    )
+    assert found.cases[0].expect[0].queue == "E"

@@ -111,7 +111,7 @@ def test_a_malformed_test_file_is_one_line_naming_file_and_field(tmp_path: Path)
     assert run.returncode == 1 and run.stdout == ""
     assert run.stderr.strip() == (
         f"flowbroker: error: {tmp_path / 'pricing.tests.json'}: /cases/0/expect/0/node: "
-        "node 'calc' is not an MQOutput node with a queue name"
+        "node 'calc' is not an MQOutput node with a queue name, nor a FileOutput"
     )
 
 
@@ -141,3 +141,71 @@ def test_file_and_http_inputs_are_driven_and_a_changed_reply_is_a_named_failure(
     assert f"{len(http_tests['cases']) + 1} passed, 1 failed, 2 flows" in run.stdout
     # the batch files were written below the engine's own file root, none into the examples
     assert not (EXAMPLES / "orders").exists()
+
+
+def _archiver(name: str, queue: str, esql: str) -> dict[str, Any]:
+    """A flow whose subflow computes, puts the result to a queue and writes it as a file."""
+    inner = {
+        "name": "PriceAndArchive",
+        "nodes": [
+            {"id": "i", "type": "Input", "properties": {"terminalName": "in"}},
+            {"id": "calc", "type": "Compute", "properties": {"esql": esql}},
+            {"id": "out", "type": "MQOutput", "properties": {"queueName": f"{queue}.OUT"}},
+            {
+                "id": "fo",
+                "type": "FileOutput",
+                "properties": {"directory": f"{queue}/out", "fileName": "order.xml"},
+            },
+        ],
+        "connections": [
+            {"from": {"node": "i", "terminal": "out"}, "to": {"node": "calc", "terminal": "in"}},
+            {"from": {"node": "calc", "terminal": "out"}, "to": {"node": "out", "terminal": "in"}},
+            {"from": {"node": "calc", "terminal": "out"}, "to": {"node": "fo", "terminal": "in"}},
+        ],
+    }
+    return {
+        "name": name,
+        "nodes": [
+            {
+                "id": "in",
+                "type": "MQInput",
+                "properties": {"queueName": f"{queue}.IN", "messageDomain": "XMLNSC"},
+            },
+            {"id": "s", "type": "Subflow", "properties": {"flow": inner}},
+        ],
+        "connections": [{"from": {"node": "in", "terminal": "out"}, "to": {"node": "s", "terminal": "in"}}],
+    }
+
+
+ARCHIVED = "<Order><Qty>4</Qty><Total>12</Total></Order>"
+ARCHIVE_TESTS = [
+    {
+        "name": "the priced order is put and archived",
+        "input": {"body": "<Order><Qty>4</Qty></Order>"},
+        "expect": [
+            {"node": "s/out", "messages": [{"body": ARCHIVED}]},
+            {"node": "s/fo", "files": [{"name": "order.xml", "body": ARCHIVED, "domain": "XMLNSC"}]},
+        ],
+    }
+]
+
+
+def test_outputs_inside_a_subflow_and_written_files_are_compared(tmp_path: Path) -> None:
+    queue = f"FA{uuid.uuid4().hex[:8].upper()}"
+    (tmp_path / "archiver.json").write_text(
+        json.dumps({**_archiver("Archiver", queue, PRICE), "tests": ARCHIVE_TESTS})
+    )
+    changed = _archiver("ArchiverChanged", f"{queue}X", PRICE.replace("* 3", "* 4"))
+    (tmp_path / "archiver_changed.json").write_text(json.dumps({**changed, "tests": ARCHIVE_TESTS}))
+
+    run = _run(str(tmp_path))
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    lines = run.stdout.splitlines()
+    assert any(line.startswith("PASS ") and "archiver.json" in line for line in lines), run.stdout
+    assert (
+        f"    node s/out (queue {queue}X.OUT) message 1: XMLNSC.Order.Total: expected '12', got '16'" in lines
+    ), run.stdout
+    assert "    node s/fo file order.xml: XMLNSC.Order.Total: expected '12', got '16'" in lines, run.stdout
+    assert "1 passed, 1 failed, 2 flows" in run.stdout

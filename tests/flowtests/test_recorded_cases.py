@@ -4,7 +4,8 @@ The engine `flowbroker test` starts is the group here: a flow is deployed to it,
 recorded as an operator records one (through the recordings service), the recording becomes a
 case (the service the designer calls), and the engine runs the case against the flow as recorded
 and as changed afterwards. Inputs from a queue (with its message properties), a file and an HTTP
-request are covered, and outputs per node where two nodes put to one queue.
+request are covered, and outputs per node where two nodes put to one queue, an output node inside
+a subflow, and the files a FileOutput node writes.
 """
 
 from __future__ import annotations
@@ -40,7 +41,12 @@ def _compute(module: str, statement: str) -> dict[str, Any]:
     return {"esql": esql}
 
 
-def _record(engine: TestEngine, document: dict[str, Any], drive: Callable[[], None]) -> dict[str, Any]:
+def _record(
+    engine: TestEngine,
+    document: dict[str, Any],
+    drive: Callable[[], None],
+    ignore: list[str] | None = None,
+) -> dict[str, Any]:
     """Deploy ``document``, record the one message ``drive`` sends, make a case of it, undeploy."""
     deployment_id = engine._deploy(document)
     try:
@@ -61,7 +67,13 @@ def _record(engine: TestEngine, document: dict[str, Any], drive: Callable[[], No
             time.sleep(0.05)
         with engine._session() as session:
             _, case = recorded_cases.create(
-                session, "tester", deployment_id, started["id"], engine.settings, name="recorded"
+                session,
+                "tester",
+                deployment_id,
+                started["id"],
+                engine.settings,
+                name="recorded",
+                ignore=ignore,
             )
     finally:
         engine._undeploy(deployment_id)
@@ -244,3 +256,182 @@ def test_a_recording_without_the_answer_or_the_file_name_is_refused_with_the_rea
     )
     with pytest.raises(Invalid, match=r"no LocalEnvironment\.File\.Name"):
         recorded_cases.case_from_recording("x", file_flow, entries, lambda entry: view)
+
+
+def test_an_output_node_inside_a_subflow_is_expected_by_its_canvas_name(engine: TestEngine) -> None:
+    inner = flow(
+        {
+            "i": ("Input", {"terminalName": "in"}),
+            "c": (
+                "Compute",
+                _compute("SubTwice", "SET OutputRoot.XMLNSC.order.qty = InputRoot.XMLNSC.order.qty * 2;"),
+            ),
+            "out": ("MQOutput", {"queueName": "REC.SUB.OUT"}),
+        },
+        ["i.out -> c", "c.out -> out"],
+        name="Doubler",
+    )
+    document = flow(
+        {
+            "in": ("MQInput", {"queueName": "REC.SUB.IN", "messageDomain": "XMLNSC"}),
+            "s": ("Subflow", {"flow": inner}),
+            "top": ("MQOutput", {"queueName": "REC.SUB.TOP"}),
+        },
+        ["in.out -> s.in", "in.out -> top"],
+        name="RecordedSubflow",
+    )
+
+    def drive() -> None:
+        with engine.qm.client() as qm:
+            qm.put("REC.SUB.IN", b"<order><qty>3</qty></order>", MessageDescriptor(format="MQSTR   "))
+
+    case = _record(engine, document, drive)
+    assert [e["node"] for e in case["expect"]] == ["s/out", "top"]
+    assert "<qty>6</qty>" in case["expect"][0]["messages"][0]["body"]
+
+    assert _run(engine, document, case) == []
+    changed = copy.deepcopy(document)
+    sub = next(n for n in changed["nodes"] if n["id"] == "s")
+    c = next(n for n in sub["properties"]["flow"]["nodes"] if n["id"] == "c")
+    c["properties"]["esql"] = c["properties"]["esql"].replace("* 2", "+ 4")
+    assert _run(engine, changed, case) == [
+        "node s/out (queue REC.SUB.OUT) message 1: XMLNSC.order.qty: expected '6', got '7'"
+    ]
+
+
+def test_a_file_output_s_file_is_expected_by_name_and_content_with_ignorable_parts(
+    engine: TestEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    document = flow(
+        {
+            "in": (
+                "FileInput",
+                {
+                    "directory": "recorded/filein",
+                    "filePattern": "*.xml",
+                    "messageDomain": "XMLNSC",
+                    "pollingInterval": 200,
+                },
+            ),
+            "c": (
+                "Compute",
+                _compute(
+                    "StampFile",
+                    "SET OutputRoot.XMLNSC.order.seen = 'yes';\n"
+                    "    SET OutputRoot.XMLNSC.order.stamp = CAST(CURRENT_TIMESTAMP AS CHARACTER);",
+                ),
+            ),
+            "fo": ("FileOutput", {"directory": "recorded/fileout", "fileName": "*.out"}),
+        },
+        ["in.out -> c", "c.out -> fo"],
+        name="RecordedFileOut",
+    )
+
+    def drive() -> None:
+        engine._write_file("recorded/filein", "order-9.xml", b"<order><id>9</id></order>")
+
+    case = _record(engine, document, drive, ignore=["XMLNSC.order.stamp"])
+    ((written,),) = (e["files"] for e in case["expect"])
+    assert case["expect"][0]["node"] == "fo"
+    assert written["name"] == "order-9.out" and written["domain"] == "XMLNSC"
+    assert "<seen>yes</seen>" in written["body"] and "<id>9</id>" in written["body"]
+
+    # the time stamp differs on every run: ignored, the file compares equal
+    assert _run(engine, document, case) == []
+    strict = copy.deepcopy(case)
+    strict["ignore"].remove("XMLNSC.order.stamp")
+    (line,) = _run(engine, document, strict)
+    assert line.startswith("node fo file order-9.out: XMLNSC.order.stamp: expected ")
+
+    changed = copy.deepcopy(document)
+    c = next(n for n in changed["nodes"] if n["id"] == "c")
+    c["properties"]["esql"] = c["properties"]["esql"].replace("'yes'", "'no'")
+    assert _run(engine, changed, case) == [
+        "node fo file order-9.out: XMLNSC.order.seen: expected 'yes', got 'no'"
+    ]
+
+    # a file under another name: the expected one is missing, the written one not expected
+    monkeypatch.setenv("FLOWBROKER_TEST_CASE_TIMEOUT", "2")
+    renamed = copy.deepcopy(document)
+    fo = next(n for n in renamed["nodes"] if n["id"] == "fo")
+    fo["properties"]["fileName"] = "*.txt"
+    assert _run(engine, renamed, case) == [
+        "node fo file order-9.txt: written, but no expected file names it",
+        "node fo file order-9.out: no file was written within 2s",
+    ]
+
+    # a file too big to compare is reported, not read
+    from flowbroker.flowtests import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "MAX_FILE_BYTES", 10)
+    (line,) = _run(engine, document, case)
+    assert line.startswith("node fo file order-9.out: the file is ") and line.endswith("at most 10")
+
+
+def test_records_appended_to_a_file_are_expected_as_the_file_the_finish_terminal_completes() -> None:
+    from flowbroker.runtime.message_view import hex_dump
+
+    document = flow(
+        {
+            "in": ("MQInput", {"queueName": "APPEND.IN"}),
+            "fo": (
+                "FileOutput",
+                {"directory": "batch", "fileName": "day.dat", "recordDefinition": "unmodifiedData"},
+            ),
+        },
+        ["in.out -> fo", "in.out -> fo.finish"],
+        name="Appender",
+    )
+
+    def view(data: bytes) -> dict[str, Any]:
+        text = hex_dump(data)
+        return {"trees": [], "body": {"format": "hex", "text": text, "domain": "BLOB"}, "truncated": False}
+
+    def entry(terminal: str, data: bytes) -> dict[str, Any]:
+        return {
+            "message": 1,
+            "connection": f"in.out->fo.{terminal}",
+            "from": {"node": "in", "terminal": "out"},
+            "to": {"node": "fo", "terminal": terminal},
+            "data": data,
+        }
+
+    entries = [entry("in", b"first\n"), entry("in", b"second\n"), entry("finish", b"")]
+    case = recorded_cases.case_from_recording("x", document, entries, lambda e: view(e["data"]))
+    assert case["expect"] == [
+        {"node": "fo", "files": [{"name": "day.dat", "bodyHex": b"first\nsecond\n".hex(), "domain": "BLOB"}]}
+    ]
+    # without the finish the file was never put in place: nothing is expected of the node
+    unfinished = recorded_cases.case_from_recording("x", document, entries[:2], lambda e: view(e["data"]))
+    assert unfinished["expect"] == [{"node": "fo", "files": []}]
+
+
+def test_a_file_written_to_a_directory_the_message_names_is_refused_with_the_reason() -> None:
+    document = flow(
+        {
+            "in": ("MQInput", {"queueName": "ELSEWHERE.IN"}),
+            "fo": ("FileOutput", {"directory": "out", "fileName": "a.dat"}),
+        },
+        ["in.out -> fo"],
+        name="Elsewhere",
+    )
+    local = {
+        "name": "LocalEnvironment",
+        "children": [
+            {
+                "name": "Destination",
+                "children": [{"name": "File", "children": [{"name": "Directory", "value": "/srv/x"}]}],
+            }
+        ],
+    }
+    view = {"trees": [local], "body": {"format": "hex", "text": "", "domain": "BLOB"}, "truncated": False}
+    entries = [
+        {
+            "message": 1,
+            "connection": "in.out->fo.in",
+            "from": {"node": "in", "terminal": "out"},
+            "to": {"node": "fo", "terminal": "in"},
+        }
+    ]
+    with pytest.raises(Invalid, match=r"names its own directory '/srv/x'"):
+        recorded_cases.case_from_recording("x", document, entries, lambda entry: view)

@@ -13,7 +13,12 @@ A message gives its body as text (``body``, a JSON value for the JSON domain), `
 ``bodyHex``; ``mqmd`` fields by their tree names; ``rfh2`` folders put before the body in an
 MQRFH2 header; ``properties`` the queue message's own properties. An expectation names a queue,
 or an MQOutput node (its queue), and the messages that must arrive there, in order (none: nothing
-may arrive). ``ignore`` lists tree paths left out of the comparison (``*`` matches any name, a
+may arrive). An output node inside a subflow is named as the subflow's canvas names it,
+``subflowNode/innerNode``. A FileOutput node's expectation gives the ``files`` it must write
+(``name``, a glob pattern when the name varies, and the content as a message body) into its
+relative directory below the engine's file root; they are compared as parsed trees in their
+``domain`` (byte for byte as BLOB), and a file written there that no entry names fails the case.
+``ignore`` lists tree paths left out of the comparison (``*`` matches any name, a
 path without ``[n]`` any index, a path its whole subtree). ``setup`` prepares the engine: data
 sources with their SQL, subscriptions, message sets imported from copybooks beside the test file.
 
@@ -63,6 +68,42 @@ def input_types() -> list[str]:
     from flowbroker_nodes import registry
 
     return [spec.type for spec in registry.specs() if spec.test_input]
+
+
+#: Subflows nested deeper than this are not looked into (the compiler refuses them anyway).
+MAX_SUBFLOW_DEPTH = 16
+
+
+def canvas_nodes(
+    document: dict[str, Any], resolve: Any = None, _prefix: str = "", _depth: int = 0
+) -> dict[str, dict[str, Any]]:
+    """Every node of a flow by the name its canvas gives it: the flow's own by id, the nodes of a
+    subflow (inline, or a ``{name, version}`` that ``resolve`` finds) as ``subflowNode/innerNode``,
+    as the compiler, the recordings and the debugger name them."""
+    from flowbroker_nodes import registry
+
+    found: dict[str, dict[str, Any]] = {}
+    for node in document.get("nodes") or []:
+        if not isinstance(node, dict):
+            continue
+        node_id = _prefix + str(node.get("id"))
+        found[node_id] = node
+        if registry.subflow_part(node) != "node" or _depth >= MAX_SUBFLOW_DEPTH:
+            continue
+        ref = (node.get("properties") or {}).get("flow")
+        inner = None
+        if isinstance(ref, dict) and isinstance(ref.get("nodes"), list):
+            inner = ref
+        elif isinstance(ref, dict) and ref.get("name") and resolve is not None:
+            inner = resolve(ref)
+        if isinstance(inner, dict):
+            found.update(canvas_nodes(inner, resolve, f"{node_id}/", _depth + 1))
+    return found
+
+
+def writes_files(node: dict[str, Any]) -> bool:
+    """Whether a flow document's node is a FileOutput (its expectation names files, not messages)."""
+    return node.get("type") == "FileOutput"
 
 
 def queue_output(node: dict[str, Any]) -> str:
@@ -124,12 +165,27 @@ class TestMessage:
 
 
 @dataclass(frozen=True)
+class ExpectedFile:
+    """A file an output node must write: its name (a glob pattern when it has ``*`` or ``?``) and content."""
+
+    name: str
+    content: TestMessage
+
+
+@dataclass(frozen=True)
 class Expectation:
-    """The messages that must arrive on one queue (``node``: the MQOutput node that names it)."""
+    """The messages that must arrive on one queue (``node``: the MQOutput node that names it), or
+    the files a FileOutput node (``node``) must write into ``directory`` (below the file root)."""
 
     queue: str
     node: str
     messages: tuple[TestMessage, ...]
+    files: tuple[ExpectedFile, ...] = ()
+    directory: str = ""
+
+    @property
+    def writes_files(self) -> bool:
+        return bool(self.directory)
 
 
 @dataclass(frozen=True)
@@ -199,7 +255,7 @@ class TestSuite:
     message_sets: tuple[MessageSetSetup, ...] = ()
 
 
-def load_file(path: Path, document: dict[str, Any]) -> TestSuite:
+def load_file(path: Path, document: dict[str, Any], resolve: Any = None) -> TestSuite:
     """Read and check the test file ``path`` of the flow ``document``."""
     source = str(path)
     try:
@@ -214,17 +270,20 @@ def load_file(path: Path, document: dict[str, Any]) -> TestSuite:
         raise CaseError(
             source, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
-    return parse(data, document, source, base=path.parent)
+    return parse(data, document, source, base=path.parent, resolve=resolve)
 
 
-def parse(data: Any, document: dict[str, Any], source: str, *, base: Path | None = None) -> TestSuite:
+def parse(
+    data: Any, document: dict[str, Any], source: str, *, base: Path | None = None, resolve: Any = None
+) -> TestSuite:
     """A test file's content (an object with ``cases``, or a bare list of cases) for ``document``.
 
-    ``base``: the test file's directory, which the copybooks of ``setup.messageSets`` are read from.
+    ``base``: the test file's directory, which the copybooks of ``setup.messageSets`` are read from;
+    ``resolve``: finds a subflow named ``{name, version}`` (inline subflows need none).
     """
     if isinstance(data, list):
         data = {"cases": data}
-    reader = _Reader(source, document, base)
+    reader = _Reader(source, document, base, resolve)
     obj = reader.object(data, "")
     reader.only(obj, "", {"flow", "cases", "setup"})
     flow_name = obj.get("flow")
@@ -242,24 +301,28 @@ def parse(data: Any, document: dict[str, Any], source: str, *, base: Path | None
     return TestSuite(source, tuple(parsed), data_sources, subscriptions, message_sets)
 
 
-def check(data: Any, document: dict[str, Any]) -> list[dict[str, Any]]:
+def check(data: Any, document: dict[str, Any], resolve: Any = None) -> list[dict[str, Any]]:
     """The problems of a flow document's ``tests`` (pointers below ``/tests``), for the validator."""
     if not isinstance(data, list):
         return [{"pointer": "/tests", "message": "must be a list of test cases"}]
     try:
-        parse(data, document, "tests")
+        parse(data, document, "tests", resolve=resolve)
     except CaseError as exc:
         return [{"pointer": "/tests" + exc.pointer.removeprefix("/cases"), "message": exc.message}]
     return []
 
 
 class _Reader:
-    def __init__(self, source: str, document: dict[str, Any], base: Path | None = None) -> None:
+    def __init__(
+        self, source: str, document: dict[str, Any], base: Path | None = None, resolve: Any = None
+    ) -> None:
         self.source = source
         self.base = base
         self.nodes = {
             str(node.get("id")): node for node in document.get("nodes") or [] if isinstance(node, dict)
         }
+        #: output nodes may lie inside subflows: named ``subflowNode/innerNode``
+        self.outputs = canvas_nodes(document, resolve)
 
     def fail(self, pointer: str, message: str) -> CaseError:
         return CaseError(self.source, pointer, message)
@@ -316,6 +379,13 @@ class _Reader:
         ]
         if not expect and reply is None:
             raise self.fail(f"{pointer}/expect", "name at least one queue or output node")
+        file_nodes = [e.node if e.writes_files else None for e in expect]
+        for n, node_name in enumerate(file_nodes):
+            if node_name is not None and node_name in file_nodes[:n]:
+                raise self.fail(
+                    f"{pointer}/expect/{n}/node",
+                    f"node {node_name!r} is named twice; give all its files once",
+                )
         ignore = [
             self.path(item, f"{pointer}/ignore/{n}")
             for n, item in enumerate(self.list(obj.get("ignore", []), f"{pointer}/ignore", 200))
@@ -413,17 +483,28 @@ class _Reader:
 
     def expectation(self, value: Any, pointer: str, domain: str) -> Expectation:
         obj = self.object(value, pointer)
-        self.only(obj, pointer, {"queue", "node", "messages"})
+        self.only(obj, pointer, {"queue", "node", "messages", "files"})
         node_id = ""
         if "node" in obj:
             node_id = self.text(obj["node"], f"{pointer}/node")
-            node = self.nodes.get(node_id)
+            node = self.outputs.get(node_id)
             if node is None:
-                raise self.fail(f"{pointer}/node", f"the flow has no node {node_id!r}")
+                where = f"the flow has no node {node_id!r}"
+                parent = self.outputs.get(node_id.rsplit("/", 1)[0]) if "/" in node_id else None
+                ref = ((parent or {}).get("properties") or {}).get("flow")
+                if isinstance(ref, dict) and "nodes" not in ref and ref.get("name"):
+                    where += (
+                        f" (its subflow is the saved flow {ref['name']!r}; "
+                        "a flow test looks only into subflows inline in the flow)"
+                    )
+                raise self.fail(f"{pointer}/node", where)
+            if writes_files(node):
+                return self.file_expectation(obj, pointer, node_id, node)
             queue = queue_output(node)
             if not queue:
                 raise self.fail(
-                    f"{pointer}/node", f"node {node_id!r} is not an MQOutput node with a queue name"
+                    f"{pointer}/node",
+                    f"node {node_id!r} is not an MQOutput node with a queue name, nor a FileOutput",
                 )
             if "queue" in obj and obj["queue"] != queue:
                 raise self.fail(f"{pointer}/queue", f"node {node_id!r} puts to {queue}, not {obj['queue']}")
@@ -431,6 +512,8 @@ class _Reader:
             queue = self.text(obj["queue"], f"{pointer}/queue")
         else:
             raise self.fail(pointer, "required: queue or node")
+        if "files" in obj:
+            raise self.fail(f"{pointer}/files", "only a FileOutput node's expectation names files")
         messages = [
             self.message(
                 self.object(item, f"{pointer}/messages/{n}"), f"{pointer}/messages/{n}", set(), domain
@@ -438,6 +521,35 @@ class _Reader:
             for n, item in enumerate(self.list(obj.get("messages"), f"{pointer}/messages", MAX_MESSAGES))
         ]
         return Expectation(queue, node_id, tuple(messages))
+
+    def file_expectation(
+        self, obj: dict[str, Any], pointer: str, node_id: str, node: dict[str, Any]
+    ) -> Expectation:
+        for key in ("queue", "messages"):
+            if key in obj:
+                raise self.fail(
+                    f"{pointer}/{key}", f"node {node_id!r} is a FileOutput: give the files it writes"
+                )
+        directory = str((node.get("properties") or {}).get("directory") or "").strip()
+        if not directory or _unsafe_relative(directory):
+            raise self.fail(
+                f"{pointer}/node",
+                f"node {node_id!r} writes to directory {directory!r}; a test reads files only from a "
+                "relative directory below the test engine's file root",
+            )
+        files = []
+        for n, item in enumerate(self.list(obj.get("files"), f"{pointer}/files", MAX_MESSAGES)):
+            where = f"{pointer}/files/{n}"
+            entry = self.object(item, where)
+            self.only(entry, where, {"name", "body", "bodyBase64", "bodyHex", "domain"})
+            name = self.text(entry.get("name"), f"{where}/name")
+            if "/" in name or "\\" in name or name.startswith(".") or len(name) > 255:
+                raise self.fail(
+                    f"{where}/name",
+                    f"{name!r} is not a plain file name or pattern (no directory, not hidden)",
+                )
+            files.append(ExpectedFile(name, self.message(entry, where, {"name"}, "")))
+        return Expectation("", node_id, (), tuple(files), directory)
 
     def message(self, obj: dict[str, Any], pointer: str, extra: set[str], domain: str) -> TestMessage:
         self.only(

@@ -4,13 +4,15 @@ One engine runs the tests of many flows: each flow is deployed to its group as a
 deploy it, its cases put their input messages on the input node's queue (or write them as a file
 into a FileInput node's directory below the engine's own file root, or send them to an HTTPInput
 node on the group's own HTTP port and compare the answer) and take what arrives on the expected
-queues, and the flow is undeployed before the next one. Nothing of it touches
+queues and what FileOutput nodes write into their directories below that file root, and the flow
+is undeployed before the next one. Nothing of it touches
 a running system: the queue manager listens on a free loopback port and every file lives in the
 scratch directory, removed at the end.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import socket
 import tempfile
@@ -19,7 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flowbroker.flowtests.cases import Expectation, MessageSetSetup, TestCase, TestSuite, starts_by
+from flowbroker.flowtests.cases import (
+    Expectation,
+    MessageSetSetup,
+    TestCase,
+    TestSuite,
+    canvas_nodes,
+    starts_by,
+    writes_files,
+)
 from flowbroker.flowtests.compare import Difference, UnparsableMessage, compare
 
 ACTOR = "flowtest"
@@ -55,6 +65,8 @@ class MessageResult:
     actual: dict[str, Any] | None = None
     #: The output node the message was expected from (its expectation names it), else "".
     node: str = ""
+    #: For a FileOutput node's expectation: the file (its name as written, else as expected).
+    file: str = ""
 
     @property
     def passed(self) -> bool:
@@ -65,10 +77,18 @@ class MessageResult:
         """The output the message belongs to: ``node out (queue Q)``, or the queue, or HTTP reply."""
         return f"node {self.node} (queue {self.queue})" if self.node else self.queue
 
+    @property
+    def label(self) -> str:
+        """How a report line names it: ``node out (queue Q) message 2``, ``node fo file a.xml``."""
+        if self.file:
+            return f"node {self.node} file {self.file}"
+        return f"{self.where} message {self.index + 1}"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "queue": self.queue,
             "node": self.node,
+            "file": self.file,
             "index": self.index,
             "passed": self.passed,
             "problem": self.problem,
@@ -97,7 +117,7 @@ class CaseResult:
         lines = [self.error] if self.error else []
         lines += self.problems
         for message in self.messages:
-            where = f"{message.where} message {message.index + 1}"
+            where = message.label
             if message.problem:
                 lines.append(f"{where}: {message.problem}")
             lines += [f"{where}: {d.describe()}" for d in message.differences]
@@ -114,6 +134,9 @@ class CaseResult:
             "messages": [m.to_json() for m in self.messages],
         }
 
+
+#: The largest file a case compares (a bigger one is reported, not read).
+MAX_FILE_BYTES = 64 * 1024 * 1024
 
 #: How much of a differing output message a result shows: its diff names every difference anyway.
 VIEW_LIMITS_FIELDS = 2000
@@ -275,9 +298,11 @@ class TestEngine:
                     datasources.create(session, ACTOR, source.name, url, "flow test")
         for message_set in suite.message_sets:
             self._install_message_set(message_set)
-        for node in document.get("nodes") or []:
+        # the relative directories the flow's file nodes (in its subflows too) read and write
+        for node in canvas_nodes(document).values():
             directory = str((node.get("properties") or {}).get("directory") or "").strip()
-            if starts_by(node) == "file" and directory and not Path(directory).is_absolute():
+            wanted = starts_by(node) == "file" or writes_files(node)
+            if wanted and directory and not Path(directory).is_absolute() and ".." not in directory:
                 (self.files / directory).mkdir(parents=True, exist_ok=True)
         with self.qm.client() as qm:
             for subscription in suite.subscriptions:
@@ -376,7 +401,10 @@ class TestEngine:
         node = next(n for n in document["nodes"] if n.get("id") == case.input_node)
         with self.qm.client() as qm:
             for expectation in case.expect:
-                self._drain(qm, expectation.queue)
+                if expectation.writes_files:
+                    self._clear_files(expectation.directory)
+                else:
+                    self._drain(qm, expectation.queue)
             message = case.input
             if case.input_file:
                 self._write_file(str(node["properties"]["directory"]), case.input_file, message.body)
@@ -392,9 +420,13 @@ class TestEngine:
             deadline = time.monotonic() + case_timeout()
             by_queue: dict[str, list[Expectation]] = {}
             for expectation in case.expect:
-                by_queue.setdefault(expectation.queue, []).append(expectation)
+                if not expectation.writes_files:
+                    by_queue.setdefault(expectation.queue, []).append(expectation)
             for expectations in by_queue.values():
                 self._collect(qm, expectations, case, deadline, result)
+        for expectation in case.expect:
+            if expectation.writes_files:
+                self._collect_files(expectation, case, deadline, result)
         result.seconds = time.monotonic() - started
         return result
 
@@ -447,6 +479,72 @@ class TestEngine:
         aside = target / f".{name}.flowtest"
         aside.write_bytes(body)
         os.replace(aside, target / name)
+
+    def _written_files(self, directory: str) -> list[Path]:
+        """The files in place in an output directory (not hidden, not in mqsitransit or mqsiarchive)."""
+        where = self.files / directory
+        if not where.is_dir():
+            return []
+        return sorted(
+            (p for p in where.iterdir() if p.is_file() and not p.is_symlink() and not p.name.startswith(".")),
+            key=lambda p: p.name,
+        )
+
+    def _clear_files(self, directory: str) -> None:
+        """Remove what an earlier case left in an output directory, so what is found was written now."""
+        for path in self._written_files(directory):
+            path.unlink(missing_ok=True)
+
+    def _collect_files(
+        self, expectation: Expectation, case: TestCase, deadline: float, result: CaseResult
+    ) -> None:
+        """Wait for the files ``expectation`` names in its directory and compare their content.
+
+        Each expected file takes the first file written whose name matches it (in name order);
+        a file no entry takes is reported as not expected, naming the node and the file.
+        """
+        from flowbroker.qm.protocol import MessageDescriptor
+
+        def assign(found: list[Path]) -> list[Path | None]:
+            free = list(found)
+            taken: list[Path | None] = []
+            for wanted in expectation.files:
+                match = next((p for p in free if fnmatch.fnmatchcase(p.name, wanted.name)), None)
+                if match is not None:
+                    free.remove(match)
+                taken.append(match)
+            return taken
+
+        while time.monotonic() < deadline and None in assign(self._written_files(expectation.directory)):
+            time.sleep(0.05)
+        time.sleep(settle_time())
+        found = self._written_files(expectation.directory)
+        taken = assign(found)
+        for n, (wanted, path) in enumerate(zip(expectation.files, taken, strict=True)):
+            outcome = MessageResult("", n, node=expectation.node, file=path.name if path else wanted.name)
+            if path is None:
+                outcome.problem = f"no file was written within {case_timeout():.0f}s"
+            else:
+                try:
+                    size = path.stat().st_size
+                    if size > MAX_FILE_BYTES:
+                        outcome.problem = (
+                            f"the file is {size:,} bytes; a test compares at most {MAX_FILE_BYTES:,}"
+                        )
+                        result.messages.append(outcome)
+                        continue
+                    content = path.read_bytes()
+                    outcome.differences = compare(wanted.content, MessageDescriptor(), content, case.ignore)
+                except OSError as exc:
+                    outcome.problem = f"cannot read {path.name}: {exc.strerror or exc}"
+                except UnparsableMessage as exc:
+                    outcome.problem = str(exc).replace("output message", "file")
+            result.messages.append(outcome)
+        for path in found:
+            if path not in taken:
+                result.problems.append(
+                    f"node {expectation.node} file {path.name}: written, but no expected file names it"
+                )
 
     @staticmethod
     def _drain(qm: Any, queue: str) -> None:

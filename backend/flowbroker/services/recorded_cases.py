@@ -4,7 +4,9 @@ The recording holds, per connection a message crossed, the message view
 (:mod:`flowbroker.runtime.message_view`). The case's input is the message as it left the flow's
 input node (the node a case starts at, by its spec's ``testInput``); what is expected is each
 message that reached a node writing to a queue (its spec's ``writesQueue``), per queue, in the
-order they crossed. The views are turned back into a test file's message form: the serialized
+order they crossed, and per FileOutput node the files it wrote (name and content). An output node
+inside a subflow is named as the recording and the subflow's canvas name it, ``sub/inner``.
+The views are turned back into a test file's message form: the serialized
 body, the MQMD fields that were set, the MQRFH2 folders. The case is then stored with the flow
 (:func:`flowbroker.services.flow_tests.add_case`), so it becomes the flow's next version.
 """
@@ -19,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from flowbroker.flowtests import cases
 from flowbroker.formats import mqmd
+from flowbroker.runtime.dependencies import subflow_resolver
 from flowbroker.services import audit, deploy, flow_tests, flows, recordings, validation
 from flowbroker.services.errors import Invalid, NotFound, problem
 from flowbroker.settings import Settings
@@ -59,7 +62,13 @@ def create(
     document = deployment.flow_version.document
     with open(where / f"{recording_id}.jsonl", "rb") as handle:
         case = case_from_recording(
-            name, document, entries, lambda entry: _read(handle, entry), ignore=ignore, message=message
+            name,
+            document,
+            entries,
+            lambda entry: _read(handle, entry),
+            ignore=ignore,
+            message=message,
+            resolve=subflow_resolver(deployment.dependencies),
         )
     audit.record(
         session,
@@ -80,6 +89,7 @@ def case_from_recording(
     *,
     ignore: list[str] | None = None,
     message: int = 1,
+    resolve: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
 ) -> dict[str, Any]:
     """A case from the crossings of one recorded flow invocation (``entries``, the recording's index
     lines in order; ``read`` gives an entry's message view).
@@ -88,9 +98,10 @@ def case_from_recording(
     MQRFH2 folders and queue message properties; for a FileInput the file (name and content); for
     an HTTPInput the request (method, path, headers, body) and the answer an HTTPReply node gave.
     What is expected is, per node that writes to a queue, the messages that reached it in order
-    (with the properties they were put with).
+    (with the properties they were put with), and per FileOutput node the files it wrote. Nodes
+    inside a subflow (inline, or found by ``resolve``) are named ``sub/inner``, as recorded.
     """
-    nodes = {str(n.get("id")): n for n in document.get("nodes") or [] if isinstance(n, dict)}
+    nodes = cases.canvas_nodes(document, resolve)
     start = next((e for e in entries if cases.starts_by(nodes.get(_end(e, "from"), {}))), None)
     if start is None:
         raise Invalid(
@@ -112,11 +123,17 @@ def case_from_recording(
     elif kind == "http":
         given.update(_request(start_view))
     expect: dict[str, dict[str, Any]] = {}
+    written: dict[str, _Files] = {}
     reply: dict[str, Any] | None = None
     for entry in entries:
         target_id = _end(entry, "to")
         target = nodes.get(target_id, {})
-        if cases.queue_output(target):
+        if cases.writes_files(target):
+            if target_id not in expect:
+                expect[target_id] = {"node": target_id, "files": []}
+                written[target_id] = _Files(target)
+            written[target_id].crossed(read(entry), entry)
+        elif cases.queue_output(target):
             view = read(entry)
             out = _case_message(view, entry["connection"])
             put = {**properties, **_usr_fields(view)}
@@ -125,6 +142,8 @@ def case_from_recording(
             expect.setdefault(target_id, {"node": target_id, "messages": []})["messages"].append(out)
         elif kind == "http" and _answers_http(target) and reply is None:
             reply = _reply(read(entry), entry["connection"])
+    for target_id, files in written.items():
+        expect[target_id]["files"] = files.expected()
     if kind == "http" and reply is None:
         raise Invalid(
             f"recorded message {message} reached no HTTPReply node: the answer to expect is unknown",
@@ -132,7 +151,7 @@ def case_from_recording(
         )
     if not expect and reply is None:
         raise Invalid(
-            f"recorded message {message} reached no node that writes to a queue: there is nothing to expect",
+            f"recorded message {message} reached no node that writes to a queue or a file: there is nothing to expect",
             [problem("/message", "no output in the recorded path")],
         )
     case = cases.case_from_views(name, given, {}, input_node=input_id, ignore=list(ignore or []))
@@ -140,6 +159,82 @@ def case_from_recording(
     if reply is not None:
         case["reply"] = reply
     return case
+
+
+class _Files:
+    """The files a FileOutput node wrote, from the messages recorded reaching it, in order.
+
+    A message on ``in`` is a whole file (a later one of the same name replaces it) or, with
+    record definition unmodifiedData, a record appended to its file, which a message on
+    ``finish`` puts in place. The name is the node's (its ``*`` the input's wildcard match) unless
+    LocalEnvironment.Destination.File.Name gives one; a message that names none wrote no file.
+    """
+
+    def __init__(self, node: dict[str, Any]) -> None:
+        properties = node.get("properties") or {}
+        self.file_name = str(properties.get("fileName") or "").strip()
+        self.append = properties.get("recordDefinition") == "unmodifiedData"
+        self.done: dict[str, dict[str, Any]] = {}
+        self.open: dict[str, tuple[bytes, str]] = {}
+
+    def crossed(self, view: dict[str, Any], entry: dict[str, Any]) -> None:
+        local = _tree(view, "LocalEnvironment")
+        elsewhere = str((_child(local, "Destination", "File", "Directory") or {}).get("value") or "")
+        if elsewhere:
+            raise Invalid(
+                f"the message recorded at {entry['connection']} names its own directory {elsewhere!r} "
+                "(LocalEnvironment.Destination.File.Directory); a test reads only the node's directory",
+                [problem("/message", f"{entry['connection']}: a file written outside the node's directory")],
+            )
+        name = str((_child(local, "Destination", "File", "Name") or {}).get("value") or "") or self.file_name
+        if "*" in name:
+            match = str((_child(local, "Wildcard", "WildcardMatch") or {}).get("value") or "")
+            name = name.replace("*", match, 1)
+        if not name:
+            return
+        terminal = str((entry.get("to") or {}).get("terminal") or "in")
+        if terminal == "finish":
+            if name in self.open:
+                data, domain = self.open.pop(name)
+                self.done.pop(name, None)
+                self.done[name] = _file_content(name, data, domain)
+            return
+        content = {
+            key: value for key, value in _case_message(view, entry["connection"]).items() if key != "mqmd"
+        }
+        content.pop("rfh2", None)
+        if not self.append:
+            self.done.pop(name, None)
+            self.done[name] = {"name": name, **_as_file(content)}
+            return
+        data = _content_bytes(content, entry["connection"])
+        before, _ = self.open.get(name, (b"", ""))
+        self.open[name] = (before + data, "BLOB")
+
+    def expected(self) -> list[dict[str, Any]]:
+        return list(self.done.values())
+
+
+def _as_file(content: dict[str, Any]) -> dict[str, Any]:
+    """A recorded body as a file's content: XML and JSON as text in their domain, the rest byte for byte."""
+    if "body" in content:
+        return {"body": content["body"], **({"domain": content["domain"]} if content.get("domain") else {})}
+    return {"bodyHex": content.get("bodyHex", ""), "domain": "BLOB"}
+
+
+def _content_bytes(content: dict[str, Any], where: str) -> bytes:
+    """A record appended to a file, as the bytes the node wrote: only a body recorded byte for byte."""
+    if "bodyHex" in content:
+        return bytes.fromhex(str(content["bodyHex"]))
+    raise Invalid(
+        f"the record recorded at {where} is appended to a file as {content.get('domain')} text the "
+        "recording shows reformatted; a test cannot know the bytes written",
+        [problem("/message", f"{where}: an appended {content.get('domain')} record")],
+    )
+
+
+def _file_content(name: str, data: bytes, domain: str) -> dict[str, Any]:
+    return {"name": name, "bodyHex": data.hex(), "domain": domain}
 
 
 #: Request headers a replayed request gets anew (the connection's own) or that only say how it came.

@@ -2949,6 +2949,12 @@ export interface components {
             } | null;
             /** Differences */
             differences: components["schemas"]["DifferenceOut"][];
+            /**
+             * File
+             * @description for a FileOutput node's expectation: the file written (else the name expected)
+             * @default
+             */
+            file: string;
             /** Index */
             index: number;
             /**

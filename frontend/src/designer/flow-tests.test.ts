@@ -20,6 +20,7 @@ const run: TestRun = {
         {
           queue: 'ORDERS.OUT',
           node: '',
+          file: '',
           index: 0,
           passed: false,
           problem: '',
@@ -32,11 +33,22 @@ const run: TestRun = {
         {
           queue: 'ORDERS.OUT',
           node: 'audit',
+          file: '',
           index: 0,
           passed: false,
           problem: '',
           actual: null,
           differences: [{ path: '(properties).channel', kind: 'missing', expected: 'web', actual: null }],
+        },
+        {
+          queue: '',
+          node: 'sub/fo',
+          file: 'order-9.xml',
+          index: 0,
+          passed: false,
+          problem: '',
+          actual: null,
+          differences: [{ path: 'XMLNSC.order.seen', kind: 'changed', expected: 'yes', actual: 'no' }],
         },
       ],
     },
@@ -66,6 +78,7 @@ describe('flow tests panel', () => {
       { where: 'ORDERS.OUT #1', path: 'XMLNSC.Order.Total', kind: 'changed', expected: '9', actual: '6' },
       { where: 'ORDERS.OUT #1', path: 'XMLNSC.Order.Note', kind: 'unexpected', expected: '', actual: 'NULL' },
       { where: 'audit (ORDERS.OUT) #1', path: '(properties).channel', kind: 'missing', expected: 'web', actual: '' },
+      { where: 'sub/fo file order-9.xml', path: 'XMLNSC.order.seen', kind: 'changed', expected: 'yes', actual: 'no' },
     ]);
   });
 

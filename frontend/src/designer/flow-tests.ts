@@ -49,13 +49,18 @@ export function messagePlace(message: { queue: string; node?: string }): string 
   return message.node ? `${message.node} (${message.queue})` : message.queue;
 }
 
+/** How a result row names an expected message (``out (Q) #2``) or a FileOutput node's file (``fo file a.xml``). */
+export function resultPlace(message: { queue: string; node?: string; file?: string; index: number }): string {
+  return message.file ? `${message.node} file ${message.file}` : `${messagePlace(message)} #${message.index + 1}`;
+}
+
 /** The differences of a case's messages as table rows; problems without a path get a row of their own. */
 export function diffRows(result: CaseResult): DiffRow[] {
   const rows: DiffRow[] = [];
   if (result.error) rows.push({ where: '', path: '', kind: 'error', expected: '', actual: result.error });
   for (const problem of result.problems) rows.push({ where: '', path: '', kind: 'problem', expected: '', actual: problem });
   for (const message of result.messages) {
-    const where = `${messagePlace(message)} #${message.index + 1}`;
+    const where = resultPlace(message);
     if (message.problem) rows.push({ where, path: '', kind: 'problem', expected: '', actual: message.problem });
     for (const d of message.differences) {
       rows.push({

@@ -36,6 +36,10 @@ class DifferenceOut(Out):
 class MessageResultOut(Out):
     queue: str
     node: str = Field(default="", description="the output node the message was expected from, if named")
+    file: str = Field(
+        default="",
+        description="for a FileOutput node's expectation: the file written (else the name expected)",
+    )
     index: int
     passed: bool
     problem: str
