@@ -30,6 +30,7 @@ SPEC = NodeSpec(
     label="FileOutput",
     category="output",
     icon="file-out",
+    extra={"testOutput": "file"},
     description="Writes the message body as a whole file, or appends it as a record to a file that a "
     "message on Finish File completes, in a directory below the execution group's file roots.",
     inputs=(Terminal("in", "in", "In"), Terminal("finish", "in", "Finish File")),

@@ -106,7 +106,8 @@ class NodeSpec:
     @property
     def test_output(self) -> str:
         """``extra["testOutput"]``: what a flow test expects of this node besides queue messages:
-        "http" (the answer it gives the request that started the flow); "" for none."""
+        "http" (the answer it gives the request that started the flow) or "file" (the files it
+        writes); "" for none."""
         return str(self.extra.get("testOutput") or "")
 
     def property(self, name: str) -> Property | None:

@@ -102,8 +102,12 @@ def canvas_nodes(
 
 
 def writes_files(node: dict[str, Any]) -> bool:
-    """Whether a flow document's node is a FileOutput (its expectation names files, not messages)."""
-    return node.get("type") == "FileOutput"
+    """Whether a flow document's node writes files (its spec's ``testOutput`` is "file"): its
+    expectation names files, not messages."""
+    from flowbroker_nodes import registry
+
+    spec = registry.spec(str(node.get("type")))
+    return spec is not None and spec.test_output == "file"
 
 
 def queue_output(node: dict[str, Any]) -> str:
