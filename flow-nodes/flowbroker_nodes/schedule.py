@@ -21,7 +21,7 @@ from typing import Any
 
 from esql.tree import Element
 
-from flowbroker_nodes.base import Assembly, FlowServices, Node, NodeError, QueueMessage
+from flowbroker_nodes.base import Assembly, FlowServices, Node, QueueMessage
 
 #: How often a timer looks for due records (s), and how often it sweeps the whole queue.
 TICK_S = 1.0
@@ -111,13 +111,12 @@ class Timed:
 
 @dataclasses.dataclass
 class Due:
-    """One arrival of a :class:`Timers` source: the next record of one due bucket of a schedule."""
+    """One arrival of a :class:`Timers` source: a record of a due bucket of a schedule, taken under
+    syncpoint (the unit of work the flow thread then commits or backs out)."""
 
     index: int
     second: int
-    #: the record as the last attempt took it (None: not taken yet, or the bucket was empty)
-    record: QueueMessage | None = None
-    empty: bool = False
+    record: QueueMessage
 
 
 class Timers:
@@ -161,6 +160,8 @@ class Timers:
             raise
 
     def next(self) -> list[Due]:
+        """The next record of the first due bucket that has one (taken as a queue input's get is:
+        a transport failure here is the connection's, not the record's); [] when none came."""
         flow = self.flow
         if self.lock is None:
             flow.stop.wait()  # another flow thread of this node keeps the time
@@ -178,20 +179,18 @@ class Timers:
                 self.retry[n].clear()
                 self.cursor[n] = max(self.cursor[n], now)
                 self.pending += [(n, second) for second in buckets]
-        n, second = self.pending[0]
-        return [Due(n, second)]
+        while self.pending and not flow.stop.is_set():
+            n, second = self.pending[0]
+            record = self.schedules[n].schedule.take(flow, second)
+            if record is not None:
+                return [Due(n, second, record)]
+            self.pending.pop(0)  # the bucket is empty
+        return []
 
     def assembly(self, due: Due) -> tuple[str, Assembly] | None:
-        timed = self.schedules[due.index]
-        due.record = timed.schedule.take(self.flow, due.second)
-        if due.record is None:
-            due.empty = True
-            return None
-        return timed.assemble(due.record)
+        return self.schedules[due.index].assemble(due.record)
 
     def failure_assembly(self, due: Due, assembly: Assembly | None, errors: Element) -> Assembly | None:
-        if due.record is None:
-            raise NodeError("the timed record could not be taken", number=2230)
         timed = self.schedules[due.index]
         record = timed.schedule.take(self.flow, due.second, bytes(due.record.md.msg_id))
         if record is None:
@@ -202,7 +201,7 @@ class Timers:
         timed = self.schedules[due.index]
         flow = self.flow
         name = self.node.name
-        if due.record is not None and timed.expired is not None and timed.expired(due.record):
+        if timed.expired is not None and timed.expired(due.record):
             # its time is up and nothing takes it: to the dead-letter queue, not lost
             again = timed.schedule.take(flow, due.second, bytes(due.record.md.msg_id))
             if again is not None:
@@ -212,11 +211,11 @@ class Timers:
         return False
 
     def done(self, arrivals: list[Due], complete: bool) -> None:
-        (due,) = arrivals
-        if due.empty or not complete:
+        if not complete:
+            # the tick goes on with the next bucket; this one is tried again next tick
+            (due,) = arrivals
             self.pending.pop(0)
-            if not due.empty:
-                self.retry[due.index].add(due.second)
+            self.retry[due.index].add(due.second)
 
     def close(self) -> None:
         if self.lock is not None:
