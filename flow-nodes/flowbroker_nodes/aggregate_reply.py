@@ -15,8 +15,12 @@ second until that timeout ends, for fan-outs that send their requests outside a 
 failure, so the input node backs it out and it ends on its backout or dead-letter queue, never
 dropped. When an aggregation's timeout passes first, the replies received so far go to
 ``timeout`` in the same form (with none: an empty ComIbmAggregateReplyBody), and a later reply is
-unknown. Timeouts are kept by this node's own flow thread, which the execution group starts like
-an input node's; a timeout that fell due while the group was stopped fires once it runs again.
+unknown. Timeouts and held replies are due records of this node's schedules (see
+:class:`~flowbroker_nodes.schedule.Timers`): its own flow thread, which the execution group starts like
+an input node's, takes each in a unit of work of its own, with the catch and failure terminals and
+the retries of an input node; a timeout that fell due while the group was stopped fires once it
+runs again. A held reply that fails once its time is up, and that the failure terminal does not
+take, goes to the dead-letter queue.
 """
 
 from __future__ import annotations
@@ -33,14 +37,11 @@ from flowbroker_nodes.base import (
     DeployProblem,
     FlowServices,
     NodeError,
-    Unwinding,
-    describe_exception_list,
-    exception_entry,
-    exception_list_with,
+    QueueMessage,
     field_value,
 )
 from flowbroker_nodes.base import Node as BaseNode
-from flowbroker_nodes.schedule import Schedule, Timers
+from flowbroker_nodes.schedule import Schedule, Timed, Timers
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -108,11 +109,15 @@ class Node(BaseNode):
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
         aggregation.ensure_queues(self.flow)
-        self._match(assembly, hold_until=time.time() + self.hold_s if self.hold_s else 0.0)
+        matched = self._match(assembly, hold_until=time.time() + self.hold_s if self.hold_s else 0.0)
+        if matched is not None:
+            self.propagate(*matched)
 
-    def _match(self, assembly: Assembly, hold_until: float) -> None:
-        """Aggregate the reply ``assembly``; one that matches no request is held until ``hold_until``
-        (epoch seconds; 0: not held) before it goes to unknown."""
+    def _match(self, assembly: Assembly, hold_until: float) -> tuple[str, Assembly] | None:
+        """Aggregate the reply ``assembly``: the terminal and message it leads to (the combined
+        message on out once it is the last; unknown), or None (stored, or held). One that matches
+        no request is held until ``hold_until`` (epoch seconds; 0: not held) before it goes to
+        unknown."""
         flow = self.flow
         correl = field_value(assembly.root, "MQMD", "CorrelId")
         key = bytes(correl).ljust(24, b"\x00")[:24] if isinstance(correl, bytes | bytearray) else b""
@@ -122,28 +127,25 @@ class Node(BaseNode):
         if request is None:
             if hold_until > time.time():
                 self._hold(assembly, hold_until)
-                return
-            self._unknown(assembly, "matches no request sent")
-            return
+                return None
+            return self._unknown(assembly, "matches no request sent")
         ident, name, folder, index = aggregation.parse_request(request.body)
         if name != self.aggregate:
             # another aggregate's reply: its record goes back for the node that collects it
             flow.put_record(aggregation.REQUEST_QUEUE, request.body, correl_id=key, syncpoint=True)
-            self._unknown(assembly, f"answers a request of aggregate {name!r}")
-            return
+            return self._unknown(assembly, f"answers a request of aggregate {name!r}")
         control = aggregation.take_control(flow, ident, aggregation.CONTROL_WAIT_MS)
         if control is None or control.done:
-            self._unknown(assembly, "belongs to an aggregation that has timed out or completed")
-            return
+            return self._unknown(assembly, "belongs to an aggregation that has timed out or completed")
         reply = aggregation.reply_of(flow, assembly.root, folder, index, key)
         control.received.append(key.hex())
         if len(control.received) < len(control.requests):
             control.held.append(reply)
-            return
+            return None
         answered = [*aggregation.stored_replies(flow, ident), *control.held, reply]
         combined = aggregation.close(flow, control, answered)
         combined.environment = assembly.environment
-        self.propagate("out", combined)
+        return "out", combined
 
     def _hold(self, assembly: Assembly, until: float) -> None:
         """Keep an unmatched reply on the unknown queue, to be matched again next second."""
@@ -161,47 +163,32 @@ class Node(BaseNode):
         }
         self.held.put(flow, time.time() + 1, body, properties=held, md=md)
 
-    def _match_held(self, second: int) -> bool | None:
-        """Match one held reply of ``second``'s bucket again, in its own unit of work."""
-        flow = self.flow
-        flow.begin(True)
-        record = self.held.take(flow, second)
-        if record is None:
-            flow.commit()
-            return None
+    def _held_assembly(self, record: QueueMessage) -> Assembly:
+        """A held reply as it was received."""
         props = dict(getattr(record, "properties", None) or {})
         md = record.md
         md.correl_id = bytes.fromhex(str(props.get(_HELD + "correlId") or "")).ljust(24, b"\x00")
         stored = aggregation.Stored(
             md, {k: v for k, v in props.items() if not k.startswith("flowbroker.")}, record.body
         )
-        try:
-            assembly = flow.build_assembly(stored, {"domain": str(props.get(_HELD + "domain") or "BLOB")})
-            self._match(assembly, float(props.get(_HELD + "until") or 0))
-        except Unwinding as failed:
-            flow.backout()
-            flow.log(
-                f"{self.name}: a held reply backed out, retrying: {describe_exception_list(failed.exception_list)}"
-            )
-            return False
-        except Exception as exc:
-            flow.backout()
-            if float(props.get(_HELD + "until") or 0) > time.time():
-                flow.log(f"{self.name}: a held reply backed out, retrying: {exc}")
-                return False
-            # its time is up and it cannot go to unknown: to the dead-letter queue, not lost
-            flow.begin(True)
-            again = self.held.take(flow, second, bytes(record.md.msg_id))
-            if again is not None:
-                flow.dead_letter(again, str(exc)[:500], syncpoint=True, notes={"node": self.name})
-            flow.commit()
-            return True
-        flow.commit()
-        return True
+        return self.flow.build_assembly(stored, {"domain": str(props.get(_HELD + "domain") or "BLOB")})
 
-    def _unknown(self, assembly: Assembly, why: str) -> None:
-        if self.propagate("unknown", assembly):
-            return
+    def _match_held(self, record: QueueMessage) -> tuple[str, Assembly] | None:
+        """Match a held reply again, in the unit of work that took its record."""
+        props = dict(getattr(record, "properties", None) or {})
+        return self._match(self._held_assembly(record), float(props.get(_HELD + "until") or 0))
+
+    def _held_failed(self, record: QueueMessage, errors: Element) -> Assembly:
+        return self._held_assembly(record).replace(exception_list=errors)
+
+    @staticmethod
+    def _held_expired(record: QueueMessage) -> bool:
+        props = dict(getattr(record, "properties", None) or {})
+        return not float(props.get(_HELD + "until") or 0) > time.time()
+
+    def _unknown(self, assembly: Assembly, why: str) -> tuple[str, Assembly]:
+        if self.is_connected("unknown"):
+            return "unknown", assembly
         correl = field_value(assembly.root, "MQMD", "CorrelId")
         shown = bytes(correl).hex().upper() if isinstance(correl, bytes | bytearray) else "none"
         raise NodeError(
@@ -215,71 +202,55 @@ class Node(BaseNode):
     def open_input(self, flow: FlowServices) -> Timers:
         """Fire the timeouts of this aggregate name, and match the held replies, as they fall due."""
         return Timers(
+            self,
             flow,
-            [(self.schedule, self._fire_one), (self.held, self._match_held)],
+            [
+                Timed(self.schedule, self._timed_out, self._timeout_failed, what="a timeout"),
+                Timed(
+                    self.held,
+                    self._match_held,
+                    self._held_failed,
+                    what="a held reply",
+                    expired=self._held_expired,
+                ),
+            ],
             self._timer,
             prepare=aggregation.ensure_queues,
         )
 
-    def _fire_one(
-        self, second: int, errors: Element | None = None, msg_id: bytes | None = None
-    ) -> bool | None:
-        """Fire one due timeout of ``second``'s bucket in its own unit of work: None when there is
-        none, False when it failed and must be tried again. With ``errors`` (its last attempt's
-        ExceptionList) the replies go to ``failure`` instead, and the aggregation is closed."""
-        flow = self.flow
-        flow.begin(True)
-        record = self.schedule.take(flow, second, msg_id)
-        if record is None:
-            flow.commit()
+    def _timed_out(self, record: QueueMessage) -> tuple[str, Assembly] | None:
+        """The replies received so far of an aggregation whose timeout record fell due, for
+        ``timeout``; None when it completed first (the record goes). With ``timeout`` unconnected
+        they go to the dead-letter queue."""
+        closed = self._close(record)
+        if closed is None:
             return None
-        taken = bytes(record.md.msg_id)
+        partial, answered, expected = closed
+        if not self.is_connected("timeout"):
+            self.flow.log(
+                f"{self.name}: aggregation {bytes(record.body).hex().upper()} of {self.aggregate!r} timed out "
+                f"with {answered} of {expected} replies; the timeout terminal is not connected, so they go "
+                "to the dead-letter queue"
+            )
+            self._dead_letter(partial)
+            return None
+        return "timeout", partial
+
+    def _timeout_failed(self, record: QueueMessage, errors: Element) -> Assembly | None:
+        """A timed out aggregation whose timeout path failed: its replies go to ``failure``, and
+        the aggregation is closed."""
+        closed = self._close(record)
+        return None if closed is None else closed[0].replace(exception_list=errors)
+
+    def _close(self, record: QueueMessage) -> tuple[Assembly, int, int] | None:
+        """Close the aggregation of a timeout record: its replies so far, how many, of how many."""
+        flow = self.flow
         ident = bytes(record.body)
         control = aggregation.take_control(flow, ident, aggregation.CONTROL_WAIT_MS)
         if control is None or control.done:
-            flow.commit()  # completed before its timeout: the record goes
-            return True
-        if errors is None:
-            self.stats.messages_in += 1
-        try:
-            answered = aggregation.stored_replies(flow, ident)
-            partial = aggregation.close(flow, control, answered)
-        except Exception as exc:
-            flow.backout()
-            flow.log(f"{self.name}: the timeout of an aggregation cannot be fired, retrying: {exc}")
-            return False
-        try:
-            try:
-                if errors is not None:
-                    self.propagate("failure", partial.replace(exception_list=errors))
-                elif not self.propagate("timeout", partial):
-                    flow.log(
-                        f"{self.name}: aggregation {ident.hex().upper()} of {self.aggregate!r} timed out with "
-                        f"{len(answered)} of {len(control.requests)} replies; the timeout terminal is not "
-                        "connected, so they go to the dead-letter queue"
-                    )
-                    self._dead_letter(partial)
-            except Unwinding as unwound:
-                self.stats.errors += 1
-                if errors is not None or not self.propagate(
-                    "catch", partial.replace(exception_list=unwound.exception_list)
-                ):
-                    raise
-        except Unwinding as failed:
-            return self._failed(second, errors, failed.exception_list, taken)
-        except Exception as exc:
-            self.stats.errors += 1
-            return self._failed(second, errors, exception_list_with(exception_entry(self, exc)), taken)
-        flow.commit()
-        return True
-
-    def _failed(self, second: int, tried: Element | None, errors: Element, msg_id: bytes) -> bool:
-        flow = self.flow
-        flow.backout()
-        if tried is None and self.is_connected("failure"):
-            return self._fire_one(second, errors, msg_id) is not False
-        flow.log(f"{self.name}: a timeout backed out, retrying: {describe_exception_list(errors)}")
-        return False
+            return None
+        answered = aggregation.stored_replies(flow, ident)
+        return aggregation.close(flow, control, answered), len(answered), len(control.requests)
 
     def _dead_letter(self, partial: Assembly) -> None:
         flow = self.flow

@@ -193,13 +193,16 @@ class InputSource(Protocol):
         (the unit of work, which may have taken records, is committed)."""
         ...
 
-    def failure_assembly(self, arrival: Any, assembly: Assembly | None, errors: Element) -> Assembly:
-        """What the failure terminal gets when ``arrival`` failed with ``errors``."""
+    def failure_assembly(self, arrival: Any, assembly: Assembly | None, errors: Element) -> Assembly | None:
+        """What the failure terminal gets when ``arrival`` failed with ``errors``, made in the unit
+        of work the failure terminal runs in (after the failed one was backed out); None: nothing
+        (the arrival's work ended meanwhile), that unit of work is committed."""
         ...
 
     def unhandled(self, arrival: Any, errors: Element, note: str) -> bool:
         """A failure no failure terminal took (``errors``: the last ExceptionList, ``note``: what
-        else failed), after the backout; False ends the batch of ``arrival``."""
+        else failed), after the backout, in a unit of work of its own (to give the arrival up, say);
+        False ends the batch of ``arrival``."""
         ...
 
     def done(self, arrivals: list[Any], complete: bool) -> None:

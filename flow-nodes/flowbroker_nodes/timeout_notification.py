@@ -10,9 +10,10 @@ unit of work is backed out, the error logged and the same timeout retried after 
 However many additional instances the flow has, one flow thread propagates the timeouts.
 
 In controlled mode the node fires the timeouts the TimeoutControl nodes with the same unique
-identifier set (see :mod:`flowbroker_nodes.timeout_control`): each propagates the message stored
-with its request, with ``LocalEnvironment.TimeoutRequest`` and ``LocalEnvironment.TimeoutNotification``,
-in the unit of work that also schedules the series' next timeout, so a crash fires it again rather
+identifier set (see :mod:`flowbroker_nodes.timeout_control`): each due record, which the flow thread
+takes (see :class:`~flowbroker_nodes.schedule.Timers`), propagates the message stored with its
+request, with ``LocalEnvironment.TimeoutRequest`` and ``LocalEnvironment.TimeoutNotification``, in
+the unit of work that also schedules the series' next timeout, so a crash fires it again rather
 than losing it. A failing one goes to ``catch``/``failure`` as above (then the series moves on);
 with neither it is backed out and retried.
 """
@@ -33,13 +34,10 @@ from flowbroker_nodes.base import (
     DeployProblem,
     FlowServices,
     QueueMessage,
-    Unwinding,
     describe_exception_list,
-    exception_entry,
-    exception_list_with,
 )
 from flowbroker_nodes.base import Node as BaseNode
-from flowbroker_nodes.schedule import Schedule, Timers
+from flowbroker_nodes.schedule import Schedule, Timed, Timers
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -117,8 +115,9 @@ class Node(BaseNode):
     def open_input(self, flow: FlowServices) -> Timers | _Ticks:
         if self.controlled:
             return Timers(
+                self,
                 flow,
-                [(self.schedule, self._fire_controlled)],
+                [self._controlled()],
                 self._timer,
                 prepare=lambda flow: flow.ensure_queue(timeout_control.INDEX_QUEUE),
             )
@@ -145,18 +144,37 @@ class Node(BaseNode):
 
     # -- controlled mode -----------------------------------------------------------------------
 
-    def _fire_controlled(
-        self, second: int, errors: Element | None = None, msg_id: bytes | None = None
-    ) -> bool | None:
-        """Fire one due timeout of ``second``'s bucket in its own unit of work (see Schedule.run).
-        With ``errors`` (its failed attempt's ExceptionList) it goes to ``failure`` instead."""
-        flow = self.flow
-        flow.begin(True)
-        record = self.schedule.take(flow, second, msg_id)
-        if record is None:
-            flow.commit()
+    def _controlled(self) -> Timed:
+        return Timed(
+            self.schedule,
+            assemble=self._assemble_controlled,
+            failure=self._failure_controlled,
+            what="timeout",
+        )
+
+    def _assemble_controlled(self, record: QueueMessage) -> tuple[str, Assembly] | None:
+        """The stored message of a due timeout, in the unit of work that took its record and
+        schedules the series' next timeout; None when it was cancelled or replaced."""
+        made = self._fired(record)
+        if made is None:
             return None
-        taken = bytes(record.md.msg_id)
+        assembly, failed = made
+        if failed is not None:
+            raise failed  # the stored message no longer parses: to failure, as a failed flow
+        return "out", assembly
+
+    def _failure_controlled(self, record: QueueMessage, errors: Element) -> Assembly | None:
+        """A due timeout whose flow failed, taken again for the failure terminal (the series still
+        moves on with it)."""
+        made = self._fired(record)
+        if made is None:
+            return None
+        return made[0].replace(exception_list=errors)
+
+    def _fired(self, record: QueueMessage) -> tuple[Assembly, Exception | None] | None:
+        """The assembly of a taken timeout record (with the exception that kept its stored message
+        from being parsed, then a message of only Properties), or None when it is cancelled."""
+        flow = self.flow
         props = dict(getattr(record, "properties", None) or {})
         prop = timeout_control.PROP
         generation = str(props.get(prop + "gen") or "")
@@ -167,8 +185,7 @@ class Node(BaseNode):
             correl_id=timeout_control.tombstone_key(self.identifier, generation),
         )
         if cancelled is not None:
-            flow.commit()  # cancelled or replaced: the record and its tombstone go
-            return True
+            return None  # cancelled or replaced: the record and its tombstone go with the commit
         request = timeout_control.Request(**json.loads(str(props[prop + "request"])))
         fired = int(props.get(prop + "fired") or 0) + 1
         flow.before_commit(lambda: self._schedule_next(flow, record, request, fired))
@@ -179,40 +196,17 @@ class Node(BaseNode):
             {k: v for k, v in props.items() if not k.startswith("flowbroker.")},
             record.body,
         )
-        self.stats.messages_in += 1 if errors is None else 0
+        failed: Exception | None = None
         try:
             assembly = flow.build_assembly(stored, {"domain": str(props.get(prop + "domain") or "BLOB")})
         except Exception as exc:
-            # the stored message no longer parses: it goes to failure/catch like a failing flow
-            assembly = self._message()
-            errors = errors or exception_list_with(exception_entry(self, exc))
+            assembly, failed = self._message(), exc
         assembly.local_environment.append(timeout_control.request_element(request))
         notice = assembly.local_environment.add("TimeoutNotification")
         notice.add("Identifier", self.identifier)
         notice.add("Count", fired)
         notice.add("Time", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-        try:
-            try:
-                if errors is not None:
-                    self.propagate_failure(assembly.replace(exception_list=errors))
-                else:
-                    self.propagate("out", assembly)
-            except Unwinding as unwound:
-                self.stats.errors += 1
-                if errors is not None or not self.propagate(
-                    "catch", assembly.replace(exception_list=unwound.exception_list)
-                ):
-                    raise
-        except Unwinding as failed:
-            flow.backout()
-            if errors is None and self.is_connected("failure"):
-                return self._fire_controlled(second, failed.exception_list, taken) is not False
-            flow.log(
-                f"{self.name}: timeout backed out, retrying: {describe_exception_list(failed.exception_list)}"
-            )
-            return False
-        flow.commit()
-        return True
+        return assembly, failed
 
     def _schedule_next(
         self, flow: FlowServices, record: QueueMessage, request: timeout_control.Request, fired: int

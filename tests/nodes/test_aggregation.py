@@ -276,3 +276,57 @@ def test_replies_faster_than_the_fan_outs_commit_are_held_by_the_unknown_message
     else:
         assert len(get_all(qm, q["UNKNOWN"], 2, wait=20)) == 2
         assert qm.get(q["OUT"]) is None
+
+
+def test_a_failing_timeout_path_sends_the_replies_to_failure_and_closes_the_aggregation(
+    qm, group, setting
+) -> None:
+    q = setting
+    group.deploy(
+        fan_out(f"FanOutTF{q['aggregate']}", q["IN"], q["PRICE"], q["STOCK"], q["aggregate"], timeout=1)
+    )
+    doc = fan_in(f"FanInTF{q['aggregate']}", q["REPLY"], q["OUT"], q["aggregate"], unknown=q["UNKNOWN"])
+    doc["nodes"] += [
+        {"id": "x", "type": "Throw", "properties": {"messageText": "timeout path fails"}},
+        {
+            "id": "fread",
+            "type": "Compute",
+            "properties": {"esql": READ_REPLIES.replace("ReadReplies", "ReadFailed")},
+        },
+        {"id": "fout", "type": "MQOutput", "properties": {"queueName": q["TIMEOUT"]}},
+    ]
+    doc["connections"] += [
+        {"from": {"node": "agg", "terminal": "timeout"}, "to": {"node": "x", "terminal": "in"}},
+        {"from": {"node": "agg", "terminal": "failure"}, "to": {"node": "fread", "terminal": "in"}},
+        {"from": {"node": "fread", "terminal": "out"}, "to": {"node": "fout", "terminal": "in"}},
+    ]
+    deployed = group.deploy(doc)
+    qm.put(q["IN"], b"<order>5</order>", MessageDescriptor(persistence=1))
+    answer(qm, q["PRICE"], q["REPLY"], b"<price>4</price>")
+    (late,) = get_all(qm, q["STOCK"], 1)
+    (partial,) = get_all(qm, q["TIMEOUT"], 1, wait=15)
+    assert partial.body == b"<combined><folders>1</folders><first>price</first><price>4</price></combined>"
+    # the aggregation was closed with the failure path: a later reply is unknown
+    qm.put(q["REPLY"], b"<stock>late</stock>", MessageDescriptor(correl_id=late.md.msg_id))
+    (unknown,) = get_all(qm, q["UNKNOWN"], 1)
+    assert unknown.body == b"<stock>late</stock>"
+    assert qm.get(q["OUT"]) is None
+    assert deployed.compiled.nodes["x"].stats.messages_in == 1
+
+
+def test_a_held_reply_still_unknown_when_its_time_is_up_goes_to_the_dead_letter_queue(
+    qm, group, setting
+) -> None:
+    q = setting
+    doc = fan_in(f"FanInH{q['aggregate']}", q["REPLY"], q["OUT"], q["aggregate"])
+    doc["nodes"][1]["properties"]["unknownMessageTimeout"] = 1
+    group.deploy(doc)
+    body = f"<stray>{q['aggregate']}</stray>".encode()
+    qm.put(q["REPLY"], body, MessageDescriptor(correl_id=b"H" * 24, persistence=1))
+    deadline = time.monotonic() + 20
+    dead = []
+    while not dead and time.monotonic() < deadline:
+        dead = [m for m in get_all(qm, "SYSTEM.DEAD.LETTER.QUEUE", 50, wait=0.5) if m.body == body]
+    assert len(dead) == 1
+    assert "matches no request" in str(dead[0].properties.get("flowbroker.reason"))
+    assert qm.get(q["OUT"]) is None

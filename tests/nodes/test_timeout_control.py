@@ -141,3 +141,51 @@ def test_controlled_mode_needs_a_unique_identifier_and_the_request_location_a_pa
     with pytest.raises(FlowCompileError) as refused:
         compile_flow(doc)
     assert refused.value.problems[0].property == "requestLocation"
+
+
+def _failing_notify(unique: str, dst: str, failures: str | None, name: str) -> dict:
+    nodes = {
+        "tn": ("TimeoutNotification", {"uniqueIdentifier": unique, "operationMode": "controlled"}),
+        "c": ("Compute", {"esql": FIRED}),
+        "o": ("MQOutput", {"queueName": dst}),
+        "x": ("Throw", {"messageText": "the fired flow fails"}),
+    }
+    wires = ["tn.out -> c", "c.out -> o", "o.out -> x"]
+    if failures:
+        nodes["f"] = ("MQOutput", {"queueName": failures})
+        wires.append("tn.failure -> f")
+    return flow(nodes, wires, name=name)
+
+
+def test_a_failing_timeout_goes_to_failure_once_and_its_series_moves_on(qm, queues, group) -> None:
+    n = next(_n)
+    unique = f"failing-{n}-{time.time_ns()}"
+    src, dst, failures, refused = (queues(f"TCF{n}.{k}") for k in ("IN", "OUT", "FAIL", "REFUSED"))
+    control, _ = pair(unique, src, dst, refused, f"TimersF{n}")
+    group.deploy(control)
+    deployed = group.deploy(_failing_notify(unique, dst, failures, f"TimersF{n}Notify"))
+    put(qm, src, request("SET", "twice", Interval=1, Count=2, order="F"))
+    got = get_all(qm, failures, 2, wait=15)
+    # the stored message, as the flow got it; its output was backed out with the failed attempt
+    assert [m.body for m in got] == [request("SET", "twice", Interval=1, Count=2, order="F")] * 2
+    time.sleep(2.5)
+    assert qm.get(failures) is None and qm.get(dst) is None
+    stats = deployed.compiled.nodes["tn"].stats
+    assert stats.messages_in == 2 and stats.errors == 2  # each unwound to it; failure took each
+
+
+def test_a_failing_timeout_nothing_takes_is_backed_out_and_fired_again(qm, queues, group) -> None:
+    n = next(_n)
+    unique = f"retried-{n}-{time.time_ns()}"
+    src, dst, refused = (queues(f"TCR{n}.{k}") for k in ("IN", "OUT", "REFUSED"))
+    control, _ = pair(unique, src, dst, refused, f"TimersR{n}")
+    group.deploy(control)
+    deployed = group.deploy(_failing_notify(unique, dst, None, f"TimersR{n}Notify"))
+    put(qm, src, request("SET", "again", order="R"))
+    thrower = deployed.compiled.nodes["x"]
+    deadline = time.monotonic() + 15
+    while thrower.stats.messages_in < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert thrower.stats.messages_in >= 2  # the same timeout, fired again next tick
+    assert deployed.compiled.nodes["tn"].stats.backouts == 0
+    assert get_all(qm, dst, 1, wait=0.5) == []  # each attempt's output was backed out

@@ -102,3 +102,67 @@ def test_the_failure_terminal_takes_a_failed_arrival_and_the_batch_goes_on() -> 
     assert "bad record" in describe_exception_list(failed[0].exception_list)
     assert source.ended == [([b"a", b"bad", b"c"], True)] and source.unhandled_seen == []
     assert harness.compiled.nodes["in"].stats.messages_in == 3
+
+
+class Gone(Listed):
+    """A source whose failed arrivals' work ended meanwhile (a timed record taken by another)."""
+
+    def failure_assembly(self, body: bytes, assembly: Assembly | None, errors: Element) -> None:
+        return None
+
+
+def test_a_failed_arrival_with_nothing_left_for_the_failure_terminal_is_committed_and_the_batch_goes_on() -> (
+    None
+):
+    doc = flow(
+        {"in": ("TimeoutNotification", {}), "c": ("Compute", {"esql": FAIL_ON_BAD, "module": "T"})},
+        ["in.out -> c"],
+    )
+    harness = FlowHarness(doc)
+    harness.tap("in", "failure")
+    node = harness.compiled.nodes["in"]
+    sources: list[Gone] = []
+
+    def open_input(services: Any) -> Gone:
+        sources.append(Gone(services, [[b"a", b"bad", b"c"]]))
+        return sources[-1]
+
+    node.open_input = open_input  # type: ignore[method-assign]
+    FlowThread(harness.deployed, node, 0).run()
+    (source,) = sources
+    assert _bodies(harness.seen("c", "out")) == [b"a", b"c"]
+    assert harness.seen("in", "failure") == []
+    assert source.ended == [([b"a", b"bad", b"c"], True)] and source.unhandled_seen == []
+
+
+class Unmade(Listed):
+    """A source that cannot make the failure terminal's message of a failed arrival."""
+
+    def failure_assembly(self, body: bytes, assembly: Assembly | None, errors: Element) -> Assembly:
+        raise ValueError("the record is gone from under the failure path")
+
+
+def test_a_failure_message_that_cannot_be_made_leaves_the_failed_arrival_to_the_source() -> None:
+    doc = flow(
+        {"in": ("TimeoutNotification", {}), "c": ("Compute", {"esql": FAIL_ON_BAD, "module": "T"})},
+        ["in.out -> c"],
+    )
+    harness = FlowHarness(doc)
+    harness.tap("in", "failure")
+    node = harness.compiled.nodes["in"]
+    sources: list[Unmade] = []
+
+    def open_input(services: Any) -> Unmade:
+        sources.append(Unmade(services, [[b"a", b"bad", b"c"], [b"d"]]))
+        return sources[-1]
+
+    node.open_input = open_input  # type: ignore[method-assign]
+    FlowThread(harness.deployed, node, 0).run()
+    (source,) = sources
+    assert harness.seen("in", "failure") == []
+    assert _bodies(harness.seen("c", "out")) == [b"a", b"d"]
+    ((body, note),) = source.unhandled_seen
+    assert body == b"bad"
+    assert "bad record" in note
+    assert "the failure path failed too" in note and "the record is gone from under the failure path" in note
+    assert source.ended == [([b"a", b"bad", b"c"], False), ([b"d"], True)]

@@ -410,7 +410,8 @@ class FlowThread(threading.Thread):
     def _arrival_failed(
         self, source: InputSource, arrival: Any, assembly: Assembly | None, errors: Element
     ) -> bool:
-        """Back out, then the failure terminal in a unit of work of its own, else the source's say."""
+        """Back out, then the failure terminal in a unit of work of its own, else the source's say
+        (in one of its own too)."""
         node = self.node
         reason = describe_exception_list(errors)
         try:
@@ -420,14 +421,28 @@ class FlowThread(threading.Thread):
         if node.is_connected("failure"):
             self.begin(source.transactional)
             try:
-                node.propagate("failure", source.failure_assembly(arrival, assembly, errors))
+                failed = source.failure_assembly(arrival, assembly, errors)
+                if failed is not None:
+                    node.propagate("failure", failed)
                 self.commit()
                 return True
             except Unwinding as again:
                 self.backout()
                 errors = again.exception_list
                 reason = f"{reason}; the failure path failed too: {describe_exception_list(errors)}"
-        return source.unhandled(arrival, errors, reason)
+            except Exception as exc:  # its failure message could not be made, or the commit failed
+                self.backout()
+                errors = exception_list_with(exception_entry(node, exc))
+                reason = f"{reason}; the failure path failed too: {describe_exception_list(errors)}"
+        # what the source does then (retry later, answer, give the arrival up) is a unit of its own
+        self.begin(source.transactional)
+        try:
+            go_on = source.unhandled(arrival, errors, reason)
+            self.commit()
+        except BaseException:
+            self.backout()
+            raise
+        return go_on
 
     def _connect(self) -> Transport:
         try:
