@@ -142,7 +142,30 @@ def breakdown(stats: dict[Func, Any]) -> dict[str, float]:
     return seconds
 
 
-def _document(in_queue: str, out_queue: str, mode: str, read_ahead: int) -> dict[str, Any]:
+def _document(
+    in_queue: str, out_queue: str, mode: str, read_ahead: int, flow: str = "compute"
+) -> dict[str, Any]:
+    if flow == "passthrough":
+        # seed 004 §2.1's flow: the message goes out as it came in (BLOB, never parsed)
+        return {
+            "name": "ProfilePassthrough",
+            "nodes": [
+                {
+                    "id": "in",
+                    "type": "MQInput",
+                    "properties": {
+                        "queueName": in_queue,
+                        "transactionMode": mode,
+                        "waitInterval": 50,
+                        **({"readAhead": read_ahead} if read_ahead else {}),
+                    },
+                },
+                {"id": "out", "type": "MQOutput", "properties": {"queueName": out_queue}},
+            ],
+            "connections": [
+                {"from": {"node": "in", "terminal": "out"}, "to": {"node": "out", "terminal": "in"}}
+            ],
+        }
     return {
         "name": "ProfileCompute",
         "nodes": [
@@ -167,6 +190,31 @@ def _document(in_queue: str, out_queue: str, mode: str, read_ahead: int) -> dict
     }
 
 
+def _case(key: str) -> Any:
+    from flowbroker_bench.appendix_b import CASES
+
+    for case in CASES:
+        if case.key == key:
+            if case.subscribers or case.groups > 1 or case.message_set is not None:
+                raise ValueError(f"--case {key}: only a one-group point-to-point case can be profiled")
+            return case
+    raise ValueError(f"--case {key}: no such Appendix B case (`flowbroker bench flow --list` names them)")
+
+
+def _case_document(case: Any, in_queue: str, out_queue: str) -> dict[str, Any]:
+    """The case's example flow reading ``in_queue`` and writing ``out_queue`` instead of its own."""
+    import json
+
+    from flowbroker_bench.flow import EXAMPLES
+
+    text = (EXAMPLES / case.flow_file).read_text()
+    document: dict[str, Any] = json.loads(
+        text.replace(f'"{case.in_queue}"', f'"{in_queue}"').replace(f'"{case.out_queue}"', f'"{out_queue}"')
+    )
+    document["properties"] = {**(document.get("properties") or {}), **case.flow_properties}
+    return document
+
+
 def _cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
@@ -187,15 +235,30 @@ def _pass(
     from flowbroker_bench.peers.workloads import json_message
 
     in_queue, out_queue = f"PROFILE.{tag}.IN", f"PROFILE.{tag}.OUT"
+    case = _case(args.case) if args.case else None
     with qm.client() as control:
         for name in (in_queue, out_queue):
             control.define_queue(name, replace=True, max_depth=args.messages + 10)
-        md = MessageDescriptor(persistence=1 if args.persistent else 0)
-        for start in range(0, args.messages, 500):
-            bodies = [json_message(n, args.size) for n in range(start, min(args.messages, start + 500))]
-            control.put_many(in_queue, bodies, md)
+        persistence = 1 if args.persistent else 0
+        md = MessageDescriptor(persistence=persistence)
+        if case is not None:
+            # the Appendix B case's own request, as its requesters send it
+            size = args.size if args.size != 1024 else case.size
+            body, fields = case.body(size, 0)
+            case_md = MessageDescriptor(**{**fields, "persistence": persistence})
+            for start in range(0, args.messages, 500):
+                control.put_many(in_queue, [body] * min(500, args.messages - start), case_md)
+        else:
+            for start in range(0, args.messages, 500):
+                bodies = [json_message(n, args.size) for n in range(start, min(args.messages, start + 500))]
+                control.put_many(in_queue, bodies, md)
 
-    compiled = compile_flow(_document(in_queue, out_queue, args.transaction_mode, args.read_ahead))
+    if case is not None:
+        compiled = compile_flow(_case_document(case, in_queue, out_queue))
+    else:
+        compiled = compile_flow(
+            _document(in_queue, out_queue, args.transaction_mode, args.read_ahead, args.flow)
+        )
 
     def connect() -> Any:
         return QueueConnection.open(qm.url, data_dir=str(qm.data_dir))
@@ -389,6 +452,19 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         choices=("qm", "mqtt"),
         default="qm",
         help="qm: MQInput -> Compute -> MQOutput on a queue manager; mqtt: scenario A through Mosquitto",
+    )
+    parser.add_argument(
+        "--flow",
+        choices=("compute", "passthrough"),
+        default="compute",
+        help="qm: compute is MQInput -> Compute -> MQOutput on 1 KB JSON; passthrough is MQInput -> "
+        "MQOutput (seed 004 §2.1, the body never parsed)",
+    )
+    parser.add_argument(
+        "--case",
+        default="",
+        help="qm: profile this Appendix B case's flow and request instead (a key of `bench flow --list`, "
+        "e.g. very-complex, filter); --size then overrides the case's first message size",
     )
     parser.add_argument("--seconds", type=float, default=10.0, help="mqtt: seconds of closed loop per pass")
     parser.add_argument("--in-flight", type=int, default=200, help="mqtt: messages kept in flight")
