@@ -40,10 +40,10 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("receive", "/transports/qm.py", r"^(get_many|get)$"),
     ("receive", "/qm/client.py", r"get"),
     ("receive", "/qm/protocol.py", r"decode|^feed$|^__next__$|^frames$"),
-    ("send", "/runtime/engine.py", r"^(put|put_raw|publish|message_parts)$"),
+    ("send", "/runtime/engine.py", r"^(put|put_raw|publish|message_parts|_relay_put|_usr_overlay)$"),
     ("send", "/transports/qm.py", r"^(put|publish)$"),
     ("send", "/qm/client.py", r"put|publish|_send|_write"),
-    ("send", "/qm/protocol.py", r"encode"),
+    ("send", "/qm/protocol.py", r"encode|relay_encoding"),
     ("receive", "flowbroker_nodes/mqtt_wire.py", r"^(read|_handle|_read_one)$"),
     ("receive", "flowbroker_nodes/mqtt_subscribe.py", r"^(_pump|_deliver)$"),
     ("send", "flowbroker_nodes/mqtt_wire.py", r""),
@@ -51,7 +51,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("send", "flowbroker_nodes/mq_output.py", r""),
     ("send", "flowbroker_nodes/output.py", r""),
     # the message tree back to a descriptor, properties and body bytes
-    ("serialize", "/assembly.py", r"^(to_message|_property|_set|body_element)$"),
+    ("serialize", "/assembly.py", r"^(to_message|_property|_set|body_element|relay_of)$"),
     ("serialize", "/formats/json.py", r"^(_data|_default|serialize)$"),
     ("serialize", "/formats/mqmd.py", r"^(fields|_id)$"),
     ("serialize", "/formats/", r"serial|write|dump|encode|to_bytes|render|emit"),
@@ -145,6 +145,15 @@ def breakdown(stats: dict[Func, Any]) -> dict[str, float]:
 def _document(
     in_queue: str, out_queue: str, mode: str, read_ahead: int, flow: str = "compute"
 ) -> dict[str, Any]:
+    if flow == "scenario-b":
+        # peer scenario B's Compute (2 KB XML order -> 20-line invoice) between queues
+        from flowbroker_bench.peers.engine_host import INVOICE
+
+        document = _document(in_queue, out_queue, mode, read_ahead)
+        document["name"] = "ProfileInvoice"
+        document["nodes"][0]["properties"]["messageDomain"] = "XMLNSC"
+        document["nodes"][1]["properties"] = {"esql": INVOICE, "module": "Invoice"}
+        return document
     if flow == "passthrough":
         # seed 004 §2.1's flow: the message goes out as it came in (BLOB, never parsed)
         return {
@@ -232,7 +241,7 @@ def _pass(
     from flowbroker.runtime.transports.qm import QueueConnection
     from flowbroker.runtime.usertrace import UserTrace
 
-    from flowbroker_bench.peers.workloads import json_message
+    from flowbroker_bench.peers.workloads import json_message, xml_order
 
     in_queue, out_queue = f"PROFILE.{tag}.IN", f"PROFILE.{tag}.OUT"
     case = _case(args.case) if args.case else None
@@ -250,7 +259,11 @@ def _pass(
                 control.put_many(in_queue, [body] * min(500, args.messages - start), case_md)
         else:
             for start in range(0, args.messages, 500):
-                bodies = [json_message(n, args.size) for n in range(start, min(args.messages, start + 500))]
+                numbers = range(start, min(args.messages, start + 500))
+                if args.flow == "scenario-b":
+                    bodies = [xml_order(n) for n in numbers]
+                else:
+                    bodies = [json_message(n, args.size) for n in numbers]
                 control.put_many(in_queue, bodies, md)
 
     if case is not None:
@@ -455,9 +468,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--flow",
-        choices=("compute", "passthrough"),
+        choices=("compute", "scenario-b", "passthrough"),
         default="compute",
-        help="qm: compute is MQInput -> Compute -> MQOutput on 1 KB JSON; passthrough is MQInput -> "
+        help="qm: compute is MQInput -> Compute -> MQOutput on 1 KB JSON (peer scenario A's ESQL); "
+        "scenario-b the same with scenario B's (2 KB XML order -> invoice); passthrough is MQInput -> "
         "MQOutput (seed 004 §2.1, the body never parsed)",
     )
     parser.add_argument(
