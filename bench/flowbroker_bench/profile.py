@@ -40,10 +40,14 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("receive", "/transports/qm.py", r"^(get_many|get)$"),
     ("receive", "/qm/client.py", r"get"),
     ("receive", "/qm/protocol.py", r"decode|^feed$|^__next__$|^frames$"),
-    ("send", "/runtime/engine.py", r"^(put|put_raw|publish|message_parts|message_body)$"),
+    (
+        "send",
+        "/runtime/engine.py",
+        r"^(put|put_raw|publish|message_parts|message_body|_relay_put|_usr_overlay)$",
+    ),
     ("send", "/transports/qm.py", r"^(put|publish)$"),
     ("send", "/qm/client.py", r"put|publish|_send|_write"),
-    ("send", "/qm/protocol.py", r"encode"),
+    ("send", "/qm/protocol.py", r"encode|relay_encoding"),
     ("receive", "flowbroker_nodes/mqtt_wire.py", r"^(read|_handle|_read_one)$"),
     ("receive", "flowbroker_nodes/mqtt_subscribe.py", r"^(_pump|_deliver|next)$"),
     ("send", "flowbroker_nodes/mqtt_wire.py", r""),
@@ -51,7 +55,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("send", "flowbroker_nodes/mq_output.py", r""),
     ("send", "flowbroker_nodes/output.py", r""),
     # the message tree back to a descriptor, properties and body bytes
-    ("serialize", "/assembly.py", r"^(to_message|to_body|_property|_set|body_element)$"),
+    ("serialize", "/assembly.py", r"^(to_message|to_body|_property|_set|body_element|relay_of)$"),
     ("serialize", "/formats/json.py", r"^(_data|_default|serialize)$"),
     ("serialize", "/formats/mqmd.py", r"^(fields|_id)$"),
     (
@@ -147,7 +151,39 @@ def breakdown(stats: dict[Func, Any]) -> dict[str, float]:
     return seconds
 
 
-def _document(in_queue: str, out_queue: str, mode: str, read_ahead: int) -> dict[str, Any]:
+def _document(
+    in_queue: str, out_queue: str, mode: str, read_ahead: int, flow: str = "compute"
+) -> dict[str, Any]:
+    if flow == "scenario-b":
+        # peer scenario B's Compute (2 KB XML order -> 20-line invoice) between queues
+        from flowbroker_bench.peers.engine_host import INVOICE
+
+        document = _document(in_queue, out_queue, mode, read_ahead)
+        document["name"] = "ProfileInvoice"
+        document["nodes"][0]["properties"]["messageDomain"] = "XMLNSC"
+        document["nodes"][1]["properties"] = {"esql": INVOICE, "module": "Invoice"}
+        return document
+    if flow == "passthrough":
+        # seed 004 §2.1's flow: the message goes out as it came in (BLOB, never parsed)
+        return {
+            "name": "ProfilePassthrough",
+            "nodes": [
+                {
+                    "id": "in",
+                    "type": "MQInput",
+                    "properties": {
+                        "queueName": in_queue,
+                        "transactionMode": mode,
+                        "waitInterval": 50,
+                        **({"readAhead": read_ahead} if read_ahead else {}),
+                    },
+                },
+                {"id": "out", "type": "MQOutput", "properties": {"queueName": out_queue}},
+            ],
+            "connections": [
+                {"from": {"node": "in", "terminal": "out"}, "to": {"node": "out", "terminal": "in"}}
+            ],
+        }
     return {
         "name": "ProfileCompute",
         "nodes": [
@@ -172,6 +208,31 @@ def _document(in_queue: str, out_queue: str, mode: str, read_ahead: int) -> dict
     }
 
 
+def _case(key: str) -> Any:
+    from flowbroker_bench.appendix_b import CASES
+
+    for case in CASES:
+        if case.key == key:
+            if case.subscribers or case.groups > 1 or case.message_set is not None:
+                raise ValueError(f"--case {key}: only a one-group point-to-point case can be profiled")
+            return case
+    raise ValueError(f"--case {key}: no such Appendix B case (`flowbroker bench flow --list` names them)")
+
+
+def _case_document(case: Any, in_queue: str, out_queue: str) -> dict[str, Any]:
+    """The case's example flow reading ``in_queue`` and writing ``out_queue`` instead of its own."""
+    import json
+
+    from flowbroker_bench.flow import EXAMPLES
+
+    text = (EXAMPLES / case.flow_file).read_text()
+    document: dict[str, Any] = json.loads(
+        text.replace(f'"{case.in_queue}"', f'"{in_queue}"').replace(f'"{case.out_queue}"', f'"{out_queue}"')
+    )
+    document["properties"] = {**(document.get("properties") or {}), **case.flow_properties}
+    return document
+
+
 def _cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
@@ -189,18 +250,37 @@ def _pass(
     from flowbroker.runtime.transports.qm import QueueConnection
     from flowbroker.runtime.usertrace import UserTrace
 
-    from flowbroker_bench.peers.workloads import json_message
+    from flowbroker_bench.peers.workloads import json_message, xml_order
 
     in_queue, out_queue = f"PROFILE.{tag}.IN", f"PROFILE.{tag}.OUT"
+    case = _case(args.case) if args.case else None
     with qm.client() as control:
         for name in (in_queue, out_queue):
             control.define_queue(name, replace=True, max_depth=args.messages + 10)
-        md = MessageDescriptor(persistence=1 if args.persistent else 0)
-        for start in range(0, args.messages, 500):
-            bodies = [json_message(n, args.size) for n in range(start, min(args.messages, start + 500))]
-            control.put_many(in_queue, bodies, md)
+        persistence = 1 if args.persistent else 0
+        md = MessageDescriptor(persistence=persistence)
+        if case is not None:
+            # the Appendix B case's own request, as its requesters send it
+            size = args.size if args.size != 1024 else case.size
+            body, fields = case.body(size, 0)
+            case_md = MessageDescriptor(**{**fields, "persistence": persistence})
+            for start in range(0, args.messages, 500):
+                control.put_many(in_queue, [body] * min(500, args.messages - start), case_md)
+        else:
+            for start in range(0, args.messages, 500):
+                numbers = range(start, min(args.messages, start + 500))
+                if args.flow == "scenario-b":
+                    bodies = [xml_order(n) for n in numbers]
+                else:
+                    bodies = [json_message(n, args.size) for n in numbers]
+                control.put_many(in_queue, bodies, md)
 
-    compiled = compile_flow(_document(in_queue, out_queue, args.transaction_mode, args.read_ahead))
+    if case is not None:
+        compiled = compile_flow(_case_document(case, in_queue, out_queue))
+    else:
+        compiled = compile_flow(
+            _document(in_queue, out_queue, args.transaction_mode, args.read_ahead, args.flow)
+        )
 
     def connect() -> Any:
         return QueueConnection.open(qm.url, data_dir=str(qm.data_dir))
@@ -400,6 +480,20 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         choices=("A", "B"),
         default="A",
         help="mqtt: scenario A (1 KB JSON, set a field) or B (2 KB XML order -> invoice)",
+    )
+    parser.add_argument(
+        "--flow",
+        choices=("compute", "scenario-b", "passthrough"),
+        default="compute",
+        help="qm: compute is MQInput -> Compute -> MQOutput on 1 KB JSON (peer scenario A's ESQL); "
+        "scenario-b the same with scenario B's (2 KB XML order -> invoice); passthrough is MQInput -> "
+        "MQOutput (seed 004 §2.1, the body never parsed)",
+    )
+    parser.add_argument(
+        "--case",
+        default="",
+        help="qm: profile this Appendix B case's flow and request instead (a key of `bench flow --list`, "
+        "e.g. very-complex, filter); --size then overrides the case's first message size",
     )
     parser.add_argument("--seconds", type=float, default=10.0, help="mqtt: seconds of closed loop per pass")
     parser.add_argument("--in-flight", type=int, default=200, help="mqtt: messages kept in flight")

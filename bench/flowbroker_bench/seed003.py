@@ -37,6 +37,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", type=int, default=1024, help="message body bytes (seed: 64, 1024, 4096)")
     parser.add_argument("--receivers", type=int, default=1, help="receiving threads (seed: 1, 5, 15, 20)")
     parser.add_argument("--via-flow", action="store_true", help="pass through an MQInput -> MQOutput flow")
+    parser.add_argument(
+        "--flow-transaction-mode",
+        choices=("yes", "no", "automatic"),
+        default=None,
+        help="with --via-flow: the MQInput's transaction mode (default: no for NPNT, yes otherwise); "
+        "automatic runs non-persistent messages outside a unit of work but gets and puts each batch "
+        "of them in one round trip",
+    )
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--window", type=float, default=20.0)
     parser.add_argument("--start-rate", type=float, default=500.0)
@@ -100,7 +108,7 @@ def _start_flow(qm: Any, args: argparse.Namespace, persistent: bool, work: Any) 
         "--out-queue",
         OUT_QUEUE,
         "--transaction-mode",
-        "yes" if persistent else "no",
+        args.flow_transaction_mode or ("yes" if persistent else "no"),
     ]
     return Child(argv, qm.data_dir, qm.data_dir / f"flow-{time.monotonic_ns()}.log")
 
@@ -118,6 +126,8 @@ def run_qos(args: argparse.Namespace, qos: str) -> list[Row]:
     body = b"m" * args.size
     rows: list[Row] = []
     engine = "flowbroker qm" + (" + passthrough flow" if args.via_flow else "")
+    if args.via_flow and args.flow_transaction_mode:
+        engine += f" (transactionMode {args.flow_transaction_mode})"
     pin({args.load_core})
     with _qmload.queue_manager(args.engine_core) as qm:
         admin = qm.client()

@@ -64,6 +64,41 @@ def test_profile_runs_the_flow_and_prints_every_stage(capsys: pytest.CaptureFixt
     assert rows["queue manager process"]["CPU-us/msg"] >= 0
 
 
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(
+    ("argv", "stages", "absent"),
+    [
+        # nothing reads the message: no body parse, no ESQL, no serialising beyond the relay check
+        (["--flow", "passthrough"], ("receive", "send"), ("ESQL",)),
+        (["--flow", "scenario-b", "--messages", "100"], ("parse", "ESQL", "serialize", "send"), ()),
+        (["--case", "filter"], ("parse", "ESQL", "send"), ()),
+    ],
+)
+def test_profile_of_other_flows(
+    capsys: pytest.CaptureFixture[str], argv: list[str], stages: tuple[str, ...], absent: tuple[str, ...]
+) -> None:
+    assert main(["bench", "profile", "--messages", "200", *argv, "--format", "json"]) == 0
+    rows = {row["stage"]: row for row in json.loads(capsys.readouterr().out)}
+    assert "errors" not in rows
+    for stage in stages:
+        assert rows[stage]["CPU-us/msg"] > 0, stage
+    for stage in absent:
+        assert stage not in rows, stage
+
+
+def test_profile_refuses_a_case_it_cannot_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "profile", "--case", "no-such-case"]) != 0
+    assert "--case no-such-case: no such Appendix B case" in capsys.readouterr().err
+    assert main(["bench", "profile", "--case", "publication"]) != 0
+    assert "only a one-group point-to-point case" in capsys.readouterr().err
+
+
+def test_stage_rules_of_the_relay() -> None:
+    assert profile.stage_of("/s/backend/flowbroker/runtime/engine.py", "_relay_put") == "send"
+    assert profile.stage_of("/s/backend/flowbroker/qm/protocol.py", "relay_encoding") == "send"
+    assert profile.stage_of("/s/backend/flowbroker/formats/assembly.py", "relay_of") == "serialize"
+
+
 @pytest.mark.mqtt
 @pytest.mark.timeout(180)
 def test_profile_of_scenario_a_through_mqtt(capsys: pytest.CaptureFixture[str]) -> None:

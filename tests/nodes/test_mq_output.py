@@ -110,3 +110,113 @@ def test_refused_put_in_a_batch_is_retried_alone_and_reaches_the_failure_termina
     assert sorted(m.body for m in stored if m is not None) == [b"m0", b"m1", b"m2"]
     assert qm.get(src) is None
     assert group.statistics()["FullQueue"]["backouts"] >= 1
+
+
+def _rfh2(usr: dict[str, str]) -> bytes:
+    from flowbroker.formats import rfh2
+
+    header = Element("MQRFH2")
+    header.add("Format", "MQSTR   ")
+    folder = header.add("usr", type=0x01000000)
+    for key, value in usr.items():
+        folder.add(key, value)
+    return rfh2.serialize(header, encoding=546, ccsid=1208)
+
+
+def test_an_untouched_message_goes_out_as_it_came_in(qm, queues, group) -> None:
+    """MQInput -> MQOutput puts the message's own bytes again: every field but the MsgId kept."""
+    src, dst = queues("IN"), queues("OUT")
+    doc = flow(
+        {"in": ("MQInput", {"queueName": src}), "o": ("MQOutput", {"queueName": dst})},
+        ["in.out -> o"],
+        name="Relay",
+    )
+    md = MessageDescriptor(
+        correl_id=b"C" * 24,
+        persistence=1,
+        priority=6,
+        reply_to_q="REPLY.Q",
+        format="",
+        encoding=273,
+        coded_char_set_id=819,
+    )
+    sent_id = qm.put(src, b"\x00\xffopaque", md, properties={"colour": "red", "n": 3})
+    group.deploy(doc)
+    (got,) = get_all(qm, dst, 1)
+    assert got.body == b"\x00\xffopaque"
+    assert got.properties == {"colour": "red", "n": 3}
+    assert (got.md.correl_id, got.md.persistence, got.md.priority) == (b"C" * 24, 1, 6)
+    assert (got.md.reply_to_q, got.md.encoding, got.md.coded_char_set_id) == ("REPLY.Q", 273, 819)
+    assert got.md.msg_id != sent_id and got.md.backout_count == 0
+
+
+ROUTE_FILTER = """CREATE FILTER MODULE Route
+CREATE FUNCTION Main() RETURNS BOOLEAN
+BEGIN
+  RETURN Root.MQRFH2.usr.Route = 'yes';
+END;
+END MODULE;"""
+
+
+def test_a_filtered_mqrfh2_message_keeps_its_header_and_properties(qm, queues, group) -> None:
+    src, dst = queues("IN"), queues("OUT")
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": src}),
+            "f": ("Filter", {"esql": ROUTE_FILTER}),
+            "o": ("MQOutput", {"queueName": dst, "newCorrelId": True}),
+        },
+        ["in.out -> f", "f.true -> o"],
+        name="RelayFiltered",
+    )
+    body = _rfh2({"Route": "yes", "Region": "north"}) + b"payload"
+    qm.put(src, body, MessageDescriptor(format="MQHRF2", correl_id=b"K" * 24), properties={"p": "1"})
+    qm.put(src, _rfh2({"Route": "no"}) + b"dropped", MessageDescriptor(format="MQHRF2"))
+    group.deploy(doc)
+    (got,) = get_all(qm, dst, 1)
+    assert got.body == body and got.md.format == "MQHRF2  "
+    assert got.properties == {"p": "1", "Route": "yes", "Region": "north"}
+    assert got.md.correl_id == b"\x00" * 24
+    assert get_all(qm, dst, 1, wait=0.5) == []
+
+
+def test_a_changed_descriptor_or_body_is_written_out(qm, queues, group) -> None:
+    src, dst = queues("IN"), queues("OUT")
+    esql = """CREATE COMPUTE MODULE Change
+CREATE FUNCTION Main() RETURNS BOOLEAN
+BEGIN
+  SET OutputRoot = InputRoot;
+  SET OutputRoot.MQMD.Priority = 8;
+  SET OutputRoot.BLOB.BLOB = X'6368616e676564';
+  RETURN TRUE;
+END;
+END MODULE;"""
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": src}),
+            "c": ("Compute", {"esql": esql, "module": "Change"}),
+            "o": ("MQOutput", {"queueName": dst}),
+        },
+        ["in.out -> c", "c.out -> o"],
+        name="RelayChanged",
+    )
+    qm.put(src, b"original", MessageDescriptor(priority=2), properties={"k": "v"})
+    group.deploy(doc)
+    (got,) = get_all(qm, dst, 1)
+    assert (got.body, got.md.priority, got.properties) == (b"changed", 8, {"k": "v"})
+
+
+def test_a_message_backed_out_before_goes_out_with_backout_count_zero(qm, queues, group) -> None:
+    src, dst = queues("IN"), queues("OUT")
+    doc = flow(
+        {"in": ("MQInput", {"queueName": src, "backoutThreshold": 5}), "o": ("MQOutput", {"queueName": dst})},
+        ["in.out -> o"],
+        name="RelayRetried",
+    )
+    qm.put(src, b"again", MessageDescriptor(persistence=1))
+    got_back = qm.get(src, syncpoint=True)
+    assert got_back is not None
+    qm.backout()  # the message returns with backout count 1
+    group.deploy(doc)
+    (got,) = get_all(qm, dst, 1)
+    assert got.body == b"again" and got.md.backout_count == 0

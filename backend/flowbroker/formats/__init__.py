@@ -7,6 +7,12 @@ import esql.domains
 _LOADED = False
 
 
+def ensure_loaded() -> None:
+    """Register every domain parser once; costs a flag test afterwards (on every message's path)."""
+    if not _LOADED:
+        load_all()
+
+
 def load_all() -> list[str]:
     """Import and register every domain parser (safe to call any number of times); the domain names."""
     global _LOADED

@@ -14,7 +14,7 @@ import esql.domains
 from esql.domains import DomainError
 from esql.tree import Element, LazyContent
 
-from flowbroker.formats import load_all, mqmd, rfh2
+from flowbroker.formats import ensure_loaded, mqmd, rfh2
 
 FOLDER = 0x01000000
 #: Header folders: never the body, wherever a flow put them in Root.
@@ -54,6 +54,36 @@ class _PropertiesOfMessage:
 _PROPERTIES = _PropertiesOfMessage()
 
 
+class Relay:
+    """What an untouched Root needs to be put again as the message it was built from.
+
+    Kept in the options of the MQMD folder's unparsed content, so a copy of an unread MQMD (a
+    Compute node's ``SET OutputRoot = InputRoot``) carries it; the other parts are recognised
+    by the identity of their unparsed content, which only copies that were never read share.
+    """
+
+    __slots__ = ("body", "domain", "format", "header", "message", "properties", "template")
+
+    def __init__(
+        self,
+        message: Any,
+        properties: LazyContent,
+        body: LazyContent | None,
+        domain: str,
+        header: bool,
+        template: Template,
+        format: str | None,
+    ) -> None:
+        #: the MQMD Format :func:`to_message` writes for this Root (None: the message's own)
+        self.format = format
+        self.message = message
+        self.properties = properties
+        self.body = body
+        self.domain = domain
+        self.header = header
+        self.template = template
+
+
 def parser_options(template: Template) -> dict[str, Any]:
     return {"set": template.set, "type": template.type, "format": template.format}
 
@@ -65,13 +95,15 @@ def build_root(
     *,
     transactional: bool = True,
     options: dict[str, Any] | None = None,
+    relay: Any = None,
 ) -> Element:
     """Root for a message: headers parsed now, the body attached to parse on first read.
 
     ``transactional`` is whether the flow processes it inside a unit of work (Properties.Transactional);
-    ``options`` are further parser options for the body (e.g. XMLNSC's ``retainComments``).
+    ``options`` are further parser options for the body (e.g. XMLNSC's ``retainComments``);
+    ``relay`` is the message itself when it can be put again as its bytes (:func:`relay_of`).
     """
-    load_all()
+    ensure_loaded()
     template = default or Template()
     encoding = int(getattr(descriptor, "encoding", 546))
     ccsid = int(getattr(descriptor, "coded_char_set_id", 1208))
@@ -79,7 +111,8 @@ def build_root(
     root = Element("Root", type=FOLDER)
     # Root and its folders are new: linked without append's detach and parse checks
     properties = root.append_new(Element("Properties", type=FOLDER))
-    root.append_new(mqmd.build(descriptor))
+    md_folder = mqmd.build(descriptor)
+    root.append_new(md_folder)
     body_encoding, body_ccsid = encoding, ccsid
     header: Element | None = None
     if fmt.strip() == mqmd.FORMAT_RFH2.strip():
@@ -108,7 +141,8 @@ def build_root(
         "Priority": getattr(descriptor, "priority", 0),
         "ReplyIdentifier": getattr(descriptor, "correl_id", b""),
     }
-    properties.set_lazy(LazyContent(_PROPERTIES, b"", options={"values": values}))
+    properties_content = LazyContent(_PROPERTIES, b"", options={"values": values})
+    properties.set_lazy(properties_content)
     parser = esql.domains.get(domain)
     body_element = root.append_new(Element(domain, type=FOLDER))
     parser.attach(
@@ -116,9 +150,72 @@ def build_root(
         body,
         ccsid=body_ccsid,
         encoding=body_encoding,
-        options={**(options or {}), **parser_options(template)},
+        options={**options, **parser_options(template)} if options else parser_options(template),
     )
+    if relay is not None:
+        content = md_folder.lazy
+        if content is not None:
+            if header is not None:
+                out_format: str | None = mqmd.FORMAT_RFH2
+            else:
+                out_format = mqmd.FORMAT_STRING if domain in _TEXT_DOMAINS else None
+            content.options["relay"] = Relay(
+                relay, properties_content, body_element.lazy, domain, header is not None, template, out_format
+            )
     return root
+
+
+def relay_of(root: Element) -> Relay | None:
+    """The :class:`Relay` of an output Root that is still exactly the message it was built from:
+    Properties, MQMD and body unread (or, for an MQRFH2, read but unchanged) and nothing added,
+    removed or renamed in Root; else None. Such a Root written by :func:`to_message` gives the
+    message's own descriptor fields, properties and bytes, so it can be put as they are."""
+    kid = root.first_child
+    if kid is None or kid.name != "Properties" or kid.value is not None:
+        return None
+    properties_content = kid.lazy
+    kid = kid.next_sibling
+    if kid is None or kid.name != "MQMD" or kid.value is not None:
+        return None
+    content = kid.lazy
+    if content is None or properties_content is None:
+        return None
+    relay = content.options.get("relay")
+    if relay is None or relay.properties is not properties_content:
+        return None
+    kid = kid.next_sibling
+    if relay.header:
+        if kid is None or kid.name != "MQRFH2" or kid.value is not None:
+            return None
+        header = kid
+        kid = kid.next_sibling
+    if (
+        kid is None
+        or kid.next_sibling is not None
+        or kid.name != relay.domain
+        or kid.value is not None
+        or kid.namespace
+        or kid.lazy is None
+        or kid.lazy is not relay.body
+    ):
+        return None
+    if relay.header:
+        template = relay.template
+        values = properties_content.options["values"]
+        wanted = {
+            "domain": relay.domain.lower(),
+            "set": template.set,
+            "type": template.type,
+            "format": template.format,
+        }
+        descriptor = content.options["descriptor"]
+        md = (int(getattr(descriptor, "encoding", 546)), int(getattr(descriptor, "coded_char_set_id", 1208)))
+        body = (values["Encoding"], values["CodedCharSetId"])
+        if rfh2.original_bytes(header, wanted, body, md) is None:
+            return None
+        if relay.domain in _TEXT_DOMAINS and not rfh2.inner_format(header).strip():
+            return None
+    return relay
 
 
 def _property(properties: Element | None, name: str, default: Any) -> Any:
@@ -142,7 +239,7 @@ def body_element(root: Element) -> Element | None:
 
 def to_message(root: Element) -> tuple[dict[str, Any], bytes]:
     """(descriptor fields, body bytes) for an output Root; the output template comes from Properties."""
-    load_all()
+    ensure_loaded()
     properties = root.child("Properties")
     fields = mqmd.fields(root.child("MQMD"))
     body_node = body_element(root)
@@ -205,7 +302,7 @@ def to_body(root: Element) -> bytes:
     For transports that carry no MQMD (MQTT, HTTP, files): only the body's template, encoding and
     CCSID are read. A Root with an MQRFH2 header is written by :func:`to_message`, header included.
     """
-    load_all()
+    ensure_loaded()
     properties: Element | None = None
     md: Element | None = None
     body_node: Element | None = None

@@ -296,6 +296,18 @@ class Client:
         _, tail = self._call(OP_PUT, {"q": queue, "sync": syncpoint}, encode_message(md, properties, body))
         return tail[:24]
 
+    def put_encoded(
+        self, queue: str, encoded: bytes, *, syncpoint: bool = False, deferred: bool = False
+    ) -> None:
+        """Put a message already in its wire form (:func:`~flowbroker.qm.protocol.relay_encoding`);
+        ``deferred`` (under syncpoint only) as :meth:`put_deferred`, else one round trip."""
+        if deferred and syncpoint:
+            self._outbox.append(
+                encode_frame(OP_PUT, next(self._rids), {"q": queue, "sync": True, "noreply": True}, encoded)
+            )
+            return
+        self._call(OP_PUT, {"q": queue, "sync": syncpoint}, encoded)
+
     def put_deferred(
         self,
         queue: str,

@@ -251,17 +251,25 @@ class MessageDescriptor:
 
 @dataclass
 class Message:
-    """A message as an application sees it: descriptor, properties and body."""
+    """A message as an application sees it: descriptor, properties and body.
+
+    ``raw`` is the encoded form it arrived in (empty for a message made here): a flow that
+    forwards the message untouched puts these bytes again (:func:`relay_encoding`) instead of
+    building a descriptor and encoding it anew.
+    """
 
     md: MessageDescriptor
     properties: dict[str, Any] = field(default_factory=dict)
     body: bytes = b""
+    raw: bytes = field(default=b"", repr=False, compare=False)
 
 
 def pad_id(value: bytes | str | None) -> bytes:
     """An id of exactly 24 bytes: text is UTF-8 encoded, short ids are padded with NULs."""
     if value is None:
         return ZERO_ID
+    if type(value) is bytes and len(value) == 24:
+        return value  # the usual case: an id as it was got or made
     raw = value.encode() if isinstance(value, str) else bytes(value)
     if len(raw) > 24:
         raise QMError(RC_BAD_ARGUMENT, f"id is {len(raw)} bytes, at most 24 allowed")
@@ -360,7 +368,67 @@ def decode_message(raw: bytes) -> Message:
         reply_to_q_mgr=rqm,
         format=fmt,
     )
-    return Message(md, props, body)
+    return Message(md, props, body, raw)
+
+
+def relay_encoding(
+    raw: bytes,
+    md: MessageDescriptor,
+    msg_id: bytes,
+    *,
+    correl_id: bytes | None = None,
+    persistence: int | None = None,
+    format: str | None = None,
+    properties: dict[str, Any] | None = None,
+) -> bytes:
+    """The encoded message ``raw`` to put again, as a put of ``md`` would encode it.
+
+    Its fixed descriptor fields are packed anew from ``md`` (which a flow may have changed since
+    the get) with ``msg_id``, ``correl_id`` and ``persistence`` when given, backout count 0 and no
+    put time (the queue manager stamps the put); its reply queue and body are the bytes that
+    arrived, and so are its format and properties unless ``format`` or ``properties`` say others.
+    """
+    f = MD_STRUCT.unpack_from(raw, 0)
+    if persistence is None:
+        persistence = md.persistence
+    if not -1 <= md.priority <= 9:
+        raise QMError(RC_BAD_ARGUMENT, f"priority {md.priority} outside 0..9")
+    if persistence not in (0, 1, 2):
+        raise QMError(RC_BAD_ARGUMENT, f"persistence {persistence} is not 0, 1 or 2")
+    fmt_len, props_len = f[12], f[13]
+    rest: bytes | memoryview = memoryview(raw)[MD_SIZE:]
+    if format is not None or properties is not None:
+        fmt_at = f[10] + f[11]
+        props_at = fmt_at + fmt_len
+        body_at = props_at + props_len
+        fmt = format.encode() if format is not None else rest[fmt_at:props_at]
+        if len(fmt) > 65535:
+            raise QMError(RC_BAD_ARGUMENT, "descriptor string field longer than 65535 bytes")
+        props = (
+            (orjson.dumps(properties) if properties else b"")
+            if properties is not None
+            else rest[props_at:body_at]
+        )
+        rest = b"".join((rest[:fmt_at], fmt, props, rest[body_at:]))
+        fmt_len, props_len = len(fmt), len(props)
+    head = MD_STRUCT.pack(
+        msg_id,
+        pad_id(md.correl_id if correl_id is None else correl_id),
+        pad_id(md.group_id),
+        persistence,
+        md.priority,
+        md.expiry,
+        0.0,
+        0,
+        md.encoding,
+        md.coded_char_set_id,
+        f[10],
+        f[11],
+        fmt_len,
+        props_len,
+        f[14],
+    )
+    return b"".join((head, rest))
 
 
 def split_messages(tail: bytes) -> list[bytes]:

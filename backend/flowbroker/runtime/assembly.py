@@ -17,6 +17,7 @@ from flowbroker.formats import assembly as formats_assembly
 from flowbroker.formats import errors, load_all
 
 body_element = formats_assembly.body_element
+relay_of = formats_assembly.relay_of
 # a parser error below a node is recorded as ACE's positioned ParserException
 describe_causes_with(errors.cause_entry)
 
@@ -26,19 +27,33 @@ def ensure_domains() -> None:
     load_all()
 
 
+_TEMPLATES: dict[tuple[str, str, str, str], formats_assembly.Template] = {}
+
+
 def template_of(template: dict[str, str]) -> formats_assembly.Template:
-    return formats_assembly.Template(
-        domain=template.get("domain") or "BLOB",
-        set=template.get("set") or "",
-        type=template.get("type") or "",
-        format=template.get("format") or "",
+    key = (
+        template.get("domain") or "BLOB",
+        template.get("set") or "",
+        template.get("type") or "",
+        template.get("format") or "",
     )
+    found = _TEMPLATES.get(key)
+    if found is None:
+        # an input node's template is the same for all its messages: made once, never changed
+        found = formats_assembly.Template(*key)
+        if len(_TEMPLATES) < 1024:
+            _TEMPLATES[key] = found
+    return found
 
 
 def build_root(message: Any, template: dict[str, str], *, transactional: bool = True) -> Element:
     """Root for a queue message: headers parsed now, the body attached to parse on first read."""
     return formats_assembly.build_root(
-        message.md, message.body, template_of(template), transactional=transactional
+        message.md,
+        message.body,
+        template_of(template),
+        transactional=transactional,
+        relay=message if getattr(message, "raw", None) else None,
     )
 
 

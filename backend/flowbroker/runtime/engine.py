@@ -45,7 +45,7 @@ from flowbroker_nodes.base import (
 )
 
 from flowbroker.pubsub import rules as pubsub_rules
-from flowbroker.qm.protocol import QMError
+from flowbroker.qm.protocol import QMError, pad_id, relay_encoding
 from flowbroker.runtime import assembly as assemblies
 from flowbroker.runtime import backout as backouts
 from flowbroker.runtime.compiler import CompiledFlow, SubflowResolver, compile_flow
@@ -78,6 +78,8 @@ _DELIVERY_PROPERTIES = frozenset({"MQTopicString", "MQIsRetained"})
 #: (ACE's LocalEnvironment.WrittenDestination), whichever transport carries it.
 _IDS = IdFactory()
 _ZERO_ID = b"\x00" * 24
+#: an output node's persistence mode → the persistence it puts with (asMessage: the message's)
+_PERSISTENCE = {"persistent": 1, "nonPersistent": 0}
 
 
 def _msg_id(message: QueueMessage) -> bytes:
@@ -104,6 +106,8 @@ class FlowThread(threading.Thread):
         self.uncommitted = False
         #: The application properties of the message being processed, carried to what it puts.
         self.input_properties: dict[str, Any] = {}
+        # the message being processed, when its untouched Root may be put as its bytes
+        self._relay_message: QueueMessage | None = None
         self._sources: dict[str, ThreadDataSource] = {}
         #: The queue this thread last got from: where a message it dead-letters came from.
         self.input_queue = ""
@@ -552,6 +556,9 @@ class FlowThread(threading.Thread):
         correl_id: bytes | None = None,
     ) -> bytes:
         """Put ``root`` as a message; the MsgId it was put with."""
+        relayed = self._relay_put(queue, root, syncpoint, persistence, new_msg_id, new_correl_id, correl_id)
+        if relayed is not None:
+            return relayed
         md, properties, body = self.message_parts(root)
         if new_msg_id or not md.msg_id or md.msg_id == _ZERO_ID:
             md.msg_id = _IDS.next()
@@ -573,6 +580,65 @@ class FlowThread(threading.Thread):
         else:
             self.transport.put(queue, body, md, syncpoint=sync, properties=properties)
         return bytes(md.msg_id)
+
+    def _relay_put(
+        self,
+        queue: str,
+        root: Element,
+        syncpoint: bool | None,
+        persistence: str,
+        new_msg_id: bool,
+        new_correl_id: bool,
+        correl_id: bytes | None,
+    ) -> bytes | None:
+        """Put an untouched Root of the message this thread is processing as that message's own
+        bytes, with the MsgId, CorrelId, persistence and backout count a put gives it; None when
+        the Root or the transport does not allow it (then :meth:`put` writes the Root out)."""
+        put_encoded = getattr(self.transport, "put_encoded", None)
+        message = self._relay_message
+        if put_encoded is None or message is None:
+            return None
+        relay = assemblies.relay_of(root)
+        if relay is None or relay.message is not message:
+            return None
+        properties = None
+        if relay.header:
+            # the simple fields of the MQRFH2 usr folder become properties, as they do when written out
+            overlaid = self._usr_overlay(root, dict(self.input_properties))
+            if overlaid != self.input_properties:
+                properties = overlaid
+        md = message.md
+        msg_id = md.msg_id
+        if new_msg_id or not msg_id or msg_id == _ZERO_ID:
+            msg_id = _IDS.next()
+        else:
+            msg_id = pad_id(msg_id)
+        if correl_id is None and new_correl_id:
+            correl_id = _ZERO_ID
+        encoded = relay_encoding(
+            message.raw,
+            md,
+            msg_id,
+            correl_id=correl_id,
+            persistence=_PERSISTENCE.get(persistence),
+            format=relay.format,
+            properties=properties,
+        )
+        sync = self._syncpoint(syncpoint)
+        self.uncommitted = self.uncommitted or sync
+        put_encoded(queue, encoded, syncpoint=sync, pipeline=sync and self.batching)
+        return msg_id
+
+    @staticmethod
+    def _usr_overlay(root: Element, properties: dict[str, Any]) -> dict[str, Any]:
+        """``properties`` overlaid by the simple fields of the output's ``MQRFH2.usr`` folder."""
+        usr = root.child("MQRFH2")
+        usr = usr.child("usr") if usr is not None else None
+        if usr is not None:
+            for kid in usr.children():
+                if kid.first_child is None and isinstance(kid.value, str | int | float | bool):
+                    properties[kid.name] = kid.value
+        return properties
 
     def put_record(
         self,
@@ -624,13 +690,7 @@ class FlowThread(threading.Thread):
         on properties see what the flow sends.
         """
         fields, body = assemblies.to_message(root)
-        properties = dict(self.input_properties)
-        usr = root.child("MQRFH2")
-        usr = usr.child("usr") if usr is not None else None
-        if usr is not None:
-            for kid in usr.children():
-                if kid.first_child is None and isinstance(kid.value, str | int | float | bool):
-                    properties[kid.name] = kid.value
+        properties = self._usr_overlay(root, dict(self.input_properties))
         return descriptor(**fields), properties, body
 
     def message_body(self, root: Element) -> bytes:
@@ -809,11 +869,20 @@ class FlowThread(threading.Thread):
     # -- FlowServices: assembly, databases, labels, trace --------------------------------------
 
     def build_assembly(self, message: QueueMessage, template: dict[str, str]) -> Assembly:
-        self.input_properties = {
-            key: value
-            for key, value in (getattr(message, "properties", None) or {}).items()
-            if key not in _DELIVERY_PROPERTIES and not key.startswith("flowbroker.")
-        }
+        given = getattr(message, "properties", None) or {}
+        self.input_properties = (
+            {
+                key: value
+                for key, value in given.items()
+                if key not in _DELIVERY_PROPERTIES and not key.startswith("flowbroker.")
+            }
+            if given
+            else {}
+        )
+        # an untouched Root of this message may be put as the message's bytes when they carry
+        # exactly the properties the written-out Root would
+        relay = getattr(message, "raw", None) and len(self.input_properties) == len(given)
+        self._relay_message = message if relay else None
         return Assembly(assemblies.build_root(message, template, transactional=self.transactional))
 
     def reset_body(self, root: Element, template: dict[str, str]) -> None:

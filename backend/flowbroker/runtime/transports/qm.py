@@ -84,6 +84,18 @@ class QueueConnection:
             return
         self._client.put(queue, body, md, syncpoint=syncpoint, properties=properties)
 
+    def put_encoded(
+        self, queue: str, encoded: bytes, *, syncpoint: bool = False, pipeline: bool = False
+    ) -> None:
+        """Put a message got from this queue manager as its bytes (see :meth:`put`)."""
+        if syncpoint:
+            self._in_unit_of_work = True
+        if pipeline and syncpoint:
+            self._client.put_encoded(queue, encoded, syncpoint=True, deferred=True)
+            self.pipelined += 1
+            return
+        self._client.put_encoded(queue, encoded, syncpoint=syncpoint)
+
     def publish(
         self,
         topic: str,
