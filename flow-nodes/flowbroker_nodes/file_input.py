@@ -163,6 +163,7 @@ class Node(BaseNode):
         self.on_success = str(props.get("actionOnSuccess") or "archive")
         self.poll_s = int(props.get("pollingInterval") or 5000) / 1000.0
         self.max_size = int(props.get("maxFileSize") or 64 * 1024 * 1024)
+        self.settle_ns = _settle_ms() * 1_000_000
         self._recovery = threading.Lock()
         self._recovered = False
         self.template = {
@@ -188,8 +189,11 @@ class Node(BaseNode):
                 os.replace(transit / name, directory / name)
                 self.flow.log(f"{self.name}: file {name} left in {files.TRANSIT} is processed again")
 
-    def _candidates(self, directory: Path) -> list[str]:
+    def _candidates(self, directory: Path, settle_ns: int = 0) -> list[str]:
+        """The files to process, oldest first; with ``settle_ns``, none modified more recently than
+        that (a file still being written is taken at a later poll, whole)."""
         names: list[tuple[float, str]] = []
+        now = time.time_ns()
         with os.scandir(directory) as entries:
             for entry in entries:
                 if not fnmatch.fnmatchcase(entry.name, self.pattern) or entry.name.startswith("."):
@@ -198,7 +202,7 @@ class Node(BaseNode):
                     info = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if stat.S_ISREG(info.st_mode):
+                if stat.S_ISREG(info.st_mode) and now - info.st_mtime_ns >= settle_ns:
                     names.append((info.st_mtime, entry.name))
         return [name for _, name in sorted(names)]
 
@@ -278,7 +282,7 @@ class _Directory:
     def next(self) -> list[_Record]:
         node = self.node
         if not self.waiting:
-            self.waiting = node._candidates(self.directory)
+            self.waiting = node._candidates(self.directory, node.settle_ns)
             if not self.waiting:
                 self.flow.stop.wait(node.poll_s)
                 return []
@@ -382,6 +386,22 @@ def _records(data: bytes) -> list[tuple[int, bytes]]:
 def _fixed_records(data: bytes, length: int) -> list[tuple[int, bytes]]:
     """(offset, bytes) of each ``length``-byte record; a shorter rest at the end is the last record."""
     return [(offset, data[offset : offset + length]) for offset in range(0, len(data), length)]
+
+
+#: How long a file must go unmodified before a FileInput takes it (ms): a writer that creates the
+#: file and then fills it is not read half way. ``FLOWBROKER_FILE_SETTLE_MS``, read on deploy.
+SETTLE_MS_DEFAULT = 200
+
+
+def _settle_ms() -> int:
+    text = os.environ.get("FLOWBROKER_FILE_SETTLE_MS", "").strip()
+    if not text:
+        return SETTLE_MS_DEFAULT
+    if not text.isdigit() or int(text) > 3_600_000:
+        raise DeployProblem(
+            f"FLOWBROKER_FILE_SETTLE_MS is {text!r}: give whole milliseconds from 0 to 3600000"
+        )
+    return int(text)
 
 
 def _record_length(value: object) -> int:

@@ -273,6 +273,32 @@ def test_a_record_length_outside_one_byte_to_100_mb_is_refused_naming_it(length:
     assert (found["pointer"], found["message"]) == ("/nodes/0/properties/recordLength", expected)
 
 
+def test_a_file_still_being_written_is_taken_whole_once_it_settles(
+    root: Path, qm, queues, group, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWBROKER_FILE_SETTLE_MS", "400")
+    dst = queues("OUT")
+    group.deploy(reader_flow(dst, "FileSettle"))
+    with (root / "in" / "slow.txt").open("wb") as writer:
+        writer.write(b"first half, ")
+        writer.flush()
+        # polled every 50 ms: the half-written file is left alone while it keeps changing
+        assert get_all(qm, dst, 1, wait=0.2) == []
+        writer.write(b"second half")
+    assert [m.body for m in get_all(qm, dst, 1)] == [b"first half, second half"]
+
+
+@pytest.mark.parametrize("setting", ["-1", "soon", "3600001"])
+def test_a_settle_time_that_is_no_whole_millisecond_count_is_refused_on_deploy(
+    setting: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWBROKER_FILE_SETTLE_MS", setting)
+    with pytest.raises(FlowCompileError) as raised:
+        FlowHarness(reader_flow("SETTLE.NEVER", "FileBadSettle"))
+    (problem,) = raised.value.problems
+    assert problem.node == "f" and "FLOWBROKER_FILE_SETTLE_MS" in problem.message
+
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "flows"
 
 

@@ -48,6 +48,7 @@ class AceImportOut(Out):
 @router.post(
     "/ace",
     response_model=AceImportOut,
+    responses=responses(404),
     openapi_extra={
         "requestBody": {
             "required": True,
