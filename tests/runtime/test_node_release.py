@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from flowbroker.runtime.compiler import FlowCompileError
 from flowbroker.runtime.engine import ExecutionGroupRuntime
 from flowbroker.runtime.harness import flow
 from flowbroker_nodes import http_request, mqtt_publish, mqtt_subscribe, xsl_transform
@@ -216,3 +217,35 @@ def test_a_failed_release_is_logged_and_the_other_nodes_still_released(
     release_nodes([broken, fine], "Flow")
     assert fine._client is None
     assert "node broken" in caplog.text and "did not release cleanly" in caplog.text
+
+
+def test_a_deployment_refused_after_prepare_releases_its_nodes(
+    runtime: ExecutionGroupRuntime, order_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    released: list[str] = []
+    original = http_request.Node.release
+
+    def noting(node: http_request.Node) -> None:
+        released.append(node.id)
+        original(node)
+
+    monkeypatch.setattr(http_request.Node, "release", noting)
+    # a problem of the whole flow, found once its nodes were prepared: no input node
+    no_input = flow({"call": ("HTTPRequest", {"webServiceURL": order_server})}, [], name="Refused")
+    with pytest.raises(FlowCompileError) as refused:
+        runtime.deploy(no_input)
+    assert "at least one input node" in refused.value.problems[0].message
+    # once the throwaway instance the configuration check prepared, once the compiled one
+    assert released == ["call", "call"]
+    released.clear()
+    # a route another flow serves: refused after every node was prepared
+    runtime.deploy(flow({"in": ("HTTPInput", {"path": "/taken"}), "r": ("HTTPReply", {})}, ["in.out -> r"]))
+    taken = flow(
+        {"in": ("HTTPInput", {"path": "/taken"}), "call": ("HTTPRequest", {"webServiceURL": order_server})},
+        ["in.out -> call"],
+        name="Other",
+    )
+    with pytest.raises(FlowCompileError):
+        runtime.deploy(taken)
+    assert released == ["call", "call"]
+    assert "Other" not in runtime.flows
