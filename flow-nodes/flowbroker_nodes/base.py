@@ -15,15 +15,18 @@ with ``open_input(flow)`` (an :class:`InputSource`).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Protocol
 
 from esql.tree import Element
 
 from flowbroker_nodes.spec import NodeSpec
+
+log = logging.getLogger(__name__)
 
 
 class Assembly:
@@ -345,6 +348,16 @@ class Node:
     def prepare(self) -> None:
         """Check and compile the configuration; raise :class:`DeployProblem` on a bad one."""
 
+    def release(self) -> None:
+        """Give back what the node holds outside the process's memory (connections, pools, child
+        processes): called once no flow thread runs the node any more (the flow was undeployed,
+        deployed over, its group stopped, or its deployment failed after :meth:`prepare`).
+
+        A node whose ``prepare`` failed half way is released too: an override reads its attributes
+        with a default. It may be called more than once, and a node used again afterwards acquires
+        afresh on first use. What it raises is logged by :func:`release_nodes`, never passed on.
+        """
+
     def connect(self, terminal: str, target: Node, target_terminal: str) -> None:
         self.wires.setdefault(terminal, []).append((target, target_terminal))
 
@@ -418,6 +431,21 @@ class Node:
         for target, target_terminal in wires:
             target.receive(target_terminal, assembly)
         return True
+
+
+def release_nodes(nodes: Iterable[Node], flow_name: str = "") -> None:
+    """Call each node's :meth:`Node.release`; a failure is logged and the other nodes are released."""
+    for node in nodes:
+        try:
+            node.release()
+        except Exception:
+            log.warning(
+                "flow %s: node %s (%s) did not release cleanly",
+                flow_name or "?",
+                node.name,
+                type(node).__module__,
+                exc_info=True,
+            )
 
 
 class NodeStats:

@@ -174,6 +174,16 @@ class Node(BaseNode):
                     )
         return self._client
 
+    def release(self) -> None:
+        """Close the connection pool (a later request opens a new one)."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # prepare failed before the pool could exist
+            return
+        with lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
         import httpx
 

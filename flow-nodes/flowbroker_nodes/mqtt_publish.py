@@ -147,6 +147,16 @@ class Node(BaseNode):
             self._serviced = time.monotonic()
             return client
 
+    def release(self) -> None:
+        """Disconnect from the broker (a later publication connects again)."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # prepare failed before a connection could exist
+            return
+        with lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
     def _service(self, client: MqttConnection, timeout: float = 0.0) -> None:
         """Read acknowledgements and keep-alive answers, ping when due (one thread at a time)."""
         with self._lock:

@@ -220,6 +220,18 @@ class Node(BaseNode):
                 client, self._client = self._client, None
                 client.close()
 
+    def release(self) -> None:
+        """Close the connection whichever flow thread held it last (one that ended without closing
+        its subscription, or a message injected with no thread running, leaves it open)."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # prepare failed before a connection could exist
+            return
+        with lock:
+            client, self._client = self._client, None
+            self._threads = 0
+        if client is not None:
+            client.close()
+
     # -- one flow thread -------------------------------------------------------------------------
 
     def open_input(self, flow: FlowServices) -> _Subscription:

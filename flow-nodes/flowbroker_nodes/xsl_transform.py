@@ -127,6 +127,15 @@ class Node(BaseNode):
         self.params = {k: str(v) for k, v in params.items()}
         self._files: dict[str, tuple[int, int, _Compiled]] = {}
         self._lock = threading.Lock()
+        #: Whether this node transformed since it was prepared or last released.
+        self._used_sandbox = False
+
+    def release(self) -> None:
+        """End the idle sandbox processes once this node used them: they are shared by every
+        XSLTransform node of the process, so another flow's next transformation starts a new one."""
+        if getattr(self, "_used_sandbox", False):
+            self._used_sandbox = False
+            xslt_sandbox.end_idle()
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
         flow = self.flow
@@ -159,6 +168,7 @@ class Node(BaseNode):
                 if kid.name.isidentifier():
                     params[kid.name] = "" if kid.value is None else str(kid.value)
         _md, _properties, body = flow.message_parts(assembly.root)
+        self._used_sandbox = True
         try:
             out = xslt_sandbox.transform(
                 compiled.key,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowbroker_nodes import registry
-from flowbroker_nodes.base import DeployProblem, Node
+from flowbroker_nodes.base import DeployProblem, Node, release_nodes
 
 #: Resolves a subflow reference ``{"name": …, "version": …}`` to its flow document.
 SubflowResolver = Callable[[dict[str, Any]], dict[str, Any] | None]
@@ -101,6 +101,25 @@ def compile_flow(
     if problems:
         raise FlowCompileError(problems)
     nodes: dict[str, Node] = {}
+    try:
+        return _prepared(document, nodes_doc, connections, nodes, problems, externals, additional_instances)
+    except BaseException:
+        # nodes prepared before a later problem hold nothing the failed deployment may keep
+        release_nodes(nodes.values(), str(document.get("name") or ""))
+        raise
+
+
+def _prepared(
+    document: Any,
+    nodes_doc: list[dict[str, Any]],
+    connections: list[Connection],
+    nodes: dict[str, Node],
+    problems: list[Problem],
+    externals: dict[str, Any] | None,
+    additional_instances: int | None,
+) -> CompiledFlow:
+    """Instantiate, prepare and wire the expanded nodes into ``nodes``; raise
+    :class:`FlowCompileError` with every problem."""
     for node_doc in nodes_doc:
         module = registry.modules()[node_doc["type"]]
         node: Node = module.Node(

@@ -41,6 +41,7 @@ from flowbroker_nodes.base import (
     describe_exception_list,
     exception_entry,
     exception_list_with,
+    release_nodes,
     trace_nodes,
 )
 
@@ -982,6 +983,9 @@ class DeployedFlow:
         self.debugger: FlowDebugger | None = None
         #: The flow exerciser's recording running now; None (the usual case) taps nothing.
         self.recording: Recording | None = None
+        #: Whether the nodes were told to release what they hold (see :meth:`release`).
+        self.released = False
+        self._release_lock = threading.Lock()
 
     def set_breakpoints(
         self, breakpoints: Breakpoints, listener: PauseListener | None = None
@@ -1063,6 +1067,26 @@ class DeployedFlow:
         if alive:
             log.warning("flow %s: threads still busy after %.0fs: %s", self.name, timeout, ", ".join(alive))
         return not alive
+
+    def release(self) -> None:
+        """Have the nodes release what they hold (connections, pools, child processes), once,
+        after every flow thread has stopped: threads still busy past the stop timeout release
+        the nodes when the last of them ends. For a flow that will not run again."""
+        with self._release_lock:
+            if self.released:
+                return
+            self.released = True
+        busy = [t for t in self.threads if t.is_alive()]
+        if not busy:
+            release_nodes(self.compiled.nodes.values(), self.name)
+            return
+
+        def after_busy() -> None:
+            for thread in busy:
+                thread.join()
+            release_nodes(self.compiled.nodes.values(), self.name)
+
+        threading.Thread(target=after_busy, name=f"{self.name}.release", daemon=True).start()
 
     @staticmethod
     def waiting_message(queue: str) -> str:
@@ -1170,16 +1194,25 @@ class ExecutionGroupRuntime:
             externals=externals,
             additional_instances=additional_instances,
         )
-        if not code_nodes:
-            _refuse_code_nodes(compiled)
-        install_message_sets(dependencies)
+        try:
+            if not code_nodes:
+                _refuse_code_nodes(compiled)
+            install_message_sets(dependencies)
+        except BaseException:
+            release_nodes(compiled.nodes.values(), compiled.name)
+            raise
         with self._lock:
-            self._check_http_routes(compiled)
+            try:
+                self._check_http_routes(compiled)
+            except BaseException:
+                release_nodes(compiled.nodes.values(), compiled.name)
+                raise
             old = self.flows.get(compiled.name)
             trace = old.trace if old is not None else UserTrace(self.trace_dir / f"{compiled.name}.trace")
             if old is not None:
                 old.stop_recording("the flow was redeployed")
                 old.stop()
+                old.release()
             deployed = DeployedFlow(compiled, self.connect, self.data_sources, trace, self.broker, self.http)
             self.flows[compiled.name] = deployed
             if start:
@@ -1233,6 +1266,7 @@ class ExecutionGroupRuntime:
             return False
         deployed.stop_recording("the flow was undeployed")
         deployed.stop()
+        deployed.release()
         deployed.trace.close()
         return True
 
@@ -1273,6 +1307,7 @@ class ExecutionGroupRuntime:
             deployed.stop_event.set()
         for deployed in flows:
             deployed.stop(timeout)
+            deployed.release()
             deployed.trace.close()
         self.http.stop()
         self.data_sources.dispose()

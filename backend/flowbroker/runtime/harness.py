@@ -119,6 +119,7 @@ class FlowHarness:
 
     def close(self) -> None:
         self.thread._drop_connections()
+        self.deployed.release()
         self.deployed.data_sources.dispose()
         self.deployed.trace.close()
 

@@ -97,7 +97,7 @@ def configuration_problems(document: Any, lookup: SpecLookup, known: set[str]) -
     it is and refused only when the flow is compiled for a deployment.
     """
     from flowbroker_nodes import registry
-    from flowbroker_nodes.base import DeployProblem
+    from flowbroker_nodes.base import DeployProblem, release_nodes
 
     found: list[dict[str, Any]] = []
     nodes = document.get("nodes")
@@ -111,8 +111,9 @@ def configuration_problems(document: Any, lookup: SpecLookup, known: set[str]) -
         if module is None or spec is None or spec.subflow_part == "node" or spec.extra.get("placeholder"):
             continue
         node_id = str(node.get("id", ""))
+        judged = module.Node(node_id, str(node.get("name") or ""), dict(node.get("properties") or {}))
         try:
-            module.Node(node_id, str(node.get("name") or ""), dict(node.get("properties") or {})).prepare()
+            judged.prepare()
         except DeployProblem as first:
             for each in first.all():
                 pointer = f"{base}/properties/{_pointer_token(each.property)}" if each.property else base
@@ -128,6 +129,8 @@ def configuration_problems(document: Any, lookup: SpecLookup, known: set[str]) -
                 )
         except Exception as exc:  # a node that cannot judge its configuration names why
             found.append({"pointer": base, "message": f"{type(exc).__name__}: {exc}", "node": node_id})
+        finally:
+            release_nodes([judged], str(document.get("name") or ""))
     return found
 
 
