@@ -488,23 +488,8 @@ def ensure_child(e: Element, name: str) -> Element:
         if node.name == name and not node.namespace:
             return node
         node = node.next_sibling
-    # inlined _created_type and new_child: SET creates most of a built message's fields here
-    node = _new_element(Element)
-    node.name = name
-    node.namespace = ""
-    node.type = NAME if (e.parent is None and e.name == "Root") else NAME_VALUE
-    node.value = None
-    node._first = node._last = node._lazy = None
-    node.next_sibling = None
-    last = e._last
-    node.parent = e
-    node.prev_sibling = last
-    if last is None:
-        e._first = node
-    else:
-        last.next_sibling = node
-    e._last = node
-    return node
+    # SET creates most of a built message's fields here: linked directly
+    return new_child(e, name, "", _created_type(e))
 
 
 def _created_type(parent: Element) -> int:

@@ -237,6 +237,18 @@ def body_element(root: Element) -> Element | None:
     return node
 
 
+def _body_parser(domain: str, body_node: Element) -> Any:
+    """The parser that writes the body folder ``body_node`` (named ``domain``), or a DomainError."""
+    try:
+        return esql.domains.get(domain)
+    except DomainError:
+        raise DomainError(
+            f"the last child of Root is '{domain}', which is not a message domain",
+            domain=domain,
+            path=body_node.path(),
+        ) from None
+
+
 def to_message(root: Element) -> tuple[dict[str, Any], bytes]:
     """(descriptor fields, body bytes) for an output Root; the output template comes from Properties."""
     ensure_loaded()
@@ -254,14 +266,7 @@ def to_message(root: Element) -> tuple[dict[str, Any], bytes]:
     ccsid = int(_property(properties, "CodedCharSetId", fields.get("coded_char_set_id", 1208)))
     body = b""
     if body_node is not None:
-        try:
-            parser = esql.domains.get(domain)
-        except DomainError:
-            raise DomainError(
-                f"the last child of Root is '{domain}', which is not a message domain",
-                domain=domain,
-                path=body_node.path(),
-            ) from None
+        parser = _body_parser(domain, body_node)
         body = parser.serialize(body_node, ccsid=ccsid, encoding=encoding, options=parser_options(template))
     header = root.child("MQRFH2")
     if header is not None:
@@ -350,14 +355,7 @@ def to_body(root: Element) -> bytes:
             encoding = fields.get("encoding", 546)
         if ccsid is None:
             ccsid = fields.get("coded_char_set_id", 1208)
-    try:
-        parser = esql.domains.get(domain)
-    except DomainError:
-        raise DomainError(
-            f"the last child of Root is '{domain}', which is not a message domain",
-            domain=domain,
-            path=body_node.path(),
-        ) from None
+    parser = _body_parser(domain, body_node)
     return parser.serialize(body_node, ccsid=int(ccsid), encoding=int(encoding), options=options)
 
 

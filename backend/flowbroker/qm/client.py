@@ -163,6 +163,29 @@ def _id_hex(value: bytes | str | None) -> str | None:
     return None if value is None else pad_id(value).hex()
 
 
+def _subscribe_request(
+    topic: str,
+    queue: str,
+    name: str | None,
+    correl_id: bytes | str | None,
+    filter: str | None,
+    durable: bool,
+    principal: str | None,
+) -> dict[str, Any]:
+    """The SUBSCRIBE request both clients send (``principal`` only when one is named)."""
+    request: dict[str, Any] = {
+        "topic": topic,
+        "queue": queue,
+        "name": name,
+        "correl_id": _id_hex(correl_id),
+        "filter": filter,
+        "durable": durable,
+    }
+    if principal:
+        request["principal"] = principal
+    return request
+
+
 def _raise_error(args: Any) -> QMError:
     if isinstance(args, dict):
         return QMError(int(args.get("rc", RC_CONNECTION_BROKEN)), str(args.get("reason", "")))
@@ -505,16 +528,7 @@ class Client:
         durable: bool = True,
         principal: str | None = None,
     ) -> dict[str, Any]:
-        request: dict[str, Any] = {
-            "topic": topic,
-            "queue": queue,
-            "name": name,
-            "correl_id": _id_hex(correl_id),
-            "filter": filter,
-            "durable": durable,
-        }
-        if principal:
-            request["principal"] = principal
+        request = _subscribe_request(topic, queue, name, correl_id, filter, durable, principal)
         args, _ = self._call(OP_SUBSCRIBE, request)
         return dict(args)
 
@@ -947,16 +961,7 @@ class AsyncClient:
         durable: bool = True,
         principal: str | None = None,
     ) -> dict[str, Any]:
-        request: dict[str, Any] = {
-            "topic": topic,
-            "queue": queue,
-            "name": name,
-            "correl_id": _id_hex(correl_id),
-            "filter": filter,
-            "durable": durable,
-        }
-        if principal:
-            request["principal"] = principal
+        request = _subscribe_request(topic, queue, name, correl_id, filter, durable, principal)
         args, _ = await self._call(OP_SUBSCRIBE, request)
         return dict(args)
 
