@@ -39,6 +39,10 @@ class GroupState:
         #: Per deployment: what it was last reported waiting for (see :meth:`report_waiting`).
         self.waiting: dict[int, list[dict[str, Any]]] = {}
         self.lock = threading.RLock()
+        #: Held by each control task and by a re-read of the repository (:meth:`resync`) for the
+        #: whole of it, so a re-read never applies what it read before a stop or start that ran
+        #: meanwhile.
+        self.control = threading.RLock()
         self.process = psutil.Process()
         self.process.cpu_percent(None)
         self.started = time.time()
@@ -166,6 +170,10 @@ class GroupState:
         """Bring this replica in line with the repository after it may have missed control tasks
         (a broadcast reaches only the replicas connected when it is sent): deploy what it lacks,
         start or stop what differs, drop what was undeployed. What it did, one line each."""
+        with self.control:
+            return self._resync()
+
+    def _resync(self) -> list[str]:
         from flowbroker.repository import db
         from flowbroker.services import deploy
 

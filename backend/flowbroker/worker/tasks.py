@@ -13,25 +13,33 @@ app = celery_app()
 @app.task(name="flowbroker.eg.deploy")
 def deploy(deployment_id: int, define_queues: bool = False) -> str:
     """Compile and start (or replace) the deployment's flow; first define its missing queues if asked."""
-    return state(wait=120).deploy(int(deployment_id), define_queues=bool(define_queues))
+    group = state(wait=120)
+    with group.control:
+        return group.deploy(int(deployment_id), define_queues=bool(define_queues))
 
 
 @app.task(name="flowbroker.eg.undeploy")
 def undeploy(deployment_id: int) -> str:
     """Stop the deployment's flow and forget it."""
-    return state(wait=120).undeploy(int(deployment_id))
+    group = state(wait=120)
+    with group.control:
+        return group.undeploy(int(deployment_id))
 
 
 @app.task(name="flowbroker.eg.start")
 def start(deployment_id: int) -> str:
     """Start the deployment's flow threads."""
-    return state(wait=120).start_flow(int(deployment_id), True)
+    group = state(wait=120)
+    with group.control:
+        return group.start_flow(int(deployment_id), True)
 
 
 @app.task(name="flowbroker.eg.stop")
 def stop(deployment_id: int) -> str:
     """Stop the deployment's flow threads after their current message."""
-    return state(wait=120).start_flow(int(deployment_id), False)
+    group = state(wait=120)
+    with group.control:
+        return group.start_flow(int(deployment_id), False)
 
 
 @app.task(name="flowbroker.eg.trace")
