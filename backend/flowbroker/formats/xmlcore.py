@@ -345,20 +345,25 @@ class Writer:
             decls.append(f' xmlns:{prefix}="{escape_attr(ns)}"')
         return f"{prefix}:{element.name}" if prefix else element.name
 
+    def _check_name(self, element: Element, name: str) -> None:
+        """Refuse a name that is no XML element name; remember a good one (up to 10,000), so the
+        writer tests each name once."""
+        if not kid_names_ok(name):
+            raise DomainError(
+                f"{self.domain}: '{name}' is not a valid XML element name",
+                domain=self.domain,
+                path=element.path(),
+            )
+        if len(_GOOD_NAMES) < 10000:
+            _GOOD_NAMES.add(name)
+
     def _element(self, element: Element, out: list[str], scope: dict[str, str], counter: list[int]) -> None:
         first = element._first if element._lazy is None else element.first_child
         if first is None and (not element.namespace or not self.namespaces):
             # A leaf with no namespace, the bulk of most messages: written without the general machinery.
             name = element.name
             if name not in _GOOD_NAMES:
-                if not kid_names_ok(name):
-                    raise DomainError(
-                        f"{self.domain}: '{name}' is not a valid XML element name",
-                        domain=self.domain,
-                        path=element.path(),
-                    )
-                if len(_GOOD_NAMES) < 10000:
-                    _GOOD_NAMES.add(name)
+                self._check_name(element, name)
             value = element.value
             vtype = type(value)
             if (vtype is decimal.Decimal or vtype is int) and element.type != CDATA_FIELD:
@@ -438,14 +443,7 @@ class Writer:
             else:
                 self._element(kid, content, local_scope, counter)
         if name not in _GOOD_NAMES:
-            if not kid_names_ok(name):
-                raise DomainError(
-                    f"{self.domain}: '{name}' is not a valid XML element name",
-                    domain=self.domain,
-                    path=element.path(),
-                )
-            if len(_GOOD_NAMES) < 10000:
-                _GOOD_NAMES.add(name)
+            self._check_name(element, name)
         start = "<" + name + "".join(decls) + "".join(attrs)
         if content:
             out.append(start + ">" + "".join(content) + "</" + name + ">")

@@ -59,17 +59,9 @@ def _build(parent: Element, node: Any, parent_nsmap: dict[Any, str], comments: b
         if isinstance(ktag, str):
             if plain and ktag[0] != "{" and not len(kid) and not kid.keys():
                 # A leaf field with no namespace or attributes: the bulk of most messages, linked
-                # here as append_new would (the element is new, the parent being filled).
+                # without append's checks (the element is new, the parent being filled).
                 leaf_text = kid.text
-                leaf = Element(ktag, leaf_text if leaf_text is not None else "")
-                last = el._last
-                leaf.parent = el
-                leaf.prev_sibling = last
-                if last is None:
-                    el._first = leaf
-                else:
-                    last.next_sibling = leaf
-                el._last = leaf
+                el.append_new(Element(ktag, leaf_text if leaf_text is not None else ""))
             else:
                 _build(el, kid, nsmap, comments, pis)
         elif ktag is etree.Comment:

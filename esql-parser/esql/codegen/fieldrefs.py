@@ -154,6 +154,18 @@ class FieldRefs(GeneratorBase):
                 nm = var.py  # a NAME constant stands for its value in a path (IBM)
         return nm, ns, ftype
 
+    def _path_start(
+        self, node: ast.FieldRef, upto: int | None, base: tuple[str, int] | None
+    ) -> tuple[str, Any]:
+        """The code a reference's walk starts from and the path elements still to walk: the first
+        ``upto`` of them, less the ``base[1]`` that ``base[0]`` already names."""
+        elems = node.elems
+        if upto is not None:
+            elems = elems[:upto]
+        if base is not None:
+            return base[0], elems[base[1] :]
+        return self.root_code(node), elems
+
     def element(
         self, node: ast.FieldRef, upto: int | None = None, base: tuple[str, int] | None = None
     ) -> str:
@@ -161,20 +173,12 @@ class FieldRefs(GeneratorBase):
 
         ``base`` = (code, n): start from ``code``, which already names the first n path elements.
         """
+        code, elems = self._path_start(node, upto, base)
         start = node.start
-        elems = node.elems
-        if upto is not None:
-            elems = elems[:upto]
-        if base is not None:
-            code = base[0]
-            elems = elems[base[1] :]
-        else:
-            code = self.root_code(node)
-            if start.index is not None:
-                code = (
-                    f"_step({code}.parent, {code}.name, {code}.namespace, "
-                    f"{self.index_code(start.index)}, None)"
-                )
+        if base is None and start.index is not None:
+            code = (
+                f"_step({code}.parent, {code}.name, {code}.namespace, {self.index_code(start.index)}, None)"
+            )
         is_list = False
         for elem in elems:
             nm, ns, ftype = self.step_parts(elem)
@@ -204,17 +208,10 @@ class FieldRefs(GeneratorBase):
 
     def target(self, node: ast.FieldRef, upto: int | None = None, base: tuple[str, int] | None = None) -> str:
         """Code evaluating to the Element a field reference names, creating missing fields."""
+        code, elems = self._path_start(node, upto, base)
         start = node.start
-        elems = node.elems
-        if upto is not None:
-            elems = elems[:upto]
-        if base is not None:
-            code = base[0]
-            elems = elems[base[1] :]
-        else:
-            code = self.root_code(node)
-            if start.index is not None:
-                self.error(start, "an index on the first name of a target reference is not supported")
+        if base is None and start.index is not None:
+            self.error(start, "an index on the first name of a target reference is not supported")
         for elem in elems:
             nm, ns, ftype = self.step_parts(elem)
             index = elem.index
