@@ -168,6 +168,8 @@ class Recording:
         self.spec = spec
         self.directory = directory
         self.active = False
+        #: Set once a stop has written the recording's final state (its reason and counts).
+        self.finished = threading.Event()
         self.messages = 0
         self.crossings = 0
         self.bytes = 0
@@ -250,6 +252,7 @@ class Recording:
             self._state.update(self._counts())
             self._state.update({"status": status, "reason": reason, "recordingStoppedAt": time.time()})
             self._write_state()
+            self.finished.set()
         log.info("flow %s: recording %s stopped: %s", self.flow, self.spec.id, reason)
 
     # -- on the flow threads ------------------------------------------------------------------
