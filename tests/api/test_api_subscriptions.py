@@ -218,3 +218,50 @@ def test_on_the_local_queue_manager_it_is_a_durable_subscription(sub_api: Any, t
         assert admin.get("EU.PRICES").body == b"EU"
         assert sub_api.as_("operator", "DELETE", f"{path}/{sub['id']}").status_code == 204
         assert admin.publish("prices/x", b"EU", properties={"region": "EU"}) == 0
+
+
+def test_the_sub_command_manages_a_brokers_subscriptions_through_the_api(
+    rabbit: Rabbit, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import httpx
+    from api_process import running_api
+
+    queue = rabbit.queue("CLI")
+    root = "c" + secrets.token_hex(4)
+    with running_api(tmp_path_factory.mktemp("sub-cli"), "correct-horse-battery") as (url, token):
+        made = httpx.post(
+            url + "/api/brokers",
+            json={"name": "RABBIT", "qmUrl": rabbit.url},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert made.status_code == 201, made.text
+        env = {**os.environ, "FLOWBROKER_TOKEN": token, "FLOWBROKER_API": url}
+
+        def sub(*argv: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "flowbroker.cli", "sub", *argv],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+            )
+
+        defined = sub("--broker", "RABBIT", f"{root}/+/eu", "--queue", queue)
+        assert defined.returncode == 0, defined.stderr
+        sub_id, delivery = defined.stdout.split()
+        assert delivery == "binding"
+        rabbit.publish(f"{root}.x.eu")
+        assert _settled(rabbit, queue, 1) == 1
+        listed = sub("--broker", "RABBIT", "--list")
+        assert listed.stdout.split("\t")[:4] == [sub_id, f"{root}/+/eu", queue, "binding\n"], listed.stdout
+        bad = sub("--broker", "RABBIT", "a/#/b", "--queue", queue)
+        assert bad.returncode != 0 and "'#' must be the last level (level 2)" in bad.stderr, bad.stderr
+        assert "Traceback" not in bad.stderr
+        assert sub("--broker", "RABBIT", "--delete", sub_id).returncode == 0
+        assert sub("--broker", "RABBIT", "--list").stdout == ""
+        unknown = sub("--broker", "NOPE", "--list")
+        assert unknown.returncode != 0 and "no broker named 'NOPE'" in unknown.stderr
