@@ -829,7 +829,9 @@ def move(
         ftype, name, ns = start.type, start.name, start.namespace
         node = start.next_sibling
         while node is not None and not (
-            node.name == name and node.namespace == ns and (node.type == ftype or _type_matches(node.type, ftype))
+            node.name == name
+            and node.namespace == ns
+            and (node.type == ftype or _type_matches(node.type, ftype))
         ):
             node = node.next_sibling
         if node is None:

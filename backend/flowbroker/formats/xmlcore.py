@@ -378,7 +378,11 @@ class Writer:
                 text = value if type(value) is str else text_of(value)
                 out.append(f"<{name}>{escape_text(text)}</{name}>")
             return
-        if element.value is None and element.name in _GOOD_NAMES and (not element.namespace or not self.namespaces):
+        if (
+            element.value is None
+            and element.name in _GOOD_NAMES
+            and (not element.namespace or not self.namespaces)
+        ):
             # A folder of plain leaf fields (a repeated record such as an invoice line): written in
             # one pass when every child is a leaf of a known good name holding text or a number;
             # anything else (an attribute, a namespace, a nested folder) takes the general path.

@@ -861,7 +861,11 @@ class Statements(GeneratorBase):
             values = tail.values if isinstance(tail, ast.CreateValues) else []
             if relation == "LASTCHILD" and domain is None:
                 # the common CREATE LASTCHILD OF x [AS r] [NAME 'n']: one call makes, names and links it
-                if values and keyword(values[0].attr) == "NAME" and isinstance(values[0].value, ast.StringLit):
+                if (
+                    values
+                    and keyword(values[0].attr) == "NAME"
+                    and isinstance(values[0].value, ast.StringLit)
+                ):
                     self.out.line(f"{new} = _new_last_child({anchor}, {self.scalar(values[0].value)})")
                     values = values[1:]
                 else:
