@@ -408,6 +408,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_delete": rt.delete,
         "_relative": rt.relative,
         "_place": rt.place,
+        "_new_last_child": rt.new_last_child,
         "_move": rt.move,
         "_move_to": rt.move_to,
         "_attach": rt.attach,

@@ -488,8 +488,22 @@ def ensure_child(e: Element, name: str) -> Element:
         if node.name == name and not node.namespace:
             return node
         node = node.next_sibling
-    # SET creates most of a built message's fields here: linked directly
-    return new_child(e, name, "", _created_type(e))
+    # SET creates most of a built message's fields here: made and linked inline (new_child and
+    # _created_type, without their two calls)
+    node = _new_element(Element)
+    node.name = name
+    node.namespace = ""
+    node.type = NAME if e.parent is None and e.name == "Root" else NAME_VALUE
+    node.value = node._first = node._last = node._lazy = node.next_sibling = None
+    last = e._last
+    node.parent = e
+    node.prev_sibling = last
+    if last is None:
+        e._first = node
+    else:
+        last.next_sibling = node
+    e._last = node
+    return node
 
 
 def _created_type(parent: Element) -> int:
@@ -601,7 +615,7 @@ def assign_value(target: Element, value: Any, to_element_value: Callable[[Any], 
     """SET field = scalar: a NULL deletes the field, anything else replaces its value."""
     kind = type(value)
     if kind is str or kind is Decimal or kind is int:
-        target.value = to_element_value(value)
+        target.value = value  # stored as they are (to_element_value's first case), without the call
         return
     if value is None:
         target.detach()
@@ -777,6 +791,28 @@ def place(anchor: Element, relation: str, node: Element) -> Element:
     return anchor.insert_after(node)
 
 
+def new_last_child(anchor: Element, name: str = "") -> Element:
+    """CREATE LASTCHILD OF anchor [NAME 'literal']: a new name-value field linked as the last child.
+
+    The same field as ``place(anchor, 'LASTCHILD', new_field(None))`` followed by SET … NAME, made
+    and linked directly (the field is new: nothing to detach).
+    """
+    last = anchor._last if anchor._lazy is None else anchor.last_child
+    node = _new_element(Element)
+    node.name = name
+    node.namespace = ""
+    node.type = NAME_VALUE
+    node.value = node._first = node._last = node._lazy = node.next_sibling = None
+    node.parent = anchor
+    node.prev_sibling = last
+    if last is None:
+        anchor._first = node
+    else:
+        last.next_sibling = node
+    anchor._last = node
+    return node
+
+
 def move(
     ref: Reference,
     relation: str,
@@ -788,6 +824,22 @@ def move(
 ) -> None:
     """MOVE ref FIRSTCHILD/… [TYPE t] [NAMESPACE n] [NAME n] | REPEAT TYPE NAME; sets LASTMOVE."""
     start = ref.element
+    if repeat_type and repeat_name and relation == "NEXTSIBLING":
+        # MOVE r NEXTSIBLING REPEAT TYPE NAME, the loop over repeated fields: compared inline
+        ftype, name, ns = start.type, start.name, start.namespace
+        node = start.next_sibling
+        while node is not None and not (
+            node.name == name
+            and node.namespace == ns
+            and (node.type == ftype or _type_matches(node.type, ftype))
+        ):
+            node = node.next_sibling
+        if node is None:
+            ref.lastmove = False
+        else:
+            ref.element = node
+            ref.lastmove = True
+        return
     if repeat_type:
         ftype = start.type
     if repeat_name:
