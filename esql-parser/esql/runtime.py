@@ -514,7 +514,10 @@ def assign_member(e: Element, name: str, value: Any, to_element_value: Callable[
     :func:`assign_value` on the field."""
     kind = type(value)
     if kind is str or kind is int or kind is Decimal or kind is float or kind is bool:
-        set_member(e, name, value)
+        if e._lazy is None:  # a built level (most SETs): no more calls than assign_value's
+            ensure_child(e, name).value = value
+        else:
+            set_member(e, name, value)
         return
     assign_value(ensure_child(e, name), value, to_element_value)
 
