@@ -396,6 +396,8 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_count": rt.count,
         "_ensure": rt.ensure,
         "_ensure_child": rt.ensure_child,
+        "_set_member": rt.set_member,
+        "_assign_member": rt.assign_member,
         "_value": rt.value_of,
         "_values": rt.values_of,
         "_deref": rt.deref,

@@ -506,6 +506,36 @@ def ensure_child(e: Element, name: str) -> Element:
     return node
 
 
+def set_member(e: Element, name: str, value: Any) -> None:
+    """SET e.name = a scalar that is not NULL (``name`` plain: no index, namespace or type).
+
+    When ``e``'s children are still unparsed content whose parser offers
+    ``set_member(element, content, name, value) -> bool`` (the JSON domain's unread objects do),
+    the parser may take the value into that content without building the level: it must leave
+    the tree exactly as building the level and setting the field would, once read. Otherwise the
+    field is found or created and its value replaced, as ``SET`` always does.
+    """
+    lazy = e._lazy
+    if lazy is not None:
+        setter = getattr(lazy.parser, "set_member", None)
+        if setter is not None and setter(e, lazy, name, value):
+            return
+    ensure_child(e, name).value = value
+
+
+def assign_member(e: Element, name: str, value: Any, to_element_value: Callable[[Any], Any]) -> None:
+    """SET e.name = an expression's non-NULL value: :func:`set_member` for a plain scalar, else
+    :func:`assign_value` on the field."""
+    kind = type(value)
+    if kind is str or kind is int or kind is Decimal or kind is float or kind is bool:
+        if e._lazy is None:  # a built level (most SETs): no more calls than assign_value's
+            ensure_child(e, name).value = value
+        else:
+            set_member(e, name, value)
+        return
+    assign_value(ensure_child(e, name), value, to_element_value)
+
+
 def _created_type(parent: Element) -> int:
     """The type of a field SET creates: a header or body folder (IBM's Name type) below a message
     Root, a name-value field anywhere else."""

@@ -320,14 +320,22 @@ class Statements(GeneratorBase):
             return
         if isinstance(expr, (ast.StringLit, ast.IntLit, ast.BoolLit)) and code != "None":
             # A non-NULL literal can never delete the target: store it directly.
-            self.out.line(f"{self.target(target)}.value = {code}")
+            member = self.member_target(target)
+            if member is not None:
+                self.out.line(f"_set_member({member[0]}, {member[1]}, {code})")
+            else:
+                self.out.line(f"{self.target(target)}.value = {code}")
             return
         tmp = self.fresh()
         self.out.line(f"{tmp} = {code}")
         self.out.line(f"if {tmp} is None:")
         self.out.line(f"    _delete({self.element(target)})")
         self.out.line("else:")
-        self.out.line(f"    _assign_value({self.target(target)}, {tmp}, _to_element_value)")
+        member = self.member_target(target)
+        if member is not None:
+            self.out.line(f"    _assign_member({member[0]}, {member[1]}, {tmp}, _to_element_value)")
+        else:
+            self.out.line(f"    _assign_value({self.target(target)}, {tmp}, _to_element_value)")
 
     def shared_prefix(self, target: ast.FieldRef, expr: Node) -> int:
         """How many leading path elements a SET's target and its field-reference source share."""
