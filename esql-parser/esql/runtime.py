@@ -180,9 +180,9 @@ class Budget:
         self._deadline: float | None = None
 
     def start(self) -> None:
-        """Start the CPU clock (once: a context that runs again keeps its first start)."""
-        if self.cpu_limit_ms and self._deadline is None:
-            self._deadline = time.thread_time() + self.cpu_limit_ms / 1000
+        """The routine starts; its CPU budget counts from the first check, CHECK_EVERY statements
+        or calls in (once: a context that runs again keeps its first start). Reading the thread's
+        CPU clock is a system call on some hosts, and most routines end before that check."""
 
     def tick(self) -> None:
         self._left -= 1
@@ -200,7 +200,11 @@ class Budget:
 
     def _check_cpu(self) -> None:
         self._left = self.CHECK_EVERY
-        if self._deadline is not None and time.thread_time() > self._deadline:
+        if self._deadline is None:
+            if self.cpu_limit_ms:
+                self._deadline = time.thread_time() + self.cpu_limit_ms / 1000
+            return
+        if time.thread_time() > self._deadline:
             raise BudgetExceeded(f"{self._who()} exceeded its CPU budget of {self.cpu_limit_ms} ms")
 
     def exclude(self, seconds: float) -> None:
