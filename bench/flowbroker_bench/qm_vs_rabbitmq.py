@@ -504,18 +504,31 @@ def _row(broker: str, persistent: bool, side: Side, m: Measurement, opts: argpar
 
 
 # --- RabbitMQ's process -------------------------------------------------------------------------
-def rabbit_pid() -> int | None:
-    """The pid of the Erlang VM running RabbitMQ (``beam.smp`` with ``rabbit`` in its command line)."""
+def rabbit_pid(port: int = 5672) -> int | None:
+    """The pid of the Erlang VM running the RabbitMQ that listens on ``port``.
+
+    Other RabbitMQ nodes may run beside it (a multi-host test starts its own), so the one whose
+    listening socket is ``port`` wins; where sockets cannot be read, the first ``beam`` process
+    with ``rabbit`` in its command line.
+    """
     import psutil
 
-    found = None
+    candidates: list[int] = []
+    fallback = None
     for proc in psutil.process_iter(["name", "cmdline"]):
         name = proc.info["name"] or ""
         if name.startswith("beam"):
-            found = proc.pid
+            fallback = fallback or proc.pid
             if "rabbit" in " ".join(proc.info["cmdline"] or []):
-                return proc.pid
-    return found
+                candidates.append(proc.pid)
+    for pid in candidates:
+        try:
+            sockets = psutil.Process(pid).net_connections(kind="tcp")
+        except (psutil.Error, OSError):
+            continue
+        if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in sockets):
+            return pid
+    return candidates[0] if candidates else fallback
 
 
 def _threads(pid: int) -> list[int]:
@@ -595,7 +608,7 @@ async def _rabbit_identity(opts: argparse.Namespace) -> tuple[str, int | None]:
     version = admin.server_properties.get("version")
     name = f"RabbitMQ {version}" if version else "RabbitMQ"
     local = connect["host"] in ("127.0.0.1", "localhost", "::1")
-    return name, rabbit_pid() if local else None
+    return name, rabbit_pid(int(connect["port"])) if local else None
 
 
 async def _run(opts: argparse.Namespace) -> list[Row]:
