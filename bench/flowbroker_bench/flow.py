@@ -647,7 +647,7 @@ def _row(
     count, elapsed = result["count"], result["elapsed"]
     rate = count / elapsed if elapsed else 0.0
     msgs = max(count, 1)
-    qm_cpu = result["qm_cpu"]  # None on RabbitMQ, whose node's CPU is not counted
+    qm_cpu = result["qm_cpu"]  # RabbitMQ: its local beam.smp; None when it runs elsewhere
     row.update(
         {
             "Msgs/Sec": round(rate, 1),

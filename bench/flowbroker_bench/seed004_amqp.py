@@ -7,8 +7,9 @@ match), and publications go to a topic exchange of the run's own, deleted at the
 requesters are threads, each with a connection of its own through the runtime's RabbitMQ
 transport, so a request carries its MQMD in AMQP properties exactly as a flow's put does.
 
-RabbitMQ's own CPU is not counted (its node serves others here too): the QM CPU columns are
-empty on these rows.
+The QM CPU columns of these rows are RabbitMQ's: the CPU of the local ``beam.smp`` over the
+measurement window (the whole node, so whatever else uses it then counts too); empty when
+RabbitMQ runs elsewhere.
 """
 
 from __future__ import annotations
@@ -161,6 +162,7 @@ class RabbitSide:
     ) -> dict[str, Any]:
         """Requesters in put-then-get loops (2 messages a round trip) and drainers, as threads."""
         from flowbroker_bench.flow import _cpu_seconds, _descriptor
+        from flowbroker_bench.qm_vs_rabbitmq import rabbit_pid
 
         stop, drained_stop, measuring = threading.Event(), threading.Event(), threading.Event()
         lock = threading.Lock()
@@ -231,6 +233,8 @@ class RabbitSide:
             thread.start()
         time.sleep(args.warmup)
         measuring.set()
+        beam = rabbit_pid() if _local(self.url) else None
+        beam0 = _cpu_seconds(beam) if beam else 0.0
         eg0 = sum(_cpu_seconds(p) for p in group_pids)
         drv0 = time.process_time()
         t0 = time.perf_counter()
@@ -238,6 +242,7 @@ class RabbitSide:
         elapsed = time.perf_counter() - t0
         measuring.clear()
         eg_cpu = sum(_cpu_seconds(p) for p in group_pids) - eg0
+        beam_cpu = _cpu_seconds(beam) - beam0 if beam else None
         drv = time.process_time() - drv0
         stop.set()
         for thread in requesters:
@@ -263,13 +268,20 @@ class RabbitSide:
             "bytes": moved[0],
             "elapsed": elapsed,
             "eg_cpu": eg_cpu,
-            "qm_cpu": None,
+            "qm_cpu": beam_cpu,
             "driver_cpu": drv,
             "response_ms": 1000 * median(responses) if responses else None,
             "get_ms": 1000 * median(get_times) if get_times else None,
             "put_ms": 1000 * median(put_times) if put_times else None,
             "fanout": fanout,
         }
+
+
+def _local(url: str) -> bool:
+    """Whether the RabbitMQ at ``url`` runs on this machine (its beam.smp's CPU can be read)."""
+    from urllib.parse import urlsplit
+
+    return (urlsplit(url).hostname or "localhost") in ("localhost", "127.0.0.1", "::1")
 
 
 def _redact(url: str) -> str:

@@ -180,9 +180,9 @@ class Budget:
         self._deadline: float | None = None
 
     def start(self) -> None:
-        """Start the CPU clock (once: a context that runs again keeps its first start)."""
-        if self.cpu_limit_ms and self._deadline is None:
-            self._deadline = time.thread_time() + self.cpu_limit_ms / 1000
+        """The routine starts; its CPU budget counts from the first check, CHECK_EVERY statements
+        or calls in (once: a context that runs again keeps its first start). Reading the thread's
+        CPU clock is a system call on some hosts, and most routines end before that check."""
 
     def tick(self) -> None:
         self._left -= 1
@@ -200,7 +200,11 @@ class Budget:
 
     def _check_cpu(self) -> None:
         self._left = self.CHECK_EVERY
-        if self._deadline is not None and time.thread_time() > self._deadline:
+        if self._deadline is None:
+            if self.cpu_limit_ms:
+                self._deadline = time.thread_time() + self.cpu_limit_ms / 1000
+            return
+        if time.thread_time() > self._deadline:
             raise BudgetExceeded(f"{self._who()} exceeded its CPU budget of {self.cpu_limit_ms} ms")
 
     def exclude(self, seconds: float) -> None:
@@ -488,8 +492,52 @@ def ensure_child(e: Element, name: str) -> Element:
         if node.name == name and not node.namespace:
             return node
         node = node.next_sibling
-    # SET creates most of a built message's fields here: linked directly
-    return new_child(e, name, "", _created_type(e))
+    # SET creates most of a built message's fields here: made and linked inline (new_child and
+    # _created_type, without their two calls)
+    node = _new_element(Element)
+    node.name = name
+    node.namespace = ""
+    node.type = NAME if e.parent is None and e.name == "Root" else NAME_VALUE
+    node.value = node._first = node._last = node._lazy = node.next_sibling = None
+    last = e._last
+    node.parent = e
+    node.prev_sibling = last
+    if last is None:
+        e._first = node
+    else:
+        last.next_sibling = node
+    e._last = node
+    return node
+
+
+def set_member(e: Element, name: str, value: Any) -> None:
+    """SET e.name = a scalar that is not NULL (``name`` plain: no index, namespace or type).
+
+    When ``e``'s children are still unparsed content whose parser offers
+    ``set_member(element, content, name, value) -> bool`` (the JSON domain's unread objects do),
+    the parser may take the value into that content without building the level: it must leave
+    the tree exactly as building the level and setting the field would, once read. Otherwise the
+    field is found or created and its value replaced, as ``SET`` always does.
+    """
+    lazy = e._lazy
+    if lazy is not None:
+        setter = getattr(lazy.parser, "set_member", None)
+        if setter is not None and setter(e, lazy, name, value):
+            return
+    ensure_child(e, name).value = value
+
+
+def assign_member(e: Element, name: str, value: Any, to_element_value: Callable[[Any], Any]) -> None:
+    """SET e.name = an expression's non-NULL value: :func:`set_member` for a plain scalar, else
+    :func:`assign_value` on the field."""
+    kind = type(value)
+    if kind is str or kind is int or kind is Decimal or kind is float or kind is bool:
+        if e._lazy is None:  # a built level (most SETs): no more calls than assign_value's
+            ensure_child(e, name).value = value
+        else:
+            set_member(e, name, value)
+        return
+    assign_value(ensure_child(e, name), value, to_element_value)
 
 
 def _created_type(parent: Element) -> int:
@@ -601,7 +649,7 @@ def assign_value(target: Element, value: Any, to_element_value: Callable[[Any], 
     """SET field = scalar: a NULL deletes the field, anything else replaces its value."""
     kind = type(value)
     if kind is str or kind is Decimal or kind is int:
-        target.value = to_element_value(value)
+        target.value = value  # stored as they are (to_element_value's first case), without the call
         return
     if value is None:
         target.detach()
@@ -777,6 +825,28 @@ def place(anchor: Element, relation: str, node: Element) -> Element:
     return anchor.insert_after(node)
 
 
+def new_last_child(anchor: Element, name: str = "") -> Element:
+    """CREATE LASTCHILD OF anchor [NAME 'literal']: a new name-value field linked as the last child.
+
+    The same field as ``place(anchor, 'LASTCHILD', new_field(None))`` followed by SET … NAME, made
+    and linked directly (the field is new: nothing to detach).
+    """
+    last = anchor._last if anchor._lazy is None else anchor.last_child
+    node = _new_element(Element)
+    node.name = name
+    node.namespace = ""
+    node.type = NAME_VALUE
+    node.value = node._first = node._last = node._lazy = node.next_sibling = None
+    node.parent = anchor
+    node.prev_sibling = last
+    if last is None:
+        anchor._first = node
+    else:
+        last.next_sibling = node
+    anchor._last = node
+    return node
+
+
 def move(
     ref: Reference,
     relation: str,
@@ -788,6 +858,22 @@ def move(
 ) -> None:
     """MOVE ref FIRSTCHILD/… [TYPE t] [NAMESPACE n] [NAME n] | REPEAT TYPE NAME; sets LASTMOVE."""
     start = ref.element
+    if repeat_type and repeat_name and relation == "NEXTSIBLING":
+        # MOVE r NEXTSIBLING REPEAT TYPE NAME, the loop over repeated fields: compared inline
+        ftype, name, ns = start.type, start.name, start.namespace
+        node = start.next_sibling
+        while node is not None and not (
+            node.name == name
+            and node.namespace == ns
+            and (node.type == ftype or _type_matches(node.type, ftype))
+        ):
+            node = node.next_sibling
+        if node is None:
+            ref.lastmove = False
+        else:
+            ref.element = node
+            ref.lastmove = True
+        return
     if repeat_type:
         ftype = start.type
     if repeat_name:

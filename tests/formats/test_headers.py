@@ -325,3 +325,24 @@ def test_body_alone_keeps_an_mqrfh2_header_before_the_body() -> None:
     data = vector("<", [mcd], encoding=546, fmt=b"MQSTR   ") + b"<a>1</a>"
     root = assembly.build_root(Descriptor(format="MQHRF2  "), data, assembly.Template("BLOB"))
     assert assembly.to_body(root) == assembly.to_message(root)[1] == data
+
+
+def test_a_repeated_header_reads_as_the_first_whatever_the_first_one_became() -> None:
+    # the second message shares the first one's layout: changing the first tree leaves it alone
+    usr = "<usr><Region >EMEA</Region ><Route>yes</Route></usr>"
+    data = vector("<", [MCD, usr], encoding=546) + b"<a>1</a>"
+    first = assembly.build_root(Descriptor(format="MQHRF2  "), data)
+    header = first.child("MQRFH2")
+    assert header is not None
+    header.child("usr").child("Route").value = "no"  # type: ignore[union-attr]
+    header.child("mcd").child("Msd").value = "json"  # type: ignore[union-attr]
+    second = assembly.build_root(Descriptor(format="MQHRF2  "), data)
+    again = second.child("MQRFH2")
+    assert again is not None and again.child("usr").child("Route").value == "yes"  # type: ignore[union-attr]
+    assert second.last_child is not None and second.last_child.name == "XMLNSC"
+    assert assembly.to_message(second)[1] == data
+    # a malformed header is refused every time, not only the first
+    bad = vector("<", ["<mcd><Msd>x</mcd>"], encoding=546) + b"<a/>"
+    for _ in range(2):
+        with pytest.raises(DomainError, match="malformed folder at byte offset 40"):
+            assembly.build_root(Descriptor(format="MQHRF2  "), bad)

@@ -60,6 +60,31 @@ def test_xmlnsc_writes_tree_built_by_hand_with_namespace_prefixes() -> None:
     )
 
 
+def test_xmlnsc_folder_of_leaves_writes_as_the_general_path_does() -> None:
+    # a folder of plain leaves (written in one pass) next to folders that are not: a value that
+    # needs escaping, an empty text, numbers, an attribute, a CDATA field and a nested folder
+    from decimal import Decimal
+
+    element = Element("XMLNSC")
+    doc = element.add("Doc", type=FIELD_TYPES["XMLNSC.Folder"])
+    for _ in range(2):  # the second pass writes names the first one checked
+        line = doc.add("Line")
+        line.add("sku", "A&B<1>")
+        line.add("note", "")
+        line.add("qty", Decimal("2.50"))
+        line.add("n", 7)
+    odd = doc.add("Odd")
+    odd.add("id", "x", type=FIELD_TYPES["XMLNSC.Attribute"])
+    odd.add("c", "<raw>", type=FIELD_TYPES["XMLNSC.CDataField"])
+    odd.add("Inner").add("v", "1")
+    line_xml = b"<Line><sku>A&amp;B&lt;1&gt;</sku><note/><qty>2.50</qty><n>7</n></Line>"
+    expected = (
+        b"<Doc>" + line_xml * 2 + b'<Odd id="x"><c><![CDATA[<raw>]]></c><Inner><v>1</v></Inner></Odd></Doc>'
+    )
+    assert serialize(element) == expected
+    assert serialize(element) == expected
+
+
 def test_xmlns_keeps_whitespace_comments_and_pis() -> None:
     data = b'<a xmlns="urn:d">\n  <!-- c --><?pi data?><b>t</b>\n</a>'
     element = attach("XMLNS", data)

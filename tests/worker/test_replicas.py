@@ -166,3 +166,72 @@ def test_a_replica_whose_connection_was_lost_re_reads_its_deployments(
         started = platform.request("POST", f"/api/deployments/{created['id']}/start")
         assert started.status_code == 202, started.text
         _until(lambda: _state(two, "CutOff") == "running", "the start to reach the reconnected replica")
+
+
+def _recording_state(data: Path, flow: str, recording_id: str) -> dict[str, Any]:
+    """A replica's own state file of a recording (empty while it has none)."""
+    from flowbroker.runtime.recorder import recordings_dir
+
+    path = recordings_dir(data, "default", GROUP) / flow / f"{recording_id}.json"
+    try:
+        return dict(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def test_a_returning_replica_catches_up_on_trace_and_recordings(
+    platform: Any, rabbitmq_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A trace switch and a recording requested while a replica was away reach it when it comes
+    back: both are in the repository (their audit entries), as starts and stops are."""
+    monkeypatch.setenv("FLOWBROKER_CELERY_BROKER", rabbitmq_url)
+    _group(platform, GROUP)
+    src, dst = _queues(platform, "TRC.IN", "TRC.OUT")
+    one, two = tmp_path / "host-one", tmp_path / "host-two"
+    kwargs = {"group": GROUP, "celery_broker": rabbitmq_url, "env": _remote_env(platform)}
+    with WorkerProcess(one, **kwargs) as first, WorkerProcess(two, **kwargs) as second:
+        _until(lambda: stats_path(two, "default", GROUP).exists(), "replica two to report")
+        time.sleep(1.0)
+        created = platform.deploy(_passthrough("Traced", src, dst), group=GROUP)
+        platform.wait_status(created["id"], {"running"})
+        for data in (one, two):
+            _until(lambda data=data: _state(data, "Traced") == "running", f"{data.name} to run the flow")
+
+        second.stop()
+        traced = platform.request(
+            "PUT", f"/api/deployments/{created['id']}/trace", json={"level": "normal", "mode": "safe"}
+        )
+        assert traced.status_code == 202, traced.text
+        recorded = platform.request(
+            "POST", f"/api/deployments/{created['id']}/recordings", json={"maxMessages": 3, "seconds": 180}
+        )
+        assert recorded.status_code == 202, recorded.text
+        recording_id = recorded.json()["id"]
+        _until(
+            lambda: _recording_state(one, "Traced", recording_id).get("status") == "recording",
+            "replica one to record",
+        )
+
+        with WorkerProcess(two, **kwargs) as back:
+            log = _until(
+                lambda: "caught up" in back.log_tail(20000) and back.log_tail(20000), "the catch-up log line"
+            )
+            assert "trace normal safe" in log and f"recording {recording_id}" in log, log
+            assert _recording_state(two, "Traced", recording_id)["status"] == "recording"
+            # only the returning replica consumes now: what it records and traces is its own
+            first.stop()
+            with platform.qm.client() as qm:
+                for i in range(3):
+                    qm.put(src, f"t{i}".encode())
+                assert len(get_all(qm, dst, 3)) == 3
+            done = _until(
+                lambda: (
+                    _recording_state(two, "Traced", recording_id).get("status") == "complete"
+                    and _recording_state(two, "Traced", recording_id)
+                ),
+                "the returning replica's recording to end",
+            )
+            assert done["messages"] == 3, done
+            trace = two / "trace" / "default" / GROUP / "Traced.trace"
+            _until(lambda: trace.exists() and trace.stat().st_size > 0, "the returning replica's user trace")
+            assert back.proc is not None and back.proc.poll() is None, back.log_tail()

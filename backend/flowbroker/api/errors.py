@@ -42,8 +42,8 @@ DESCRIPTIONS = {
     413: "The request body, or the message, is larger than allowed",
     422: "The request is invalid: the detail names each field by its JSON pointer",
     429: "Too many requests: retry after the interval in the Retry-After header",
-    502: "The queue manager refused the request for a reason of its own",
-    503: "The queue manager is not reachable",
+    502: "The queue manager (or RabbitMQ) refused the request for a reason of its own",
+    503: "The queue manager (or RabbitMQ) is not reachable",
 }
 
 

@@ -529,5 +529,35 @@ class TopicAclOut(Out):
     )
 
 
+class SubscriptionIn(Body):
+    topic: str = Field(
+        min_length=1,
+        max_length=1000,
+        description="the topic pattern, MQ syntax: levels split on '/', '+' one level, '#' the rest",
+    )
+    queue: str = Field(min_length=1, max_length=48, description="the queue the publications are put to")
+    filter: str = Field(
+        default="",
+        max_length=10_000,
+        description="an ESQL boolean expression over the publication (Root...); empty: every publication",
+    )
+
+
+class SubscriptionOut(Out):
+    id: int
+    name: str = Field(description="sub<id>: the name the publishing execution groups know it by")
+    broker_id: int
+    topic: str
+    queue: str
+    filter: str
+    owner: str
+    delivery: Literal["binding", "filtered", "queue manager"] = Field(
+        description="binding: a binding of the queue to RabbitMQ's topic exchange; filtered: the "
+        "broker's publishing execution groups evaluate the filter and put the copies; queue manager: "
+        "a durable subscription of the local queue manager"
+    )
+    created_at: datetime
+
+
 class TopicAclPushOut(Out):
     queue_manager: str

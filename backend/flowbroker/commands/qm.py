@@ -127,14 +127,51 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     pub.add_argument("--retain", action="store_true")
     pub.set_defaults(func=_pub)
 
-    s = sub.add_parser("sub", help="subscribe a queue to a topic")
+    s = sub.add_parser(
+        "sub",
+        help="subscribe a queue to a topic",
+        description="On a queue manager directly, or with --broker through the API as the broker's "
+        "durable subscription (on a RabbitMQ broker: a binding on the topic exchange, or a filtered "
+        "subscription its execution groups apply).",
+    )
     _conn_args(s)
-    s.add_argument("topic")
-    s.add_argument("--queue", required=True)
-    s.add_argument("--name")
+    s.add_argument("topic", nargs="?", help="topic pattern: levels split on '/', '+' one level, '#' the rest")
+    s.add_argument("--queue")
+    s.add_argument("--name", help="the subscription's name (queue manager only)")
     s.add_argument("--filter", help="an ESQL boolean expression")
-    s.add_argument("--correl-id")
+    s.add_argument("--correl-id", help="queue manager only")
+    s.add_argument("--broker", help="the broker's subscription, through the API (its id is printed)")
+    s.add_argument("--list", action="store_true", help="with --broker: list the broker's subscriptions")
+    s.add_argument("--delete", type=int, metavar="ID", help="with --broker: delete this subscription")
+    s.add_argument("--api", default=None, help="API URL (default FLOWBROKER_API or http://127.0.0.1:8080)")
     s.set_defaults(func=_sub)
+
+
+def _broker_sub(args: argparse.Namespace) -> int:
+    """A broker's durable subscriptions through the API: define, list or delete."""
+    from flowbroker.commands.platform import api_request
+
+    brokers = api_request("GET", "/api/brokers", api=args.api)
+    found = next((b for b in brokers if b["name"] == args.broker), None)
+    if found is None:
+        raise CommandError(f"no broker named {args.broker!r}")
+    base = f"/api/brokers/{found['id']}/subscriptions"
+    if args.list:
+        for row in api_request("GET", base, api=args.api):
+            shown = f" filter {row['filter']!r}" if row["filter"] else ""
+            print(f"{row['id']}\t{row['topic']}\t{row['queue']}\t{row['delivery']}{shown}")
+        return 0
+    if args.delete is not None:
+        api_request("DELETE", f"{base}/{args.delete}", api=args.api)
+        return 0
+    if not args.topic or not args.queue:
+        raise CommandError("give the topic and --queue")
+    if args.name or args.correl_id:
+        raise CommandError("--name and --correl-id are for a queue manager's subscription, not a broker's")
+    body = {"topic": args.topic, "queue": args.queue, "filter": args.filter or ""}
+    made = api_request("POST", base, api=args.api, json=body)
+    print(f"{made['id']}\t{made['delivery']}")
+    return 0
 
 
 def _conn_args(p: argparse.ArgumentParser) -> None:
@@ -418,6 +455,12 @@ def _pub(args: argparse.Namespace) -> int:
 
 
 def _sub(args: argparse.Namespace) -> int:
+    if args.broker:
+        return _broker_sub(args)
+    if args.list or args.delete is not None:
+        raise CommandError("--list and --delete name a broker's subscriptions: give --broker")
+    if not args.topic or not args.queue:
+        raise CommandError("give the topic and --queue")
     with _Session(args) as c:
         info = c.subscribe(
             args.topic,

@@ -49,6 +49,31 @@ class _ParsedValue:
     def fill(self, element: Element, content: LazyContent) -> None:
         _build(element, content.options["value"])
 
+    def set_member(self, element: Element, content: LazyContent, name: str, value: Any) -> bool:
+        """``SET element.name = value`` on an object never read: the value goes into a copy of the
+        parsed object (the old one may be shared with the tree this one was copied from), so the
+        level is still not built, and is written out from the object. Building the level later
+        gives the same fields as setting the built field would have: in place when ``name`` is
+        there, last when it is new. Only a plain leaf that writes as the element would (text,
+        a boolean, a 64-bit integer, a float, a finite DECIMAL) over a leaf or a new member;
+        anything else is set on the built level as before."""
+        parsed = content.options["value"]
+        if type(parsed) is not dict or isinstance(parsed.get(name), dict | list):
+            return False
+        kind = type(value)
+        if kind is int:
+            if not _INT_MIN <= value <= _INT_MAX:
+                return False
+        elif kind is decimal.Decimal:
+            if not value.is_finite():
+                return False
+        elif kind is not str and kind is not bool and kind is not float:
+            return False
+        changed = dict(parsed)
+        changed[name] = value
+        element._lazy = LazyContent(self, b"", options={"value": changed})
+        return True
+
 
 _PARSED = _ParsedValue()
 
@@ -168,7 +193,9 @@ class JsonParser:
                 value = _exact(data)
             except ValueError as exc:  # an integer of thousands of digits
                 raise DomainError(f"JSON: {exc}", domain="JSON", path=element.path()) from None
-        _build(element.append_new(Element("Data")), value)
+        # Data itself is filled on first read too: a flow that only sets a member of it (or nothing)
+        # never builds its level
+        element.append_new(_field("Data", value))
 
     def serialize(self, element: Element, *, ccsid: int, encoding: int, options: dict[str, Any]) -> bytes:
         lazy = element.lazy

@@ -167,11 +167,7 @@ def attach(
     folders are parsed when something reads them, and an unread header is written back as its
     original bytes (:func:`original_bytes`).
     """
-    layout = _layout(data, encoding=encoding, ccsid=ccsid)
-    found: dict[str, str] = {}
-    for text, offset in layout.folders:
-        if _folder_name(text) == "mcd":
-            found = _mcd_template(text, offset)
+    layout, found = _attached_layout(data, encoding, ccsid)
     header = Element("MQRFH2", type=FOLDER)
     options = {
         "layout": layout,
@@ -181,6 +177,35 @@ def attach(
     }
     header.set_lazy(LazyContent(_HEADER_BYTES, b"", options=options))
     return header, data[layout.length :], dict(found), (layout.encoding, layout.ccsid)
+
+
+#: Layouts and <mcd> templates by the header's bytes and the descriptor's encoding and CCSID: a
+#: stream of messages nearly always repeats one header, whose layout is then read only once.
+_LAYOUT_CACHE: dict[tuple[bytes, int, int], tuple[_Layout, dict[str, str]]] = {}
+
+
+def _attached_layout(data: bytes, encoding: int, ccsid: int) -> tuple[_Layout, dict[str, str]]:
+    if len(data) >= FIXED_LENGTH:
+        (length,) = struct.unpack_from(_ints(encoding) + "i", data, 8)
+        if FIXED_LENGTH <= length <= min(len(data), 4096):
+            key = (data[:length], encoding, ccsid)
+            cached = _LAYOUT_CACHE.get(key)
+            if cached is not None:
+                return cached
+            cached = _LAYOUT_CACHE[key] = _read_layout(data, encoding, ccsid)
+            if len(_LAYOUT_CACHE) > 512:
+                del _LAYOUT_CACHE[next(iter(_LAYOUT_CACHE))]
+            return cached
+    return _read_layout(data, encoding, ccsid)
+
+
+def _read_layout(data: bytes, encoding: int, ccsid: int) -> tuple[_Layout, dict[str, str]]:
+    layout = _layout(data, encoding=encoding, ccsid=ccsid)
+    found: dict[str, str] = {}
+    for text, offset in layout.folders:
+        if _folder_name(text) == "mcd":
+            found = _mcd_template(text, offset)
+    return layout, found
 
 
 def original_bytes(

@@ -378,6 +378,35 @@ class Writer:
                 text = value if type(value) is str else text_of(value)
                 out.append(f"<{name}>{escape_text(text)}</{name}>")
             return
+        if (
+            element.value is None
+            and element.name in _GOOD_NAMES
+            and (not element.namespace or not self.namespaces)
+        ):
+            # A folder of plain leaf fields (a repeated record such as an invoice line): written in
+            # one pass when every child is a leaf of a known good name holding text or a number;
+            # anything else (an attribute, a namespace, a nested folder) takes the general path.
+            parts: list[str] = []
+            kid = first
+            while kid is not None:
+                if kid.type != FIELD or kid._first is not None or kid._lazy is not None or kid.namespace:
+                    break
+                kname = kid.name
+                if kname not in _GOOD_NAMES:
+                    break
+                text = kid.value
+                vt = type(text)
+                if vt is str:
+                    parts.append(f"<{kname}>{escape_text(text)}</{kname}>" if text else f"<{kname}/>")
+                elif vt is decimal.Decimal or vt is int:
+                    parts.append(f"<{kname}>{text}</{kname}>")
+                else:
+                    break
+                kid = kid.next_sibling
+            else:
+                name = element.name
+                out.append(f"<{name}>{''.join(parts)}</{name}>")
+                return
         local_scope = scope
         attrs: list[str] = []
         body: list[Element] = []

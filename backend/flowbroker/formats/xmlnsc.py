@@ -23,6 +23,7 @@ from flowbroker.formats.xmlcore import (
 )
 
 _WRITER = xmlcore.Writer("XMLNSC", namespaces=True)
+_new_element = object.__new__
 #: Passed down instead of an nsmap when the document declares no namespace (skips lxml's nsmap walk).
 _NO_NAMESPACES: dict[Any, str] = {}
 
@@ -56,12 +57,26 @@ def _build(parent: Element, node: Any, parent_nsmap: dict[Any, str], comments: b
     plain = nsmap is _NO_NAMESPACES
     for kid in node:
         ktag = kid.tag
-        if isinstance(ktag, str):
+        if type(ktag) is str:
             if plain and ktag[0] != "{" and not len(kid) and not kid.keys():
-                # A leaf field with no namespace or attributes: the bulk of most messages, linked
-                # without append's checks (the element is new, the parent being filled).
+                # A leaf field with no namespace or attributes, the bulk of most messages: made
+                # and linked here, without Element() and append_new's calls (the element is new,
+                # the parent being filled).
+                leaf = _new_element(Element)
                 leaf_text = kid.text
-                el.append_new(Element(ktag, leaf_text if leaf_text is not None else ""))
+                leaf.name = ktag
+                leaf.value = leaf_text if leaf_text is not None else ""
+                leaf.namespace = ""
+                leaf.type = FIELD
+                leaf._first = leaf._last = leaf._lazy = leaf.next_sibling = None
+                last = el._last
+                leaf.parent = el
+                leaf.prev_sibling = last
+                if last is None:
+                    el._first = leaf
+                else:
+                    last.next_sibling = leaf
+                el._last = leaf
             else:
                 _build(el, kid, nsmap, comments, pis)
         elif ktag is etree.Comment:

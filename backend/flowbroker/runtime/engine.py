@@ -272,7 +272,7 @@ class FlowThread(threading.Thread):
         stats = node.stats
         stats.messages_in += 1
         started = time.perf_counter_ns()
-        cpu = time.thread_time_ns()
+        cpu = stats.cpu_clock()
         try:
             backout_count = int(getattr(message.md, "backout_count", 0) or 0)
             if transactional and threshold and backout_count >= threshold:
@@ -294,8 +294,7 @@ class FlowThread(threading.Thread):
                 return self._queued_failed(spec, message, transactional, errors)
             return True
         finally:
-            stats.elapsed_ns += time.perf_counter_ns() - started
-            stats.cpu_ns += time.thread_time_ns() - cpu
+            stats.add_time(started, cpu)
 
     def _queued_failed(
         self,
@@ -382,7 +381,7 @@ class FlowThread(threading.Thread):
         stats = node.stats
         self.begin(source.transactional)
         started = time.perf_counter_ns()
-        cpu = time.thread_time_ns()
+        cpu = stats.cpu_clock()
         assembly: Assembly | None = None
         try:
             try:
@@ -412,8 +411,7 @@ class FlowThread(threading.Thread):
                 errors = exception_list_with(exception_entry(node, exc))
             return self._arrival_failed(source, arrival, assembly, errors)
         finally:
-            stats.elapsed_ns += time.perf_counter_ns() - started
-            stats.cpu_ns += time.thread_time_ns() - cpu
+            stats.add_time(started, cpu)
 
     def _arrival_failed(
         self, source: InputSource, arrival: Any, assembly: Assembly | None, errors: Element

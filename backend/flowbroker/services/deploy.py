@@ -404,6 +404,28 @@ def asked_to_run(session: Session, deployments: dict[int, str]) -> dict[int, boo
     return wanted
 
 
+def asked_to_trace(session: Session, deployment_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """The user trace (level, mode) each deployment should have, as the operator last switched it:
+    the newest ``deployment.trace`` audit entry (what a replica that missed the switch reads).
+    A deployment never switched is absent."""
+    from flowbroker.repository.models import AuditEntry
+
+    if not deployment_ids:
+        return {}
+    targets = {f"deployment:{i}": i for i in deployment_ids}
+    rows = session.execute(
+        select(AuditEntry.target, AuditEntry.detail)
+        .where(AuditEntry.target.in_(list(targets)), AuditEntry.action == "deployment.trace")
+        .order_by(AuditEntry.id)
+    ).all()
+    found: dict[int, tuple[str, str]] = {}
+    for target, detail in rows:  # oldest first: the newest switch is the one that stays
+        level, mode = (detail or {}).get("level"), (detail or {}).get("mode")
+        if level in TRACE_LEVELS and mode in TRACE_MODES:
+            found[targets[target]] = (level, mode)
+    return found
+
+
 def report(
     session: Session, deployment_id: int, status: str, diagnostics: list[dict[str, Any]] | None = None
 ) -> None:

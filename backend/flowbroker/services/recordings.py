@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from flowbroker.repository.models import Deployment
@@ -38,8 +39,6 @@ def directory(data: Path, deployment: Deployment) -> Path:
 
 def flow_deployments(session: Session, flow_id: int) -> list[Deployment]:
     """The flow's current deployments, one per execution group: where it can be recorded."""
-    from sqlalchemy import select
-
     from flowbroker.repository.models import FlowVersion
 
     rows = session.scalars(
@@ -101,12 +100,19 @@ def start(
     }
     where.mkdir(parents=True, exist_ok=True)
     write_json(where / f"{recording_id}.json", state)
+    limits = {
+        "maxBytes": settings.recording_max_bytes,
+        "maxFields": settings.recording_max_fields,
+        "maxBodyBytes": settings.recording_max_body_bytes,
+        "maxParseBytes": settings.recording_max_parse_bytes,
+    }
+    # the audit entry is also the request a replica that missed the control task replays
     audit.record(
         session,
         actor,
         "recording.start",
         f"deployment:{deployment.id}",
-        {"recording": recording_id, "maxMessages": max_messages, "seconds": seconds},
+        {"recording": recording_id, "maxMessages": max_messages, "seconds": seconds, "limits": limits},
     )
     session.commit()
     request = {
@@ -114,15 +120,55 @@ def start(
         "flow": state["flow"],
         "maxMessages": max_messages,
         "seconds": seconds,
-        "maxBytes": settings.recording_max_bytes,
-        "maxFields": settings.recording_max_fields,
-        "maxBodyBytes": settings.recording_max_body_bytes,
-        "maxParseBytes": settings.recording_max_parse_bytes,
+        **limits,
     }
     deploy.send_control(
         deployment.broker.name, deployment.group.name, "record", deployment.id, settings.data, request
     )
     return describe(where, recording_id)
+
+
+def asked_to_record(session: Session, deployments: dict[int, str], now: float) -> dict[int, dict[str, Any]]:
+    """The recording each deployment (id → flow name) should be running at ``now``, as its
+    control task asked: the newest ``recording.start`` audit entry whose time is not up and that
+    no ``recording.stop`` or ``recording.delete`` followed, with ``seconds`` the time it has left.
+    What a replica that was away when the recording was requested replays."""
+    from flowbroker.repository.models import AuditEntry
+
+    if not deployments:
+        return {}
+    targets = {f"deployment:{i}": i for i in deployments}
+    rows = session.execute(
+        select(AuditEntry.target, AuditEntry.action, AuditEntry.at, AuditEntry.detail)
+        .where(
+            AuditEntry.target.in_(list(targets)),
+            AuditEntry.action.in_(("recording.start", "recording.stop", "recording.delete")),
+        )
+        .order_by(AuditEntry.id)
+    ).all()
+    found: dict[int, dict[str, Any]] = {}
+    for target, action, at, detail in rows:  # oldest first
+        deployment_id, detail = targets[target], detail or {}
+        recording_id = str(detail.get("recording", ""))
+        if action != "recording.start":
+            if found.get(deployment_id, {}).get("id") == recording_id:
+                del found[deployment_id]
+            continue
+        limits = detail.get("limits")
+        if not ID_PATTERN.match(recording_id) or not isinstance(limits, dict):
+            continue
+        left = at.timestamp() + float(detail.get("seconds", 0)) - now
+        if left <= 0:
+            found.pop(deployment_id, None)  # a newer recording ends the older one (it is over too)
+            continue
+        found[deployment_id] = {
+            "id": recording_id,
+            "flow": deployments[deployment_id],
+            "maxMessages": int(detail.get("maxMessages", 1)),
+            "seconds": left,
+            **{key: int(limits[key]) for key in ("maxBytes", "maxFields", "maxBodyBytes", "maxParseBytes")},
+        }
+    return found
 
 
 def stop(

@@ -175,16 +175,20 @@ class GroupState:
 
     def _resync(self) -> list[str]:
         from flowbroker.repository import db
-        from flowbroker.services import deploy
+        from flowbroker.services import deploy, recordings
 
         assert self.runtime is not None
         running = self.group_running()
         with db.session_scope(self.session_factory) as session:
-            wanted = {d.id: d.status for d in deploy.to_resume(session, self.broker, self.group)}
+            resumable = deploy.to_resume(session, self.broker, self.group)
+            wanted = {d.id: d.status for d in resumable}
+            flows = {d.id: d.flow_version.flow.name for d in resumable}
             asked = deploy.asked_to_run(session, wanted)
             leaving = {
                 d.id for d in deploy.group_flows(session, self.group_id or 0) if d.status == "undeploying"
             }
+            traces = deploy.asked_to_trace(session, list(wanted))
+            recording = recordings.asked_to_record(session, flows, time.time())
         done: list[str] = []
         for deployment_id in list(self.by_deployment):
             if deployment_id in wanted:
@@ -226,9 +230,46 @@ class GroupState:
             with db.session_scope(self.session_factory) as session:
                 deploy.report(session, deployment_id, "undeployed")
             done.append(f"undeployed {deployment_id}")
-        # breakpoints live in the repository too (a trace switch or a recording sent while this
-        # replica was away is not replayed: ask for it again)
+        done += self._catch_up_traces(traces)
+        done += self._catch_up_recordings(recording)
+        # breakpoints live in the repository too
         self.debug(0)
+        return done
+
+    def _catch_up_traces(self, traces: dict[int, tuple[str, str]]) -> list[str]:
+        """Switch each flow's user trace to the operator's last switch where it differs."""
+        assert self.runtime is not None
+        done = []
+        for deployment_id, (level, mode) in sorted(traces.items()):
+            flow = self.runtime.flows.get(self.by_deployment.get(deployment_id, ""))
+            if flow is None or (flow.trace.level, flow.trace.mode) == (level, mode):
+                continue
+            if level == "none" and flow.trace.level == "none":
+                continue  # off either way
+            self.trace(deployment_id, level, mode)
+            done.append(f"trace {level} {mode} {deployment_id}")
+        return done
+
+    def _catch_up_recordings(self, requests: dict[int, dict[str, Any]]) -> list[str]:
+        """Join each recording still asked for that this replica is not running and never ended."""
+        assert self.runtime is not None
+        done = []
+        for deployment_id, request in sorted(requests.items()):
+            name = self.by_deployment.get(deployment_id, "")
+            flow = self.runtime.flows.get(name)
+            if flow is None:
+                continue
+            if flow.recording is not None and flow.recording.spec.id == request["id"]:
+                continue  # running here, or ended here by its own bounds
+            state = recordings_dir(self.data, self.broker, self.group) / name / f"{request['id']}.json"
+            try:
+                status = json.loads(state.read_text()).get("status")
+            except (OSError, ValueError, AttributeError):
+                status = None
+            if status not in (None, "requested", "recording"):
+                continue  # ended before this process started (here, or by a replica sharing the files)
+            self.record(deployment_id, request)
+            done.append(f"recording {request['id']} of {deployment_id}")
         return done
 
     def group_running(self) -> bool:

@@ -226,6 +226,17 @@ class FieldRefs(GeneratorBase):
                 code = f"_ensure({code}, {nm}, {ns}, {self.index_code(index)}, {ftype})"
         return code
 
+    def member_target(self, node: ast.FieldRef) -> tuple[str, str] | None:
+        """(code of the parent Element, quoted name) when a target reference ends in a plain name
+        (no index, namespace or type) below at least one step, else None."""
+        elems = node.elems
+        if not elems or node.start.index is not None:
+            return None
+        nm, ns, ftype = self.step_parts(elems[-1])
+        if elems[-1].index is not None or ns != "''" or ftype != "None" or not nm.startswith("'"):
+            return None
+        return self.target(node, upto=len(elems) - 1), nm
+
     @property
     def values(self) -> Any:
         from esql.runtime import values_module

@@ -320,14 +320,22 @@ class Statements(GeneratorBase):
             return
         if isinstance(expr, (ast.StringLit, ast.IntLit, ast.BoolLit)) and code != "None":
             # A non-NULL literal can never delete the target: store it directly.
-            self.out.line(f"{self.target(target)}.value = {code}")
+            member = self.member_target(target)
+            if member is not None:
+                self.out.line(f"_set_member({member[0]}, {member[1]}, {code})")
+            else:
+                self.out.line(f"{self.target(target)}.value = {code}")
             return
         tmp = self.fresh()
         self.out.line(f"{tmp} = {code}")
         self.out.line(f"if {tmp} is None:")
         self.out.line(f"    _delete({self.element(target)})")
         self.out.line("else:")
-        self.out.line(f"    _assign_value({self.target(target)}, {tmp}, _to_element_value)")
+        member = self.member_target(target)
+        if member is not None:
+            self.out.line(f"    _assign_member({member[0]}, {member[1]}, {tmp}, _to_element_value)")
+        else:
+            self.out.line(f"    _assign_value({self.target(target)}, {tmp}, _to_element_value)")
 
     def shared_prefix(self, target: ast.FieldRef, expr: Node) -> int:
         """How many leading path elements a SET's target and its field-reference source share."""
@@ -858,19 +866,26 @@ class Statements(GeneratorBase):
             self.check_writable(target)
             self.out.line(f"{anchor} = {self.target(target)}")
             new = self.fresh()
-            self.out.line(f"{new} = _place({anchor}, {relation!r}, _new_field({dom}))")
+            values = tail.values if isinstance(tail, ast.CreateValues) else []
+            if relation == "LASTCHILD" and domain is None:
+                # the common CREATE LASTCHILD OF x [AS r] [NAME 'n']: one call makes, names and links it
+                if (
+                    values
+                    and keyword(values[0].attr) == "NAME"
+                    and isinstance(values[0].value, ast.StringLit)
+                ):
+                    self.out.line(f"{new} = _new_last_child({anchor}, {self.scalar(values[0].value)})")
+                    values = values[1:]
+                else:
+                    self.out.line(f"{new} = _new_last_child({anchor})")
+                if isinstance(tail, ast.CreateValues):
+                    self.create_values(new, values)
+                    tail = None
+            else:
+                self.out.line(f"{new} = _place({anchor}, {relation!r}, _new_field({dom}))")
         if tail is not None:
             if isinstance(tail, ast.CreateValues):
-                for cv in tail.values:
-                    attr = keyword(cv.attr)
-                    value = self.scalar(cv.value)
-                    func = {
-                        "VALUE": "_set_value",
-                        "NAME": "_set_name",
-                        "NAMESPACE": "_set_namespace",
-                        "TYPE": "_set_type",
-                    }[attr]
-                    self.out.line(f"{func}({new}, {value})")
+                self.create_values(new, tail.values)
             elif isinstance(tail, ast.CreateFrom):
                 self.out.line(f"_create_from({new}, _deref({self.element_or_value(tail.source)}))")
             elif isinstance(tail, (ast.CreateParse, ast.CreateParsePos)):
@@ -906,6 +921,17 @@ class Statements(GeneratorBase):
                 self.error(ref, "CREATE … AS needs a declared REFERENCE variable")
             else:
                 self.out.line(f"{var.py} = _Reference({new})")
+
+    def create_values(self, new: str, values: list[Any]) -> None:
+        """CREATE's VALUE, NAME, NAMESPACE and TYPE clauses, in order, on the new field ``new``."""
+        for cv in values:
+            func = {
+                "VALUE": "_set_value",
+                "NAME": "_set_name",
+                "NAMESPACE": "_set_namespace",
+                "TYPE": "_set_type",
+            }[keyword(cv.attr)]
+            self.out.line(f"{func}({new}, {self.scalar(cv.value)})")
 
     def s_delete_field(self, node: ast.DeleteField) -> None:
         self.check_writable(node.target)

@@ -251,6 +251,56 @@ export interface paths {
         patch: operations["update_group_api_brokers__broker_id__groups__group_id__patch"];
         trace?: never;
     };
+    "/api/brokers/{broker_id}/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Subscriptions
+         * @description The broker's durable subscriptions, oldest first.
+         */
+        get: operations["list_subscriptions_api_brokers__broker_id__subscriptions_get"];
+        put?: never;
+        /**
+         * Create Subscription
+         * @description Subscribe a queue to a topic pattern on the broker's transport. On RabbitMQ (an amqp://
+         *     transport URL) a subscription without a filter is a binding of the queue to the topic exchange
+         *     (``/`` → ``.``, ``+`` → ``*``); one with a filter is recorded and the broker's publishing
+         *     execution groups put the publications that pass. Otherwise it is a durable subscription of the
+         *     local queue manager. 409 when the queue is already subscribed to the topic; 503 when the
+         *     transport is not reachable (nothing is recorded then).
+         */
+        post: operations["create_subscription_api_brokers__broker_id__subscriptions_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/brokers/{broker_id}/subscriptions/{subscription_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete Subscription
+         * @description Remove a subscription from the transport (the binding, or the queue manager's subscription),
+         *     then from the repository; 503 when the transport is not reachable (the row stays).
+         */
+        delete: operations["delete_subscription_api_brokers__broker_id__subscriptions__subscription_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/datasources": {
         parameters: {
             query?: never;
@@ -3630,6 +3680,56 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /** SubscriptionIn */
+        SubscriptionIn: {
+            /**
+             * Filter
+             * @description an ESQL boolean expression over the publication (Root...); empty: every publication
+             * @default
+             */
+            filter?: string;
+            /**
+             * Queue
+             * @description the queue the publications are put to
+             */
+            queue: string;
+            /**
+             * Topic
+             * @description the topic pattern, MQ syntax: levels split on '/', '+' one level, '#' the rest
+             */
+            topic: string;
+        };
+        /** SubscriptionOut */
+        SubscriptionOut: {
+            /** Brokerid */
+            brokerId: number;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            createdAt: string;
+            /**
+             * Delivery
+             * @description binding: a binding of the queue to RabbitMQ's topic exchange; filtered: the broker's publishing execution groups evaluate the filter and put the copies; queue manager: a durable subscription of the local queue manager
+             * @enum {string}
+             */
+            delivery: "binding" | "filtered" | "queue manager";
+            /** Filter */
+            filter: string;
+            /** Id */
+            id: number;
+            /**
+             * Name
+             * @description sub<id>: the name the publishing execution groups know it by
+             */
+            name: string;
+            /** Owner */
+            owner: string;
+            /** Queue */
+            queue: string;
+            /** Topic */
+            topic: string;
+        };
         /**
          * Terminal
          * @description A connection point of a node type; ``name`` is the handle id in the designer.
@@ -5058,6 +5158,246 @@ export interface operations {
             };
             /** @description The request is invalid: the detail names each field by its JSON pointer */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    list_subscriptions_api_brokers__broker_id__subscriptions_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                broker_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionOut"][];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    create_subscription_api_brokers__broker_id__subscriptions_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                broker_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionOut"];
+                };
+            };
+            /** @description Malformed request: JSON that does not parse, an invalid Content-Length, or a refused value */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The change conflicts with the object's current state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request body, or the message, is larger than allowed */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The queue manager (or RabbitMQ) is not reachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    delete_subscription_api_brokers__broker_id__subscriptions__subscription_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                broker_id: number;
+                subscription_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Authentication required: no token, or one that is unknown, expired or revoked */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The signed-in user's role does not grant this action */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The named object does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The request is invalid: the detail names each field by its JSON pointer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The queue manager (or RabbitMQ) is not reachable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6573,7 +6913,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -6582,7 +6922,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7529,7 +7869,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8513,7 +8853,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -8522,7 +8862,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8609,7 +8949,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -8618,7 +8958,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8665,7 +9005,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -8674,7 +9014,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8752,7 +9092,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -8761,7 +9101,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8860,7 +9200,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -8869,7 +9209,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8958,7 +9298,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -8967,7 +9307,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9037,7 +9377,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -9046,7 +9386,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9145,7 +9485,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -9154,7 +9494,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9255,7 +9595,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -9264,7 +9604,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9352,7 +9692,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -9361,7 +9701,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9438,7 +9778,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager refused the request for a reason of its own */
+            /** @description The queue manager (or RabbitMQ) refused the request for a reason of its own */
             502: {
                 headers: {
                     [name: string]: unknown;
@@ -9447,7 +9787,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description The queue manager is not reachable */
+            /** @description The queue manager (or RabbitMQ) is not reachable */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -6,10 +6,20 @@ from typing import Any
 
 from fastapi import APIRouter, status
 
-from flowbroker.api.deps import DbSession, Reader, SettingsDep, TopologyManager
+from flowbroker.api.deps import DbSession, QueueWriter, Reader, SettingsDep, TopologyManager
 from flowbroker.api.errors import AUTHENTICATED, responses
-from flowbroker.api.schemas import BrokerIn, BrokerOut, BrokerPatch, GroupIn, GroupOut, GroupPatch, Id
-from flowbroker.services import brokers, debugger, groups
+from flowbroker.api.schemas import (
+    BrokerIn,
+    BrokerOut,
+    BrokerPatch,
+    GroupIn,
+    GroupOut,
+    GroupPatch,
+    Id,
+    SubscriptionIn,
+    SubscriptionOut,
+)
+from flowbroker.services import brokers, debugger, groups, subscriptions
 from flowbroker.settings import Settings
 
 router = APIRouter(prefix="/api/brokers", tags=["brokers"], responses=responses(*AUTHENTICATED))
@@ -129,3 +139,44 @@ def update_group(
 def delete_group(broker_id: Id, group_id: Id, user: TopologyManager, session: DbSession) -> None:
     """Delete an execution group (refused while flows are deployed to it); its process is stopped."""
     brokers.delete_group(session, user.username, broker_id, group_id)
+
+
+@router.get("/{broker_id}/subscriptions", responses=responses(404), response_model=list[SubscriptionOut])
+def list_subscriptions(broker_id: Id, _: Reader, session: DbSession) -> Any:
+    """The broker's durable subscriptions, oldest first."""
+    broker, rows = subscriptions.list_for(session, broker_id)
+    return [subscriptions.describe(row, broker) for row in rows]
+
+
+@router.post(
+    "/{broker_id}/subscriptions",
+    responses=responses(404, 409, 422, 502, 503),
+    response_model=SubscriptionOut,
+    status_code=status.HTTP_201_CREATED,
+)
+def create_subscription(
+    broker_id: Id, body: SubscriptionIn, user: QueueWriter, session: DbSession, settings: SettingsDep
+) -> Any:
+    """Subscribe a queue to a topic pattern on the broker's transport. On RabbitMQ (an amqp://
+    transport URL) a subscription without a filter is a binding of the queue to the topic exchange
+    (``/`` → ``.``, ``+`` → ``*``); one with a filter is recorded and the broker's publishing
+    execution groups put the publications that pass. Otherwise it is a durable subscription of the
+    local queue manager. 409 when the queue is already subscribed to the topic; 503 when the
+    transport is not reachable (nothing is recorded then)."""
+    broker, row = subscriptions.create(
+        session, user.username, settings.data, broker_id, body.topic, body.queue, body.filter
+    )
+    return subscriptions.describe(row, broker)
+
+
+@router.delete(
+    "/{broker_id}/subscriptions/{subscription_id}",
+    responses=responses(404, 502, 503),
+    status_code=status.HTTP_204_NO_CONTENT,
+)
+def delete_subscription(
+    broker_id: Id, subscription_id: Id, user: QueueWriter, session: DbSession, settings: SettingsDep
+) -> None:
+    """Remove a subscription from the transport (the binding, or the queue manager's subscription),
+    then from the repository; 503 when the transport is not reachable (the row stays)."""
+    subscriptions.delete(session, user.username, settings.data, broker_id, subscription_id)

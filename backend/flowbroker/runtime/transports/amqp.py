@@ -528,6 +528,16 @@ class AmqpTransport:
             self._channel = self._open_channel()
             raise _refusal(exc, f"the subscription of {queue} to {topic}") from None
 
+    def unsubscribe(self, topic: str, queue: str) -> None:
+        """Remove the binding of ``queue`` to the topic exchange that :meth:`subscribe` made for
+        ``topic`` (none there is no error: RabbitMQ unbinds idempotently)."""
+        self._ensure_exchange()
+        try:
+            self._channel.queue_unbind(queue, self._exchange, routing_key(topic))
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            self._channel = self._open_channel()
+            raise _refusal(exc, f"the removal of the subscription of {queue} to {topic}") from None
+
     def _ensure_exchange(self) -> None:
         if not self._exchange_ready:
             side = self._conn.channel()
