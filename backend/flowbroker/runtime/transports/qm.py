@@ -22,7 +22,6 @@ from flowbroker.qm.client import Client
 from flowbroker.qm.protocol import PERSISTENCE_OFFSET, Message, MessageDescriptor
 from flowbroker.runtime.transports import DEAD_LETTER_QUEUE
 
-
 #: The most non-persistent messages one get outside a unit of work may read ahead.
 MAX_READ_AHEAD = 1000
 
