@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import logging
 import os
 import socket
 from collections import deque
@@ -55,6 +56,14 @@ from flowbroker.qm.protocol import (
     pad_id,
     split_messages,
 )
+
+logger = logging.getLogger("flowbroker.qm.client")
+
+#: Asynchronous puts number their frames from here up (the 32-bit request id's upper half).
+_ASYNC_RID_BASE = 1 << 31
+_RID_MAX = (1 << 32) - 1
+#: How many of the last asynchronous puts' queues are remembered to name one that is refused.
+_ASYNC_NAMES = 4096
 
 __all__ = ["AsyncClient", "Client", "Message", "MessageDescriptor", "QMError", "resolve_address"]
 
@@ -210,6 +219,15 @@ class Client:
         self._outbox: list[bytes] = []
         self._reply_templates: dict[str, MessageDescriptor] = {}
         self._inbuf = bytearray(_RECV_SIZE)
+        # read-ahead: per queue, the non-persistent messages a get sent ahead and nobody consumed yet
+        self._ahead: dict[str, deque[Message]] = {}
+        # asynchronous puts take their request ids from a range of their own, so a refusal the
+        # queue manager sends back later is known as one without remembering every put
+        self._async_rids = itertools.count(_ASYNC_RID_BASE)
+        self._async_queues: dict[int, str] = {}  # the last puts' queues, to name a refused one
+        self._async_error: QMError | None = None
+        self.async_puts = 0
+        self.async_put_failures = 0
         self.user = user
         self._call(OP_HELLO, {"user": user, "password": password})
 
@@ -293,6 +311,9 @@ class Client:
             for op, frid, args, tail in frames:
                 if frid == 0 and op == OP_REPLY_ERR:
                     raise _raise_error(args)
+                if frid >= _ASYNC_RID_BASE:
+                    self._async_failed(frid, args)
+                    continue
                 if frid in self._discard:
                     self._discard.discard(frid)
                     continue
@@ -303,7 +324,105 @@ class Client:
         return args, tail
 
     def _call(self, op: int, args: Any = None, tail: bytes = b"") -> tuple[Any, bytes]:
+        if self._async_error is not None:
+            self._raise_async_error()
         return self._wait(self._send(op, args, tail))
+
+    # --- asynchronous puts (MQPMO_ASYNC_RESPONSE) ---------------------------------------------
+    def put_async(self, queue: str, encoded: bytes) -> None:
+        """Put a message outside a unit of work without waiting for the queue manager's answer.
+
+        Only a refusal is answered. It is logged and counted (``async_put_failures``) when it
+        arrives, and the next request that waits for a reply raises it instead of being sent (as
+        MQ's MQSTAT reports an asynchronous put's failure later), so it is never silent.
+        :meth:`async_status` asks the queue manager to answer everything sent before it first.
+        """
+        rid = next(self._async_rids)
+        if rid > _RID_MAX:
+            self._async_rids = itertools.count(_ASYNC_RID_BASE)
+            rid = next(self._async_rids)
+        queues = self._async_queues
+        queues[rid] = queue
+        if len(queues) > _ASYNC_NAMES:
+            del queues[next(iter(queues))]
+        frame = encode_frame(OP_PUT, rid, {"q": queue, "noreply": True}, encoded)
+        if self._outbox:
+            self._outbox.append(frame)
+            frame = b"".join(self._outbox)
+            self._outbox = []
+        try:
+            self._sock.sendall(frame)
+        except OSError as exc:
+            raise self._lost(exc) from None
+        self.async_puts += 1
+
+    def put_nowait(
+        self,
+        queue: str,
+        body: bytes,
+        md: MessageDescriptor | None = None,
+        *,
+        properties: dict[str, Any] | None = None,
+    ) -> bytes:
+        """:meth:`put_async` of a message made of its parts; returns its message id."""
+        if md is None:
+            md = _DEFAULT_MD
+        msg_id = pad_id(md.msg_id) if md.msg_id and md.msg_id != ZERO_ID else self._ids.next()
+        self.put_async(queue, encode_message(md, properties, body, msg_id))
+        return msg_id
+
+    def _async_failed(self, rid: int, args: Any) -> None:
+        error = _raise_error(args)
+        queue = self._async_queues.pop(rid, "?")
+        self.async_put_failures += 1
+        logger.warning("an asynchronous put to %s failed: %s", queue, error)
+        if self._async_error is None:
+            self._async_error = QMError(
+                error.reason_code, f"an earlier asynchronous put to {queue} failed: {error.reason}"
+            )
+
+    def _raise_async_error(self) -> None:
+        error, self._async_error = self._async_error, None
+        if error is not None:
+            raise error
+
+    def async_status(self) -> dict[str, int]:
+        """As MQ's MQSTAT: the asynchronous puts so far and how many were refused, once the queue
+        manager has answered every request sent before; raises the first refusal not yet raised."""
+        self._wait(self._send(OP_PING))
+        self._raise_async_error()
+        return {"puts": self.async_puts, "failed": self.async_put_failures}
+
+    # --- read-ahead (MQOO_READ_AHEAD) ---------------------------------------------------------
+    def get_ahead(self, queue: str, max_messages: int, read_ahead: int, *, wait: float = 0) -> list[Message]:
+        """Up to ``max_messages`` messages got outside a unit of work, with up to ``read_ahead``
+        non-persistent messages sent ahead at once and kept here for the next calls.
+
+        A persistent message is never read ahead: it comes alone, as an ordinary get brings it.
+        :meth:`close` gives the messages not consumed yet back to their queues.
+        """
+        buffered = self._ahead.get(queue)
+        if not buffered:
+            if self._async_error is not None:
+                self._raise_async_error()
+            args = {"q": queue, "wait": wait, "ahead": max(read_ahead, max_messages, 1)}
+            _, tail = self._wait(self._send(OP_GET, args))
+            raws = split_messages(tail)
+            if len(raws) <= max_messages:
+                return [decode_message(raw) for raw in raws]
+            buffered = self._ahead[queue] = deque(decode_message(raw) for raw in raws)
+        n = min(max_messages, len(buffered))
+        return [buffered.popleft() for _ in range(n)]
+
+    def read_ahead_count(self, queue: str) -> int:
+        """How many messages of ``queue`` were read ahead and not consumed yet."""
+        return len(self._ahead.get(queue) or ())
+
+    def _give_back_read_ahead(self) -> None:
+        for queue, buffered in list(self._ahead.items()):
+            if buffered:
+                self._wait(self._send(OP_GET, {"q": queue, "unread": len(buffered)}))
+        self._ahead.clear()
 
     # --- messaging --------------------------------------------------------------------------
     def put(
@@ -589,10 +708,18 @@ class Client:
         self._call(OP_PING)
 
     def close(self) -> None:
+        """Close; the messages read ahead and not consumed go back to their places in their queues
+        first (a connection that ends without closing loses them, as MQ's read-ahead may)."""
         try:
-            self._sock.close()
-        except OSError:
-            pass
+            if any(self._ahead.values()):
+                self._give_back_read_ahead()
+        except QMError as exc:
+            logger.warning("the messages read ahead could not be given back: %s", exc)
+        finally:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
 
     def __enter__(self) -> Client:
         return self

@@ -46,6 +46,7 @@ from flowbroker.qm.protocol import (
     RC_DATA_LENGTH_ERROR,
     RC_FRAME_ERROR,
     RC_FUNCTION_NOT_SUPPORTED,
+    RC_GET_INHIBITED,
     RC_MAX_CONNS_LIMIT_REACHED,
     RC_NOT_AUTHORIZED,
     RC_UNEXPECTED_ERROR,
@@ -60,6 +61,9 @@ from flowbroker.qm.queues import BrowsePosition
 from flowbroker.qm.server import Done, Failed, QueueManager, UnitOfWork, Waiter
 
 logger = logging.getLogger("flowbroker.qm")
+
+#: The most non-persistent messages one get may read ahead (``ahead``), whatever the client asks.
+MAX_READ_AHEAD = 1000
 
 ADMIN_OPS = {OP_DEFINE, OP_ALTER, OP_DELETE, OP_PURGE, OP_ADMIN}
 #: A reply's frame header and argument length (see protocol.encode_frame), and the encoded
@@ -95,6 +99,9 @@ class Connection(asyncio.Protocol):
         self.authenticating = False
         self.held: list[Frame] = []  # frames that arrived while HELLO was being checked
         self.uow = UnitOfWork()
+        # per queue, the non-persistent messages the last read-ahead get sent: the client may give
+        # back the ones it did not consume (``unread``) when it closes in an orderly way
+        self.lent: dict[str, tuple[Any, list[Any]]] = {}
         self.cursors: dict[int, tuple[str, BrowsePosition | None]] = {}
         self.next_cursor = 0
         self.waiters: set[Waiter] = set()
@@ -376,6 +383,12 @@ class Connection(asyncio.Protocol):
                     out, cursor = qm.browse(self, a)
                     self.reply_messages(rid, out, {"cursor": cursor})
                     return
+                if "ahead" in a:
+                    self._read_ahead(rid, a)
+                    return
+                if "unread" in a:
+                    self.reply(rid, {"returned": self._give_back_unread(a)})
+                    return
                 qm.get(self, rid, a)
             elif op == OP_COMMIT:
                 self._commit(rid, a)
@@ -429,6 +442,61 @@ class Connection(asyncio.Protocol):
         except Exception as exc:  # a defect must cost one request, never the queue manager
             logger.exception("request op %d failed", op)
             self.reply_error(rid, QMError(RC_UNEXPECTED_ERROR, f"unexpected error: {type(exc).__name__}"))
+
+    def _read_ahead(self, rid: int, a: dict[str, Any]) -> None:
+        """A get outside a unit of work that sends up to ``ahead`` non-persistent messages at once.
+
+        The messages are gone from the queue when sent, as any get outside a unit of work; the
+        client keeps them in a buffer and gives back the ones it did not consume when it closes
+        normally (``unread``). A persistent message is never read ahead: it comes alone, on the
+        path of an ordinary get, and so does a get that has to wait for its first message.
+        """
+        qm = self.qm
+        ahead = a["ahead"]
+        if type(ahead) is not int or ahead < 1:
+            raise QMError(RC_BAD_ARGUMENT, "ahead must be a positive integer")
+        if a.get("sync") or a.get("msg_id") is not None or a.get("correl_id") is not None:
+            raise QMError(RC_BAD_ARGUMENT, "read-ahead is for gets outside a unit of work, not by id")
+        q = qm.queue(a.get("q"))
+        if q.attrs.get_inhibited:
+            raise QMError(RC_GET_INHIBITED, f"get inhibited on queue {q.name}")
+        self.lent.pop(q.name, None)
+        taken: list[Any] = []
+        limit = min(ahead, MAX_READ_AHEAD)
+        while len(taken) < limit:
+            m = qm.take(q, None, None)
+            if m is None:
+                break
+            if m.persistent:
+                q.restore(m)
+                break
+            taken.append(m)
+        if not taken:
+            # nothing non-persistent at the head: an ordinary get, which may wait
+            qm.get(self, rid, {"q": q.name, "wait": a.get("wait", 0), "sync": False, "max": 1})
+            return
+        q.gets += len(taken)
+        qm.stats["gets"] += len(taken)
+        self.lent[q.name] = (q, taken)
+        self.reply_messages(rid, [m.raw for m in taken])
+
+    def _give_back_unread(self, a: dict[str, Any]) -> int:
+        """Put the last ``unread`` messages of the queue's last read-ahead back in their places."""
+        unread = a["unread"]
+        if type(unread) is not int or unread < 0:
+            raise QMError(RC_BAD_ARGUMENT, "unread must be a non-negative integer")
+        try:
+            current = self.qm.queue(a.get("q"))
+        except QMError:
+            return 0  # the queue was deleted since: its messages went with it
+        q, taken = self.lent.pop(current.name, (None, []))
+        if q is not current or not unread:
+            return 0
+        back = taken[-unread:]
+        for m in back:
+            q.restore(m)
+        self.qm._serve_waiters(q)
+        return len(back)
 
     def _put(self, rid: int, a: dict[str, Any], tail: bytes) -> None:
         qm = self.qm

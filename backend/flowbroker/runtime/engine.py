@@ -211,10 +211,13 @@ class FlowThread(threading.Thread):
         """Get up to ``limit`` messages and process them; how many (negative: the batch was backed out)."""
         # gets are always under syncpoint so a crash before the commit loses nothing; the batch
         # got with the last commit is this thread's own
-        messages = self.next_messages(spec.queue, limit, spec.wait_ms)
+        mode = spec.transaction_mode
+        if mode == "no" and not self.prefetched:
+            messages = self.get_outside_unit(spec.queue, limit, spec.wait_ms)
+        else:
+            messages = self.next_messages(spec.queue, limit, spec.wait_ms)
         if not messages:
             return 0
-        mode = spec.transaction_mode
         transactional = mode == "yes" or (mode == "automatic" and any(map(_persistent, messages)))
         # non-persistent messages in automatic mode share one unit of work for their queue work (one
         # commit instead of a round trip per put); if one of them fails, the batch is backed out and
@@ -530,6 +533,18 @@ class FlowThread(threading.Thread):
             raise
         if got is not None and sync:
             self.uncommitted = True
+        return got
+
+    def get_outside_unit(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
+        """Up to ``limit`` messages got outside a unit of work (transaction mode ``no``), the
+        transport reading non-persistent ones ahead where it can (MQ's read-ahead); else as
+        :meth:`get_batch`, whose unit of work the caller commits before the flow runs."""
+        get_ahead = getattr(self.transport, "get_ahead", None)
+        if get_ahead is None:
+            return self.get_batch(queue, limit, wait_ms)
+        self.input_queue = queue
+        got: list[QueueMessage] = list(get_ahead(queue, limit, wait=wait_ms / 1000.0))
+        self.missing_queue = ""
         return got
 
     def next_messages(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:

@@ -1,5 +1,10 @@
 """The embedded queue manager as a flow thread's transport: blocking calls, puts under syncpoint deferred to the commit.
 
+Outside a unit of work it does what MQ does for non-persistent messages: gets read ahead
+(``FLOWBROKER_QM_READ_AHEAD`` messages sent at once and buffered here, given back to the queue
+when the connection closes normally) and puts are asynchronous (``FLOWBROKER_QM_ASYNC_PUT``: no
+reply is waited for; a refusal is logged, counted and raised by the next call that waits).
+
 A flow thread is synchronous, but waiting for the reply of every put inside a unit of work costs
 a round trip per message for nothing: the put only becomes visible at the commit anyway. This
 connection uses the blocking client on the flow thread itself (no event loop, no thread hop):
@@ -10,11 +15,30 @@ a whole and the commit reports why.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from flowbroker.qm.client import Client
-from flowbroker.qm.protocol import Message, MessageDescriptor
+from flowbroker.qm.protocol import PERSISTENCE_OFFSET, Message, MessageDescriptor
 from flowbroker.runtime.transports import DEAD_LETTER_QUEUE
+
+#: The most non-persistent messages one get outside a unit of work may read ahead.
+MAX_READ_AHEAD = 1000
+
+
+def read_ahead_setting() -> int:
+    """``FLOWBROKER_QM_READ_AHEAD``: messages a get outside a unit of work reads ahead (0: none)."""
+    raw = os.environ.get("FLOWBROKER_QM_READ_AHEAD", "").strip()
+    try:
+        value = int(raw) if raw else 64
+    except ValueError:
+        raise ValueError(f"FLOWBROKER_QM_READ_AHEAD must be a whole number, not {raw!r}") from None
+    return max(0, min(value, MAX_READ_AHEAD))
+
+
+def async_put_setting() -> bool:
+    """``FLOWBROKER_QM_ASYNC_PUT``: whether non-persistent puts outside a unit of work are asynchronous."""
+    return os.environ.get("FLOWBROKER_QM_ASYNC_PUT", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 class QueueConnection:
@@ -31,6 +55,8 @@ class QueueConnection:
         # whether this connection did anything under syncpoint since its last commit or backout:
         # a flow that touched no queue (an MQTT flow, say) then commits without a round trip
         self._in_unit_of_work = False
+        self.read_ahead = read_ahead_setting()
+        self.async_put = async_put_setting()
 
     @classmethod
     def open(cls, url: str | None = None, *, data_dir: str | None = None) -> QueueConnection:
@@ -52,6 +78,16 @@ class QueueConnection:
         if syncpoint and got:
             self._in_unit_of_work = True
         return got
+
+    def get_ahead(self, queue: str, max_messages: int, *, wait: float = 0) -> list[Message]:
+        """Up to ``max_messages`` messages outside a unit of work, non-persistent ones read ahead."""
+        if self.read_ahead <= 0:
+            return self._client.get_many(queue, max_messages, wait=wait)
+        return self._client.get_ahead(queue, max_messages, self.read_ahead, wait=wait)
+
+    def async_status(self) -> dict[str, int]:
+        """The asynchronous puts so far and how many were refused (raises a refusal not yet raised)."""
+        return self._client.async_status()
 
     def get(
         self,
@@ -82,6 +118,9 @@ class QueueConnection:
             self._client.put_deferred(queue, body, md, properties=properties)
             self.pipelined += 1
             return
+        if not syncpoint and self.async_put and md is not None and md.persistence == 0:
+            self._client.put_nowait(queue, body, md, properties=properties)
+            return
         self._client.put(queue, body, md, syncpoint=syncpoint, properties=properties)
 
     def put_encoded(
@@ -93,6 +132,9 @@ class QueueConnection:
         if pipeline and syncpoint:
             self._client.put_encoded(queue, encoded, syncpoint=True, deferred=True)
             self.pipelined += 1
+            return
+        if not syncpoint and self.async_put and encoded[PERSISTENCE_OFFSET] == 0:
+            self._client.put_async(queue, encoded)
             return
         self._client.put_encoded(queue, encoded, syncpoint=syncpoint)
 
