@@ -268,9 +268,12 @@ class Client:
     # --- transport --------------------------------------------------------------------------
     def _send(self, op: int, args: Any = None, tail: bytes = b"") -> int:
         rid = next(self._rids)
-        frame = encode_frame(op, rid, args, tail)
+        self._write(encode_frame(op, rid, args, tail))
+        return rid
+
+    def _write(self, frame: bytes) -> None:
+        """Send one frame; deferred puts go first, in the same write, so the server sees them in order."""
         if self._outbox:
-            # deferred puts go first, in the same write, so the server sees them in order
             self._outbox.append(frame)
             frame = b"".join(self._outbox)
             self._outbox = []
@@ -278,7 +281,6 @@ class Client:
             self._sock.sendall(frame)
         except OSError as exc:
             raise self._lost(exc) from None
-        return rid
 
     def _lost(self, exc: OSError) -> QMError:
         """Why the connection broke: the queue manager's last word, when it said why before closing
@@ -345,15 +347,7 @@ class Client:
         queues[rid] = queue
         if len(queues) > _ASYNC_NAMES:
             del queues[next(iter(queues))]
-        frame = encode_frame(OP_PUT, rid, {"q": queue, "noreply": True}, encoded)
-        if self._outbox:
-            self._outbox.append(frame)
-            frame = b"".join(self._outbox)
-            self._outbox = []
-        try:
-            self._sock.sendall(frame)
-        except OSError as exc:
-            raise self._lost(exc) from None
+        self._write(encode_frame(OP_PUT, rid, {"q": queue, "noreply": True}, encoded))
         self.async_puts += 1
 
     def put_nowait(
