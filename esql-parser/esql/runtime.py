@@ -492,22 +492,8 @@ def ensure_child(e: Element, name: str) -> Element:
         if node.name == name and not node.namespace:
             return node
         node = node.next_sibling
-    # SET creates most of a built message's fields here: made and linked inline (new_child and
-    # _created_type, without their two calls)
-    node = _new_element(Element)
-    node.name = name
-    node.namespace = ""
-    node.type = NAME if e.parent is None and e.name == "Root" else NAME_VALUE
-    node.value = node._first = node._last = node._lazy = node.next_sibling = None
-    last = e._last
-    node.parent = e
-    node.prev_sibling = last
-    if last is None:
-        e._first = node
-    else:
-        last.next_sibling = node
-    e._last = node
-    return node
+    # SET creates most of a built message's fields here (the type test is _created_type's, inline)
+    return new_child(e, name, "", NAME if e.parent is None and e.name == "Root" else NAME_VALUE)
 
 
 def set_member(e: Element, name: str, value: Any) -> None:
@@ -831,20 +817,9 @@ def new_last_child(anchor: Element, name: str = "") -> Element:
     The same field as ``place(anchor, 'LASTCHILD', new_field(None))`` followed by SET … NAME, made
     and linked directly (the field is new: nothing to detach).
     """
-    last = anchor._last if anchor._lazy is None else anchor.last_child
-    node = _new_element(Element)
-    node.name = name
-    node.namespace = ""
-    node.type = NAME_VALUE
-    node.value = node._first = node._last = node._lazy = node.next_sibling = None
-    node.parent = anchor
-    node.prev_sibling = last
-    if last is None:
-        anchor._first = node
-    else:
-        last.next_sibling = node
-    anchor._last = node
-    return node
+    if anchor._lazy is not None:
+        anchor._materialize()
+    return new_child(anchor, name, "", NAME_VALUE)
 
 
 def move(
