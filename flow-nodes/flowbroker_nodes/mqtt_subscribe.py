@@ -238,6 +238,11 @@ class Node(BaseNode):
         return _Subscription(self, flow)
 
 
+#: Publications a flow thread takes from its node's queue at once (the rest stay for the node's
+#: other flow threads and its next turn): a turn's QoS 0 publications are written together.
+ARRIVALS_PER_TURN = 64
+
+
 class _Subscription:
     """One flow thread's share of the node's connection: the next publication, its assembly.
 
@@ -255,11 +260,18 @@ class _Subscription:
             node._threads += 1
 
     def next(self) -> list[MqttMessage]:
+        """The publications waiting, up to ``ARRIVALS_PER_TURN`` (one turn of the flow thread: an
+        output writes what it made in the turn once it is over); [] after waiting for more."""
         node = self.node
+        inbox = node._inbox
+        taken: list[MqttMessage] = []
         try:
-            return [node._inbox.get_nowait()]
+            while len(taken) < ARRIVALS_PER_TURN:
+                taken.append(inbox.get_nowait())
+            return taken
         except queue.Empty:
-            pass
+            if taken:
+                return taken
         if node._reader.acquire(timeout=node.wait_s):
             try:
                 node._pump(node.wait_s)

@@ -106,6 +106,9 @@ class FlowHarness:
                 thread.backout()
             raise
         finally:
+            # an injected message is a batch of its own: what waits for the batch's end runs now
+            if thread._after_batch:
+                thread._end_batch()
             bind_thread(None)
         return assembly
 
