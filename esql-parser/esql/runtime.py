@@ -297,12 +297,9 @@ class ExecutionContext:
         )
         self.environment = environment if environment is not None else Element("Environment")
         self.output_root = output_root if output_root is not None else Element("Root")
-        self.output_local_environment = (
-            output_local_environment if output_local_environment is not None else Element("LocalEnvironment")
-        )
-        self.output_exception_list = (
-            output_exception_list if output_exception_list is not None else Element("ExceptionList")
-        )
+        # made on first use when not given: a Compute node building only the message never reads them
+        self._output_local_environment = output_local_environment
+        self._output_exception_list = output_exception_list
         self.input_destination_list = input_destination_list
         self.propagate = propagate
         self.data_source = data_source
@@ -323,6 +320,28 @@ class ExecutionContext:
         #: (terminal, is_label, root, local environment, exception list) of each PROPAGATE when no
         #: ``propagate`` callback is given (``flowbroker esql run`` prints them).
         self.propagations: list[tuple[str, bool, Element, Element, Element]] = []
+
+    @property
+    def output_local_environment(self) -> Element:
+        element = self._output_local_environment
+        if element is None:
+            element = self._output_local_environment = Element("LocalEnvironment")
+        return element
+
+    @output_local_environment.setter
+    def output_local_environment(self, element: Element) -> None:
+        self._output_local_environment = element
+
+    @property
+    def output_exception_list(self) -> Element:
+        element = self._output_exception_list
+        if element is None:
+            element = self._output_exception_list = Element("ExceptionList")
+        return element
+
+    @output_exception_list.setter
+    def output_exception_list(self, element: Element) -> None:
+        self._output_exception_list = element
 
     @property
     def input_body(self) -> Element | None:

@@ -121,13 +121,8 @@ class Node(EsqlNode):
             else:
                 raise NodeError(f"PROPAGATE TO TERMINAL '{target}': no such terminal", number=2942)
 
-        ctx = self.context(
-            assembly,
-            output_root=Element("Root"),
-            output_local_environment=Element("LocalEnvironment"),
-            output_exception_list=Element("ExceptionList"),
-            propagate=propagate,
-        )
+        # OutputLocalEnvironment and OutputExceptionList are made when the module first uses them
+        ctx = self.context(assembly, output_root=Element("Root"), propagate=propagate)
         # One node invocation: CURRENT_… give one moment, SLEEP and INSTANCESTOPPING see a stop.
         with invocation(stop=self.flow.stop):
             result = self.run_routine(ctx)

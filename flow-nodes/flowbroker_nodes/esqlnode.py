@@ -14,7 +14,8 @@ class EsqlNode(Node):
 
     KIND = "COMPUTE"
     routine: Any = None
-    #: (flow thread, externals, log, CPU limit, memory limit, broker attributes) of the last thread
+    #: (flow thread, externals, log, CPU limit, memory limit, broker attributes, data source name,
+    #: ExecutionContext) of the last thread
     _settings: tuple[Any, ...] | None = None
 
     def prepare(self) -> None:
@@ -40,12 +41,11 @@ class EsqlNode(Node):
 
     def context(self, assembly: Assembly, **outputs: Any) -> Any:
         """An ExecutionContext over ``assembly`` with this node's data source and EXTERNAL values."""
-        from esql.runtime import ExecutionContext
-
         flow = self.flow
-        source_name = self.properties.get("dataSource") or ""
         cached = self._settings
         if cached is None or cached[0] is not flow:
+            from esql.runtime import ExecutionContext
+
             # what the flow thread gives every invocation of this node alike, asked for once per thread
             cpu_limit_ms, memory_limit_bytes = flow.esql_limits()
             cached = self._settings = (
@@ -55,9 +55,11 @@ class EsqlNode(Node):
                 cpu_limit_ms,
                 memory_limit_bytes,
                 flow.broker_attributes(),
+                self.properties.get("dataSource") or "",
+                ExecutionContext,
             )
-        _, externals, log, cpu_limit_ms, memory_limit_bytes, broker = cached
-        return ExecutionContext(
+        _, externals, log, cpu_limit_ms, memory_limit_bytes, broker, source_name, context_class = cached
+        return context_class(
             input_root=assembly.root,
             input_local_environment=assembly.local_environment,
             input_exception_list=assembly.exception_list,

@@ -24,7 +24,7 @@ import time
 
 from flowbroker_nodes.base import Assembly, DeployProblem, NodeError
 from flowbroker_nodes.base import Node as BaseNode
-from flowbroker_nodes.mqtt_subscribe import _integer
+from flowbroker_nodes.mqtt_subscribe import INPUT_FOLDER, _integer
 from flowbroker_nodes.mqtt_wire import MAX_INFLIGHT, WRITE_BUFFER, MqttConnection, MqttError, encode_string
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
@@ -261,7 +261,10 @@ class Node(BaseNode):
 
     def _topic(self, assembly: Assembly) -> tuple[str, bytes]:
         """The topic published on, and its encoding (a topic is validated and encoded once)."""
-        destination = assembly.local_environment.child("Destination")
+        local = assembly.local_environment
+        lazy = local.lazy
+        # an unread LocalEnvironment of an MQTTSubscribe holds MQTT.Input only: no Destination
+        destination = None if lazy is not None and lazy.parser is INPUT_FOLDER else local.child("Destination")
         mqtt = destination.child("MQTT") if destination is not None else None
         named = mqtt.child("topicName") if mqtt is not None else None
         topic = str(named.value) if named is not None and named.value else self.topic

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from esql.tree import Element
+from esql.tree import Element, LazyContent
 
 from flowbroker_nodes.base import (
     ArrivedDescriptor,
@@ -238,6 +238,22 @@ class Node(BaseNode):
         return _Subscription(self, flow)
 
 
+class _InputFolder:
+    """Fills an unread LocalEnvironment with ``MQTT.Input`` (Topic, QoS, Retained) on its first
+    read: most flows never look, and an MQTTPublish finds no Destination there without it."""
+
+    def fill(self, element: Element, content: LazyContent) -> None:
+        message: MqttMessage = content.options["message"]
+        mqtt = element.append_new(Element("MQTT")).append_new(Element("Input"))
+        # new fields of a new folder: linked without append's detach and parse checks
+        mqtt.append_new(Element("Topic", message.topic))
+        mqtt.append_new(Element("QoS", message.qos))
+        mqtt.append_new(Element("Retained", message.retain))
+
+
+#: The filler of a LocalEnvironment that holds only what MQTTSubscribe put there.
+INPUT_FOLDER = _InputFolder()
+
 #: Publications a flow thread takes from its node's queue at once (the rest stay for the node's
 #: other flow threads and its next turn): a turn's QoS 0 publications are written together.
 ARRIVALS_PER_TURN = 64
@@ -287,11 +303,8 @@ class _Subscription:
 
     def assembly(self, message: MqttMessage) -> tuple[str, Assembly]:
         assembly = self.node.flow.build_assembly(message, self.node.template)  # type: ignore[arg-type]
-        mqtt = assembly.local_environment.add("MQTT").add("Input")
-        # new fields of a new folder: linked without append's detach and parse checks
-        mqtt.append_new(Element("Topic", message.topic))
-        mqtt.append_new(Element("QoS", message.qos))
-        mqtt.append_new(Element("Retained", message.retain))
+        # LocalEnvironment.MQTT.Input is made when something first reads LocalEnvironment
+        assembly.local_environment.set_lazy(LazyContent(INPUT_FOLDER, b"", options={"message": message}))
         return "out", assembly
 
     def failure_assembly(self, message: MqttMessage, assembly: Assembly | None, errors: Element) -> Assembly:
