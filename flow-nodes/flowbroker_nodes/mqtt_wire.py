@@ -186,10 +186,16 @@ class MqttConnection:
         """Make a QoS 0 publication, written by the next :meth:`flush` (or any other write) with
         the others made before it, in order; written at once when the publications kept reach
         ``write_buffer`` bytes. A connection lost before the write loses them (QoS 0: at most once)."""
-        packet = publish_packet(topic, payload, 0, retain, 0)
+        length = len(topic) + len(payload)
+        # the packet's parts are kept as they are, joined once for the write
+        if length < 16384:  # a Remaining Length of one or two bytes, as encode_length makes it
+            size = bytes((length,)) if length < 128 else bytes(((length & 0x7F) | 0x80, length >> 7))
+        else:
+            size = encode_length(length)
+        head = (b"\x31" if retain else b"\x30") + size
         with self._write:
-            self._out.append(packet)
-            self._out_bytes += len(packet)
+            self._out += (head, topic, payload)
+            self._out_bytes += length + len(head)
             if self._out_bytes >= self.write_buffer:
                 self._send_locked(b"")
 

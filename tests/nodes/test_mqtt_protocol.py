@@ -320,7 +320,8 @@ def test_qos0_publications_kept_are_written_together_in_order(mqtt_address: tupl
     try:
         pub.publish_buffered(encoded, b"a" * 1000)
         pub.publish_buffered(encoded, b"b" * 1000)
-        assert len(pub._out) == 2  # kept: under the write buffer's 3000 bytes
+        # kept, whole packets (type, length, topic, payload), under the write buffer's 3000 bytes
+        assert pub._out_bytes == 2 * (3 + len(encoded) + 1000) and pub._out
         pub.publish_buffered(encoded, b"c" * 1000)
         assert pub._out == []  # the third reached it: all three written at once
         assert [p[:1] for _, p, _ in collector.wait_for(3)] == [b"a", b"b", b"c"]

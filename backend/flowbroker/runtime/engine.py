@@ -129,6 +129,8 @@ class FlowThread(threading.Thread):
         self._before_commit: list[Callable[[], None]] = []
         #: Work to run once the arrivals taken together are processed (see :meth:`after_batch`).
         self._after_batch: dict[object, Callable[[], None]] = {}
+        #: What this thread last gave :func:`trace_nodes` (its user trace's writer, or None).
+        self._trace_writer: Callable[[str], None] | None = None
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -832,7 +834,10 @@ class FlowThread(threading.Thread):
         self.transactional = transactional
         self.batching = transactional and pipeline
         trace = self.deployed.trace
-        trace_nodes(trace.write if trace.enabled else None)
+        writer = trace.write if trace.enabled else None
+        if writer != self._trace_writer:  # the thread's setting changes only when the trace level does
+            self._trace_writer = writer
+            trace_nodes(writer)
 
     def in_transaction(self) -> bool:
         return self.transactional
@@ -867,13 +872,19 @@ class FlowThread(threading.Thread):
 
     def commit(self) -> None:
         """End the unit of work: data sources first, then the queue manager (see the module docstring)."""
-        self._run_before_commit()
-        for source in self._sources.values():
-            source.commit()
-        if self.client is not None and self.uncommitted:
+        if self._before_commit:
+            self._run_before_commit()
+        if self._sources:
+            for source in self._sources.values():
+                source.commit()
+        if self.uncommitted and self.client is not None:
             self.client.commit()
             self.uncommitted = False
-        self._end_unit()
+        # _end_unit, inline: most units of work leave nothing to clear
+        if self.unit_state:
+            self.unit_state = {}
+        if self._before_commit:
+            self._before_commit = []
 
     def commit_and_prefetch(self, queue: str, limit: int, wait_ms: int) -> None:
         """Commit, getting this thread's next batch in the same round trip (see :meth:`next_messages`)."""
