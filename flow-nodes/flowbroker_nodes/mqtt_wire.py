@@ -278,6 +278,8 @@ class MqttConnection:
         count = 0
         index = 0
         end = len(data)
+        #: the acknowledgements the packets read call for, written together once they are handled
+        replies: list[bytes] = []
         while index + 2 <= end:
             first = data[index]
             byte = data[index + 1]
@@ -313,29 +315,31 @@ class MqttConnection:
                     packet_id = (data[start] << 8) | data[start + 1]
                     if qos == 1:
                         on_publish(topic, bytes(data[start + 2 : stop]), 1, bool(first & 1))
-                        self._send(b"\x40\x02" + packet_id.to_bytes(2, "big"))
+                        replies.append(b"\x40\x02" + packet_id.to_bytes(2, "big"))
                     else:
                         if packet_id not in self._incoming:
                             self._incoming.add(packet_id)
                             on_publish(topic, bytes(data[start + 2 : stop]), 2, bool(first & 1))
-                        self._send(b"\x50\x02" + packet_id.to_bytes(2, "big"))
+                        replies.append(b"\x50\x02" + packet_id.to_bytes(2, "big"))
                 count += 1
             elif kind in (4, 5, 7):  # PUBACK, PUBREC, PUBCOMP of our publications
                 packet_id = (data[pos] << 8) | data[pos + 1]
                 if kind == 5:
                     if self.pending.get(packet_id) == 0x50:
                         self.pending[packet_id] = 0x70
-                    self._send(b"\x62\x02" + packet_id.to_bytes(2, "big"))  # PUBREL
+                    replies.append(b"\x62\x02" + packet_id.to_bytes(2, "big"))  # PUBREL
                 elif self.pending.get(packet_id) == kind << 4:
                     del self.pending[packet_id]
             elif kind == 6:  # PUBREL of an incoming QoS 2 publication
                 packet_id = (data[pos] << 8) | data[pos + 1]
                 self._incoming.discard(packet_id)
-                self._send(b"\x70\x02" + packet_id.to_bytes(2, "big"))
+                replies.append(b"\x70\x02" + packet_id.to_bytes(2, "big"))
             elif kind == 9:
                 self._subacks[(data[pos] << 8) | data[pos + 1]] = bytes(data[pos + 2 : stop])
             # PINGRESP (13) needs nothing more: hearing from the broker reset the ping above
             index = stop
+        if replies:
+            self._send(b"".join(replies))
         rest = data[index:]
         if isinstance(data, bytearray) and data is self._buffer:
             del self._buffer[:index]
