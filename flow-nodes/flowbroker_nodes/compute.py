@@ -124,7 +124,7 @@ class Node(EsqlNode):
         # OutputLocalEnvironment and OutputExceptionList are made when the module first uses them
         ctx = self.context(assembly, output_root=Element("Root"), propagate=propagate)
         # One node invocation: CURRENT_… give one moment, SLEEP and INSTANCESTOPPING see a stop.
-        with invocation(stop=self.flow.stop):
+        with invocation(stop=ctx.stop):  # the flow thread's stop, as the context was given it
             result = self.run_routine(ctx)
         if result is True:
             out = self._output(

@@ -79,7 +79,8 @@ class EsqlNode(Node):
         if self.routine is None:
             raise NodeError(f"node {self.name} was not prepared")
         result = self.routine.run(ctx)
-        source_name = self.properties.get("dataSource") or ""
+        cached = self._settings
+        source_name = cached[6] if cached is not None else self.properties.get("dataSource") or ""
         if source_name:
             self.flow.database_done(source_name, self.properties.get("transaction") == "commit")
         return result
