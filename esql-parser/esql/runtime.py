@@ -321,6 +321,42 @@ class ExecutionContext:
         #: ``propagate`` callback is given (``flowbroker esql run`` prints them).
         self.propagations: list[tuple[str, bool, Element, Element, Element]] = []
 
+    def renew(
+        self,
+        input_root: Element,
+        input_local_environment: Element,
+        input_exception_list: Element,
+        environment: Element,
+        output_root: Element,
+        propagate: Callable[[str, bool, Element, Element, Element], None] | None,
+        data_source: Any,
+    ) -> None:
+        """Make this context a new invocation's, of the same node on the same flow thread (its
+        externals, stop request, log, limits and broker attributes stay): the trees, the PROPAGATE
+        callback and the data source are the new ones, the output LocalEnvironment and
+        ExceptionList are made again on first use, the SQL state, the PROPAGATE count and the
+        budget start afresh. The module's message variables are made by each run."""
+        self.input_root = input_root
+        self.input_local_environment = input_local_environment
+        self.input_exception_list = input_exception_list
+        self.environment = environment
+        self.output_root = output_root
+        self._output_local_environment = None
+        self._output_exception_list = None
+        self.input_destination_list = None
+        self.propagate = propagate
+        self.data_source = data_source
+        self.sqlcode = 0
+        self.sqlstate = "00000"
+        self.sqlerrortext = ""
+        self.sqlnativeerror = 0
+        self.propagated = 0
+        if self.propagations:
+            self.propagations = []
+        budget = self.budget
+        budget._left = budget.CHECK_EVERY
+        budget._deadline = None
+
     @property
     def output_local_environment(self) -> Element:
         element = self._output_local_environment

@@ -121,8 +121,9 @@ class Node(EsqlNode):
             else:
                 raise NodeError(f"PROPAGATE TO TERMINAL '{target}': no such terminal", number=2942)
 
-        # OutputLocalEnvironment and OutputExceptionList are made when the module first uses them
-        ctx = self.context(assembly, output_root=Element("Root"), propagate=propagate)
+        # OutputLocalEnvironment and OutputExceptionList are made when the module first uses them;
+        # the context is the one the last invocation on this thread gave back, renewed
+        ctx = self.reused_context(assembly, Element("Root"), propagate)
         # One node invocation: CURRENT_… give one moment, SLEEP and INSTANCESTOPPING see a stop.
         with invocation(stop=ctx.stop):  # the flow thread's stop, as the context was given it
             result = self.run_routine(ctx)
@@ -131,3 +132,4 @@ class Node(EsqlNode):
                 assembly, ctx.output_root, ctx.output_local_environment, ctx.output_exception_list
             )
             self.propagate("out", out)
+        self.context_done(ctx)
