@@ -270,6 +270,8 @@ class _Subscription:
 
     def __init__(self, node: Node, flow: FlowServices) -> None:
         self.node = node
+        #: this thread's FlowServices.build_assembly, looked up once
+        self._build_assembly = flow.build_assembly
         with node._lock:
             if node._client is None:
                 node._connect(flow.flow_name)
@@ -302,7 +304,7 @@ class _Subscription:
         return []
 
     def assembly(self, message: MqttMessage) -> tuple[str, Assembly]:
-        assembly = self.node.flow.build_assembly(message, self.node.template)  # type: ignore[arg-type]
+        assembly = self._build_assembly(message, self.node.template)  # type: ignore[arg-type]
         # LocalEnvironment.MQTT.Input is made when something first reads LocalEnvironment
         assembly.local_environment.set_lazy(LazyContent(INPUT_FOLDER, b"", options={"message": message}))
         return "out", assembly
