@@ -880,11 +880,7 @@ class FlowThread(threading.Thread):
         if self.uncommitted and self.client is not None:
             self.client.commit()
             self.uncommitted = False
-        # _end_unit, inline: most units of work leave nothing to clear
-        if self.unit_state:
-            self.unit_state = {}
-        if self._before_commit:
-            self._before_commit = []
+        self._end_unit()
 
     def commit_and_prefetch(self, queue: str, limit: int, wait_ms: int) -> None:
         """Commit, getting this thread's next batch in the same round trip (see :meth:`next_messages`)."""
