@@ -297,12 +297,9 @@ class ExecutionContext:
         )
         self.environment = environment if environment is not None else Element("Environment")
         self.output_root = output_root if output_root is not None else Element("Root")
-        self.output_local_environment = (
-            output_local_environment if output_local_environment is not None else Element("LocalEnvironment")
-        )
-        self.output_exception_list = (
-            output_exception_list if output_exception_list is not None else Element("ExceptionList")
-        )
+        # made on first use when not given: a Compute node building only the message never reads them
+        self._output_local_environment = output_local_environment
+        self._output_exception_list = output_exception_list
         self.input_destination_list = input_destination_list
         self.propagate = propagate
         self.data_source = data_source
@@ -323,6 +320,64 @@ class ExecutionContext:
         #: (terminal, is_label, root, local environment, exception list) of each PROPAGATE when no
         #: ``propagate`` callback is given (``flowbroker esql run`` prints them).
         self.propagations: list[tuple[str, bool, Element, Element, Element]] = []
+
+    def renew(
+        self,
+        input_root: Element,
+        input_local_environment: Element,
+        input_exception_list: Element,
+        environment: Element,
+        output_root: Element,
+        propagate: Callable[[str, bool, Element, Element, Element], None] | None,
+        data_source: Any,
+    ) -> None:
+        """Make this context a new invocation's, of the same node on the same flow thread (its
+        externals, stop request, log, limits and broker attributes stay): the trees, the PROPAGATE
+        callback and the data source are the new ones, the output LocalEnvironment and
+        ExceptionList are made again on first use, the SQL state, the PROPAGATE count and the
+        budget start afresh. The module's message variables are made by each run."""
+        self.input_root = input_root
+        self.input_local_environment = input_local_environment
+        self.input_exception_list = input_exception_list
+        self.environment = environment
+        self.output_root = output_root
+        self._output_local_environment = None
+        self._output_exception_list = None
+        self.input_destination_list = None
+        self.propagate = propagate
+        self.data_source = data_source
+        self.sqlcode = 0
+        self.sqlstate = "00000"
+        self.sqlerrortext = ""
+        self.sqlnativeerror = 0
+        self.propagated = 0
+        if self.propagations:
+            self.propagations = []
+        budget = self.budget
+        budget._left = budget.CHECK_EVERY
+        budget._deadline = None
+
+    @property
+    def output_local_environment(self) -> Element:
+        element = self._output_local_environment
+        if element is None:
+            element = self._output_local_environment = Element("LocalEnvironment")
+        return element
+
+    @output_local_environment.setter
+    def output_local_environment(self, element: Element) -> None:
+        self._output_local_environment = element
+
+    @property
+    def output_exception_list(self) -> Element:
+        element = self._output_exception_list
+        if element is None:
+            element = self._output_exception_list = Element("ExceptionList")
+        return element
+
+    @output_exception_list.setter
+    def output_exception_list(self, element: Element) -> None:
+        self._output_exception_list = element
 
     @property
     def input_body(self) -> Element | None:

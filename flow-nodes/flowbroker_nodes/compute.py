@@ -121,18 +121,15 @@ class Node(EsqlNode):
             else:
                 raise NodeError(f"PROPAGATE TO TERMINAL '{target}': no such terminal", number=2942)
 
-        ctx = self.context(
-            assembly,
-            output_root=Element("Root"),
-            output_local_environment=Element("LocalEnvironment"),
-            output_exception_list=Element("ExceptionList"),
-            propagate=propagate,
-        )
+        # OutputLocalEnvironment and OutputExceptionList are made when the module first uses them;
+        # the context is the one the last invocation on this thread gave back, renewed
+        ctx = self.reused_context(assembly, Element("Root"), propagate)
         # One node invocation: CURRENT_… give one moment, SLEEP and INSTANCESTOPPING see a stop.
-        with invocation(stop=self.flow.stop):
+        with invocation(stop=ctx.stop):  # the flow thread's stop, as the context was given it
             result = self.run_routine(ctx)
         if result is True:
             out = self._output(
                 assembly, ctx.output_root, ctx.output_local_environment, ctx.output_exception_list
             )
             self.propagate("out", out)
+        self.context_done(ctx)

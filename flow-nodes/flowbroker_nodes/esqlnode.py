@@ -14,7 +14,8 @@ class EsqlNode(Node):
 
     KIND = "COMPUTE"
     routine: Any = None
-    #: (flow thread, externals, log, CPU limit, memory limit, broker attributes) of the last thread
+    #: (flow thread, externals, log, CPU limit, memory limit, broker attributes, data source name,
+    #: ExecutionContext, a context to renew) of the last thread
     _settings: tuple[Any, ...] | None = None
 
     def prepare(self) -> None:
@@ -38,14 +39,11 @@ class EsqlNode(Node):
         except (LookupError, ValueError) as exc:
             raise DeployProblem(str(exc), property="module") from None
 
-    def context(self, assembly: Assembly, **outputs: Any) -> Any:
-        """An ExecutionContext over ``assembly`` with this node's data source and EXTERNAL values."""
-        from esql.runtime import ExecutionContext
-
-        flow = self.flow
-        source_name = self.properties.get("dataSource") or ""
+    def _thread_settings(self, flow: Any) -> tuple[Any, ...]:
         cached = self._settings
         if cached is None or cached[0] is not flow:
+            from esql.runtime import ExecutionContext
+
             # what the flow thread gives every invocation of this node alike, asked for once per thread
             cpu_limit_ms, memory_limit_bytes = flow.esql_limits()
             cached = self._settings = (
@@ -55,9 +53,19 @@ class EsqlNode(Node):
                 cpu_limit_ms,
                 memory_limit_bytes,
                 flow.broker_attributes(),
+                self.properties.get("dataSource") or "",
+                ExecutionContext,
+                [],  # an ExecutionContext no invocation uses now, to renew (see reused_context)
             )
-        _, externals, log, cpu_limit_ms, memory_limit_bytes, broker = cached
-        return ExecutionContext(
+        return cached
+
+    def context(self, assembly: Assembly, **outputs: Any) -> Any:
+        """An ExecutionContext over ``assembly`` with this node's data source and EXTERNAL values."""
+        flow = self.flow
+        _, externals, log, cpu_limit_ms, memory_limit_bytes, broker, source_name, context_class, _ = (
+            self._thread_settings(flow)
+        )
+        return context_class(
             input_root=assembly.root,
             input_local_environment=assembly.local_environment,
             input_exception_list=assembly.exception_list,
@@ -73,11 +81,40 @@ class EsqlNode(Node):
             **outputs,
         )
 
+    def reused_context(self, assembly: Assembly, output_root: Element, propagate: Any) -> Any:
+        """:meth:`context` with ``output_root`` and ``propagate``: the context an earlier invocation
+        on this flow thread gave back with :meth:`context_done`, renewed, else a new one (a nested
+        invocation of the node, on a PROPAGATE that comes back to it, gets a new one)."""
+        flow = self.flow
+        settings = self._thread_settings(flow)
+        try:
+            ctx = settings[8].pop()  # atomic: two flow threads never take the same one
+        except IndexError:
+            return self.context(assembly, output_root=output_root, propagate=propagate)
+        source_name = settings[6]
+        ctx.renew(
+            assembly.root,
+            assembly.local_environment,
+            assembly.exception_list,
+            assembly.environment,
+            output_root,
+            propagate,
+            flow.data_source(source_name) if source_name else None,
+        )
+        return ctx
+
+    def context_done(self, ctx: Any) -> None:
+        """The invocation that had ``ctx`` from :meth:`reused_context` is over: a later one may renew it."""
+        settings = self._settings
+        if settings is not None and ctx.stop is settings[0].stop and not settings[8]:
+            settings[8].append(ctx)
+
     def run_routine(self, ctx: Any) -> Any:
         if self.routine is None:
             raise NodeError(f"node {self.name} was not prepared")
         result = self.routine.run(ctx)
-        source_name = self.properties.get("dataSource") or ""
+        cached = self._settings
+        source_name = cached[6] if cached is not None else self.properties.get("dataSource") or ""
         if source_name:
             self.flow.database_done(source_name, self.properties.get("transaction") == "commit")
         return result

@@ -5,20 +5,27 @@ it, else from the node's property. One connection per deployed node serves all i
 threads. It has no network thread: a publication is written on the flow thread that makes it,
 and keep-alive and acknowledgements are read by the flow threads too, so no message waits for a
 thread hand-off. At QoS 1 and 2 the node waits for the broker's acknowledgement and fails the
-message (failure terminal, else back to the input node) when none comes. The protocol is
-spoken by :mod:`flowbroker_nodes.mqtt_wire`; a lost connection fails the message being
-published, and the next message connects again.
+message (failure terminal, else back to the input node) when none comes.
+
+At QoS 0 a flow thread's publications of one turn (the arrivals its input node took together,
+see ``FlowServices.after_batch``) are written together once the turn is over, or as soon as
+they reach ``FLOWBROKER_MQTT_WRITE_BUFFER`` bytes: one system call for many messages. A QoS 1
+or 2 publication is written at once (after the kept ones, in order) and acknowledged before the
+node propagates. The protocol is spoken by :mod:`flowbroker_nodes.mqtt_wire`; a lost connection
+fails the message being published (a QoS 0 publication kept for the turn's write is lost with
+it, and the loss logged), and the next message connects again.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
 from flowbroker_nodes.base import Assembly, DeployProblem, NodeError
 from flowbroker_nodes.base import Node as BaseNode
-from flowbroker_nodes.mqtt_subscribe import _integer
-from flowbroker_nodes.mqtt_wire import MAX_INFLIGHT, MqttConnection, MqttError, encode_string
+from flowbroker_nodes.mqtt_subscribe import INPUT_FOLDER, _integer
+from flowbroker_nodes.mqtt_wire import MAX_INFLIGHT, WRITE_BUFFER, MqttConnection, MqttError, encode_string
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -93,6 +100,20 @@ SPEC = NodeSpec(
 )
 
 
+#: The largest ``FLOWBROKER_MQTT_WRITE_BUFFER`` taken.
+MAX_WRITE_BUFFER = 16 << 20
+
+
+def write_buffer_setting() -> int:
+    """``FLOWBROKER_MQTT_WRITE_BUFFER``: bytes of QoS 0 publications written together at most (0: each alone)."""
+    raw = os.environ.get("FLOWBROKER_MQTT_WRITE_BUFFER", "").strip()
+    try:
+        value = int(raw) if raw else WRITE_BUFFER
+    except ValueError:
+        raise ValueError(f"FLOWBROKER_MQTT_WRITE_BUFFER must be a whole number, not {raw!r}") from None
+    return max(0, min(value, MAX_WRITE_BUFFER))
+
+
 def validate_topic_name(topic: str) -> str:
     """'' when ``topic`` can be published on (no wildcards), else why not, with the offset."""
     if not topic:
@@ -123,6 +144,10 @@ class Node(BaseNode):
         self.retain = bool(props.get("retain"))
         self.ack_timeout = _integer(props.get("ackTimeout"), "ackTimeout", 1, 300)
         self.client_id = str(props.get("clientId") or "")
+        try:
+            self.write_buffer = write_buffer_setting()
+        except ValueError as exc:
+            raise DeployProblem(str(exc)) from None
         self._lock = threading.Lock()
         self._client: MqttConnection | None = None
         self._serviced = 0.0
@@ -140,7 +165,9 @@ class Node(BaseNode):
                 return self._client
             client_id = self.client_id or f"flowbroker-pub-{self.id}-{int(time.time() * 1000) % 100000}"
             try:
-                client = MqttConnection(self.host, self.port, client_id).connect(self.ack_timeout)
+                client = MqttConnection(
+                    self.host, self.port, client_id, write_buffer=self.write_buffer
+                ).connect(self.ack_timeout)
             except MqttError as exc:
                 raise NodeError(f"{self.name}: {exc}", number=2111) from exc
             self._client = client
@@ -187,6 +214,9 @@ class Node(BaseNode):
         try:
             if self.qos:
                 self._acknowledged(client, topic, encoded, body)
+            elif self.write_buffer and (after_batch := getattr(flow, "after_batch", None)) is not None:
+                client.publish_buffered(encoded, body, self.retain)
+                after_batch(self, self._flush)
             else:
                 client.publish(encoded, body, 0, self.retain)
         except MqttError as exc:
@@ -194,6 +224,17 @@ class Node(BaseNode):
                 f"{self.name}: publish on {topic!r} failed: {exc}", number=2111, inserts=(topic,)
             ) from exc
         self.propagate("out", assembly)
+
+    def _flush(self) -> None:
+        """Write the QoS 0 publications this turn kept (run by the flow thread once its turn ends)."""
+        client = self._client
+        if client is None:
+            return
+        try:
+            client.flush()
+        except MqttError as exc:
+            self.stats.errors += 1
+            self.flow.log(f"{self.name}: QoS 0 publications lost with the connection: {exc}")
 
     def _acknowledged(self, client: MqttConnection, topic: str, encoded: bytes, body: bytes) -> None:
         """Publish at QoS 1 or 2 and wait until the broker completes it."""
@@ -220,7 +261,10 @@ class Node(BaseNode):
 
     def _topic(self, assembly: Assembly) -> tuple[str, bytes]:
         """The topic published on, and its encoding (a topic is validated and encoded once)."""
-        destination = assembly.local_environment.child("Destination")
+        local = assembly.local_environment
+        lazy = local.lazy
+        # an unread LocalEnvironment of an MQTTSubscribe holds MQTT.Input only: no Destination
+        destination = None if lazy is not None and lazy.parser is INPUT_FOLDER else local.child("Destination")
         mqtt = destination.child("MQTT") if destination is not None else None
         named = mqtt.child("topicName") if mqtt is not None else None
         topic = str(named.value) if named is not None and named.value else self.topic

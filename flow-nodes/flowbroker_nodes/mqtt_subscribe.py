@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from esql.tree import Element
+from esql.tree import Element, LazyContent
 
 from flowbroker_nodes.base import (
     ArrivedDescriptor,
@@ -238,6 +238,27 @@ class Node(BaseNode):
         return _Subscription(self, flow)
 
 
+class _InputFolder:
+    """Fills an unread LocalEnvironment with ``MQTT.Input`` (Topic, QoS, Retained) on its first
+    read: most flows never look, and an MQTTPublish finds no Destination there without it."""
+
+    def fill(self, element: Element, content: LazyContent) -> None:
+        message: MqttMessage = content.options["message"]
+        mqtt = element.append_new(Element("MQTT")).append_new(Element("Input"))
+        # new fields of a new folder: linked without append's detach and parse checks
+        mqtt.append_new(Element("Topic", message.topic))
+        mqtt.append_new(Element("QoS", message.qos))
+        mqtt.append_new(Element("Retained", message.retain))
+
+
+#: The filler of a LocalEnvironment that holds only what MQTTSubscribe put there.
+INPUT_FOLDER = _InputFolder()
+
+#: Publications a flow thread takes from its node's queue at once (the rest stay for the node's
+#: other flow threads and its next turn): a turn's QoS 0 publications are written together.
+ARRIVALS_PER_TURN = 64
+
+
 class _Subscription:
     """One flow thread's share of the node's connection: the next publication, its assembly.
 
@@ -249,17 +270,26 @@ class _Subscription:
 
     def __init__(self, node: Node, flow: FlowServices) -> None:
         self.node = node
+        #: this thread's FlowServices.build_assembly, looked up once
+        self._build_assembly = flow.build_assembly
         with node._lock:
             if node._client is None:
                 node._connect(flow.flow_name)
             node._threads += 1
 
     def next(self) -> list[MqttMessage]:
+        """The publications waiting, up to ``ARRIVALS_PER_TURN`` (one turn of the flow thread: an
+        output writes what it made in the turn once it is over); [] after waiting for more."""
         node = self.node
+        inbox = node._inbox
+        taken: list[MqttMessage] = []
         try:
-            return [node._inbox.get_nowait()]
+            while len(taken) < ARRIVALS_PER_TURN:
+                taken.append(inbox.get_nowait())
+            return taken
         except queue.Empty:
-            pass
+            if taken:
+                return taken
         if node._reader.acquire(timeout=node.wait_s):
             try:
                 node._pump(node.wait_s)
@@ -274,12 +304,9 @@ class _Subscription:
         return []
 
     def assembly(self, message: MqttMessage) -> tuple[str, Assembly]:
-        assembly = self.node.flow.build_assembly(message, self.node.template)  # type: ignore[arg-type]
-        mqtt = assembly.local_environment.add("MQTT").add("Input")
-        # new fields of a new folder: linked without append's detach and parse checks
-        mqtt.append_new(Element("Topic", message.topic))
-        mqtt.append_new(Element("QoS", message.qos))
-        mqtt.append_new(Element("Retained", message.retain))
+        assembly = self._build_assembly(message, self.node.template)  # type: ignore[arg-type]
+        # LocalEnvironment.MQTT.Input is made when something first reads LocalEnvironment
+        assembly.local_environment.set_lazy(LazyContent(INPUT_FOLDER, b"", options={"message": message}))
         return "out", assembly
 
     def failure_assembly(self, message: MqttMessage, assembly: Assembly | None, errors: Element) -> Assembly:

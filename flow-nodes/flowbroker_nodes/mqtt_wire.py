@@ -3,9 +3,10 @@
 The MQTT nodes need a handful of packets: CONNECT, SUBSCRIBE, PUBLISH at QoS 0, 1 and 2 with
 their acknowledgements, PINGREQ and DISCONNECT. Speaking them directly, as the queue manager's
 blocking client speaks its own protocol, keeps a general-purpose client's callbacks, locks and
-per-message objects off the path every message takes: a publication is one ``sendall`` of a
-packet whose topic part was encoded once, and one ``recv`` brings in every publication the
-socket holds, parsed in one pass.
+per-message objects off the path every message takes: a publication is a packet whose topic
+part was encoded once, written with one ``sendall`` (or, at QoS 0, kept with the others its flow
+thread makes in one turn and written with them, see :meth:`MqttConnection.publish_buffered`),
+and one ``recv`` brings in every publication the socket holds, parsed in one pass.
 
 A connection is shared by the flow threads of one node: writes take a lock of their own, and
 reads are made by one thread at a time (the node's reader lock), which is what the MQTT nodes
@@ -39,6 +40,10 @@ OnPublish = Callable[[str, bytes, int, bool], None]
 #: max_inflight_messages, past which it acknowledges a QoS 2 publication of a 3.1.1 client
 #: without delivering it.
 MAX_INFLIGHT = 20
+
+#: Bytes of QoS 0 publications a connection keeps for one write at most, by default
+#: (``FLOWBROKER_MQTT_WRITE_BUFFER``); 0 writes each publication as it is made.
+WRITE_BUFFER = 65536
 
 
 class MqttError(ConnectionError):
@@ -96,13 +101,19 @@ def publish_packet(
 class MqttConnection:
     """One MQTT session with ``clean_session`` set; see the module docstring for its threading."""
 
-    def __init__(self, host: str, port: int, client_id: str, *, keepalive: int = 60) -> None:
+    def __init__(
+        self, host: str, port: int, client_id: str, *, keepalive: int = 60, write_buffer: int = WRITE_BUFFER
+    ) -> None:
         self.host, self.port = host, port
         self.client_id = client_id
         self.keepalive = keepalive
         self.sock: socket.socket | None = None
         self._buffer = bytearray()
         self._write = threading.Lock()
+        #: QoS 0 publications made and not yet written (see :meth:`publish_buffered`), and their bytes.
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self.write_buffer = write_buffer
         self._next_id = 0
         #: Outgoing QoS 1/2 publications not yet completed: packet id → awaited packet type.
         self.pending: dict[int, int] = {}
@@ -171,6 +182,30 @@ class MqttConnection:
             self._send_locked(publish_packet(topic, payload, qos, retain, packet_id))
         return packet_id
 
+    def publish_buffered(self, topic: bytes, payload: bytes, retain: bool = False) -> None:
+        """Make a QoS 0 publication, written by the next :meth:`flush` (or any other write) with
+        the others made before it, in order; written at once when the publications kept reach
+        ``write_buffer`` bytes. A connection lost before the write loses them (QoS 0: at most once)."""
+        length = len(topic) + len(payload)
+        # the packet's parts are kept as they are, joined once for the write
+        if length < 16384:  # a Remaining Length of one or two bytes, as encode_length makes it
+            size = bytes((length,)) if length < 128 else bytes(((length & 0x7F) | 0x80, length >> 7))
+        else:
+            size = encode_length(length)
+        head = (b"\x31" if retain else b"\x30") + size
+        with self._write:
+            self._out += (head, topic, payload)
+            self._out_bytes += length + len(head)
+            if self._out_bytes >= self.write_buffer:
+                self._send_locked(b"")
+
+    def flush(self) -> None:
+        """Write the QoS 0 publications kept by :meth:`publish_buffered`, in one ``sendall``."""
+        if self._out:
+            with self._write:
+                if self._out:
+                    self._send_locked(b"")
+
     def done(self, packet_id: int) -> bool:
         """Whether the broker completed the QoS 1/2 publication ``packet_id``."""
         return packet_id not in self.pending
@@ -192,9 +227,11 @@ class MqttConnection:
         sock, self.sock = self.sock, None
         if sock is None:
             return
+        out, self._out, self._out_bytes = self._out, [], 0
         if polite:
             try:
-                sock.sendall(b"\xe0\x00")
+                # publications still kept go out before the DISCONNECT, as if written already
+                sock.sendall(b"".join((*out, b"\xe0\x00")))
             except OSError:
                 pass
         sock.close()
@@ -241,6 +278,8 @@ class MqttConnection:
         count = 0
         index = 0
         end = len(data)
+        #: the acknowledgements the packets read call for, written together once they are handled
+        replies: list[bytes] = []
         while index + 2 <= end:
             first = data[index]
             byte = data[index + 1]
@@ -276,29 +315,31 @@ class MqttConnection:
                     packet_id = (data[start] << 8) | data[start + 1]
                     if qos == 1:
                         on_publish(topic, bytes(data[start + 2 : stop]), 1, bool(first & 1))
-                        self._send(b"\x40\x02" + packet_id.to_bytes(2, "big"))
+                        replies.append(b"\x40\x02" + packet_id.to_bytes(2, "big"))
                     else:
                         if packet_id not in self._incoming:
                             self._incoming.add(packet_id)
                             on_publish(topic, bytes(data[start + 2 : stop]), 2, bool(first & 1))
-                        self._send(b"\x50\x02" + packet_id.to_bytes(2, "big"))
+                        replies.append(b"\x50\x02" + packet_id.to_bytes(2, "big"))
                 count += 1
             elif kind in (4, 5, 7):  # PUBACK, PUBREC, PUBCOMP of our publications
                 packet_id = (data[pos] << 8) | data[pos + 1]
                 if kind == 5:
                     if self.pending.get(packet_id) == 0x50:
                         self.pending[packet_id] = 0x70
-                    self._send(b"\x62\x02" + packet_id.to_bytes(2, "big"))  # PUBREL
+                    replies.append(b"\x62\x02" + packet_id.to_bytes(2, "big"))  # PUBREL
                 elif self.pending.get(packet_id) == kind << 4:
                     del self.pending[packet_id]
             elif kind == 6:  # PUBREL of an incoming QoS 2 publication
                 packet_id = (data[pos] << 8) | data[pos + 1]
                 self._incoming.discard(packet_id)
-                self._send(b"\x70\x02" + packet_id.to_bytes(2, "big"))
+                replies.append(b"\x70\x02" + packet_id.to_bytes(2, "big"))
             elif kind == 9:
                 self._subacks[(data[pos] << 8) | data[pos + 1]] = bytes(data[pos + 2 : stop])
             # PINGRESP (13) needs nothing more: hearing from the broker reset the ping above
             index = stop
+        if replies:
+            self._send(b"".join(replies))
         rest = data[index:]
         if isinstance(data, bytearray) and data is self._buffer:
             del self._buffer[:index]
@@ -347,6 +388,14 @@ class MqttConnection:
         sock = self.sock
         if sock is None:
             raise MqttError(f"MQTT broker {self.host}:{self.port}: not connected")
+        out = self._out
+        if out:
+            # publications kept for a later write go first: packets leave in the order made
+            if data:
+                out.append(data)
+            data = out[0] if len(out) == 1 else b"".join(out)
+            self._out = []
+            self._out_bytes = 0
         try:
             sock.sendall(data)
         except OSError as exc:

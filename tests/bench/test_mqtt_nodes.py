@@ -178,3 +178,18 @@ def test_unreachable_broker_is_a_connection_error_naming_it() -> None:
     node.prepare()
     with pytest.raises(ConnectionError, match=r"cannot reach MQTT broker 127\.0\.0\.1:9"):
         node._connect("F")
+
+
+@pytest.mark.parametrize(("raw", "taken"), [("", 65536), ("0", 0), ("4096", 4096), ("999999999", 16 << 20)])
+def test_the_write_buffer_setting(monkeypatch: pytest.MonkeyPatch, raw: str, taken: int) -> None:
+    monkeypatch.setenv("FLOWBROKER_MQTT_WRITE_BUFFER", raw)
+    node = registry.modules()["MQTTPublish"].Node("p1", "P1", {"topicName": "a"})
+    node.prepare()
+    assert node.write_buffer == taken
+
+
+def test_a_bad_write_buffer_setting_is_a_deploy_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLOWBROKER_MQTT_WRITE_BUFFER", "lots")
+    node = registry.modules()["MQTTPublish"].Node("p1", "P1", {"topicName": "a"})
+    with pytest.raises(DeployProblem, match="FLOWBROKER_MQTT_WRITE_BUFFER must be a whole number"):
+        node.prepare()

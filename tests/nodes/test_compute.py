@@ -203,3 +203,63 @@ def test_throw_user_exception_records_its_number_and_values_as_inserts() -> None
         "BIPmsgs",
     )
     assert _inserts(entry) == [(5, "nope"), (2, "42")]
+
+
+def test_a_compute_node_entered_again_by_its_own_propagate_keeps_each_invocations_trees() -> None:
+    esql = """CREATE COMPUTE MODULE Nest
+      CREATE FUNCTION Main() RETURNS BOOLEAN
+      BEGIN
+        DECLARE d INTEGER COALESCE(Environment.depth, 0);
+        SET Environment.depth = d + 1;
+        SET OutputRoot = InputRoot;
+        SET OutputRoot.XMLNSC.m.before = d;
+        IF d < 2 THEN
+          PROPAGATE TO LABEL 'again' DELETE NONE;
+        END IF;
+        SET OutputRoot.XMLNSC.m.after = d;
+        SET OutputLocalEnvironment.depth = d;
+        RETURN TRUE;
+      END;
+    END MODULE;"""
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": "UNUSED", "messageDomain": "XMLNSC"}),
+            "c": ("Compute", {"esql": esql, "computeMode": "LocalEnvironmentAndMessage"}),
+            "L": ("Label", {"labelName": "again"}),
+        },
+        ["in.out -> c", "L.out -> c"],
+    )
+    h = FlowHarness(doc)
+    for _ in range(2):  # the second message runs on contexts the first gave back
+        h.tap("c", "out").seen.clear()
+        h.inject("in", b"<m/>", domain="XMLNSC")
+        outs = h.seen("c", "out")
+        # innermost first: each invocation's output and LocalEnvironment are its own
+        assert [_body(a) for a in outs] == [
+            f"<m><before>{d}</before><after>{d}</after></m>".encode() for d in (2, 1, 0)
+        ]
+        assert [a.local_environment.child("depth").value for a in outs] == [2, 1, 0]
+
+
+def test_a_renewed_context_starts_each_message_afresh() -> None:
+    esql = """CREATE COMPUTE MODULE Fresh
+      CREATE FUNCTION Main() RETURNS BOOLEAN
+      BEGIN
+        IF InputRoot.XMLNSC.m.mark = 'yes' THEN
+          SET OutputLocalEnvironment.marked = TRUE;
+          SET OutputExceptionList.note = 'first';
+        END IF;
+        SET OutputRoot.XMLNSC.out.count = CARDINALITY(OutputLocalEnvironment.*[]);
+        SET OutputRoot.XMLNSC.out.notes = CARDINALITY(OutputExceptionList.*[]);
+        RETURN TRUE;
+      END;
+    END MODULE;"""
+    h = FlowHarness(_doc(esql, computeMode="All"))
+    h.inject("in", b"<m><mark>yes</mark></m>", domain="XMLNSC")
+    h.inject("in", b"<m><mark>no</mark></m>", domain="XMLNSC")
+    first, second = h.seen("c", "out")
+    assert _body(first) == b"<out><count>1</count><notes>1</notes></out>"
+    assert first.local_environment.child("marked").value is True
+    assert _body(second) == b"<out><count>0</count><notes>0</notes></out>"
+    assert second.local_environment.child("marked") is None
+    assert second.exception_list.child("note") is None

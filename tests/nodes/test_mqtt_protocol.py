@@ -309,3 +309,77 @@ def test_remaining_length_encoding() -> None:
     assert mqtt_wire.encode_length(268_435_455) == b"\xff\xff\xff\x7f"
     with pytest.raises(ValueError, match="out of range"):
         mqtt_wire.encode_length(268_435_456)
+
+
+def test_qos0_publications_kept_are_written_together_in_order(mqtt_address: tuple[str, int]) -> None:
+    host, port = mqtt_address
+    topic = _unique()
+    collector = Peer(host, port).subscribe(topic, 1)
+    pub = MqttConnection(host, port, f"fb-pub-{uuid.uuid4().hex[:12]}", write_buffer=3000).connect(5)
+    encoded = encode_string(topic)
+    try:
+        pub.publish_buffered(encoded, b"a" * 1000)
+        pub.publish_buffered(encoded, b"b" * 1000)
+        # kept, whole packets (type, length, topic, payload), under the write buffer's 3000 bytes
+        assert pub._out_bytes == 2 * (3 + len(encoded) + 1000) and pub._out
+        pub.publish_buffered(encoded, b"c" * 1000)
+        assert pub._out == []  # the third reached it: all three written at once
+        assert [p[:1] for _, p, _ in collector.wait_for(3)] == [b"a", b"b", b"c"]
+        pub.publish_buffered(encoded, b"d")
+        pub.publish_buffered(encoded, b"e")
+        packet_id = pub.publish(encoded, b"f", 1)  # a QoS 1 publication goes after the kept ones
+        assert pub._out == []
+        deadline = time.monotonic() + 5
+        while not pub.done(packet_id) and time.monotonic() < deadline:
+            pub.read(0.05, lambda *m: None)
+        assert pub.done(packet_id)
+        pub.publish_buffered(encoded, b"g")
+        pub.flush()
+        pub.publish_buffered(encoded, b"h")
+        pub.close()  # kept publications leave before the DISCONNECT
+        got = [p[:1] for _, p, _ in collector.wait_for(8)]
+        assert got == [b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h"]
+    finally:
+        pub.close()
+        collector.close()
+
+
+def test_a_flow_threads_turn_is_published_whole_and_in_order(mqtt_address: tuple[str, int]) -> None:
+    host, port = mqtt_address
+    base = _unique()
+    common = {"host": host, "port": port}
+    doc = flow(
+        {
+            "in": ("MQTTSubscribe", {**common, "topicName": f"{base}/in"}),
+            "out": ("MQTTPublish", {**common, "topicName": f"{base}/out"}),
+            "q": ("MQInput", {"queueName": "UNUSED"}),
+        },
+        ["in.out -> out"],
+        name="MqttTurns",
+    )
+    compiled = compile_flow(doc)
+    deployed = DeployedFlow(
+        compiled, lambda: None, DataSources(None), UserTrace(Path("/dev/null"), level="none")
+    )
+    collector = Peer(host, port).subscribe(f"{base}/out", 0)
+    sender = MqttConnection(host, port, f"fb-snd-{uuid.uuid4().hex[:12]}").connect(5)
+    thread = FlowThread(deployed, compiled.nodes["in"], 0)
+    deployed.threads = [thread]
+    thread.start()
+    try:
+        _until(lambda: compiled.nodes["in"]._client is not None)
+        # published in one write: the flow thread takes them in turns of many
+        encoded = encode_string(f"{base}/in")
+        for i in range(500):
+            sender.publish_buffered(encoded, str(i).encode())
+        sender.flush()
+        got = [int(p) for _, p, _ in collector.wait_for(500)]
+        assert got == list(range(500))
+        published = compiled.nodes["out"]._client
+        assert published is not None and published._out == []  # nothing left kept once idle
+    finally:
+        deployed.stop_event.set()
+        thread.join(10)
+        sender.close()
+        collector.close()
+    assert not thread.is_alive()

@@ -127,6 +127,10 @@ class FlowThread(threading.Thread):
         #: work they hand to its commit: run first, inside the unit of work.
         self.unit_state: dict[str, Any] = {}
         self._before_commit: list[Callable[[], None]] = []
+        #: Work to run once the arrivals taken together are processed (see :meth:`after_batch`).
+        self._after_batch: dict[object, Callable[[], None]] = {}
+        #: What this thread last gave :func:`trace_nodes` (its user trace's writer, or None).
+        self._trace_writer: Callable[[str], None] | None = None
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -193,7 +197,13 @@ class FlowThread(threading.Thread):
         while not self.stop.is_set() or self.prefetched:
             # after a failed batch its messages come back one at a time, so only the bad one is retried
             limit = 1 if cautious > 0 else spec.read_ahead
-            got = self._process_batch(spec, threshold, backout_queue, limit, cautious > 0, queue_threshold)
+            try:
+                got = self._process_batch(
+                    spec, threshold, backout_queue, limit, cautious > 0, queue_threshold
+                )
+            finally:
+                if self._after_batch:
+                    self._end_batch()
             if got < 0:
                 cautious = -got
             elif cautious:
@@ -369,11 +379,15 @@ class FlowThread(threading.Thread):
             if not arrivals:
                 continue
             complete = True
-            for arrival in arrivals:
-                if not self._run_arrival(source, arrival):
-                    complete = False
-                    break
-            source.done(arrivals, complete)
+            try:
+                for arrival in arrivals:
+                    if not self._run_arrival(source, arrival):
+                        complete = False
+                        break
+                source.done(arrivals, complete)
+            finally:
+                if self._after_batch:
+                    self._end_batch()
 
     def _run_arrival(self, source: InputSource, arrival: Any) -> bool:
         """Propagate one arrival and commit; False when its batch must end (see InputSource.unhandled)."""
@@ -820,7 +834,10 @@ class FlowThread(threading.Thread):
         self.transactional = transactional
         self.batching = transactional and pipeline
         trace = self.deployed.trace
-        trace_nodes(trace.write if trace.enabled else None)
+        writer = trace.write if trace.enabled else None
+        if writer != self._trace_writer:  # the thread's setting changes only when the trace level does
+            self._trace_writer = writer
+            trace_nodes(writer)
 
     def in_transaction(self) -> bool:
         return self.transactional
@@ -828,6 +845,20 @@ class FlowThread(threading.Thread):
     def before_commit(self, work: Callable[[], None]) -> None:
         """Run ``work`` when the unit of work commits, first and inside it (dropped by a backout)."""
         self._before_commit.append(work)
+
+    def after_batch(self, key: object, work: Callable[[], None]) -> None:
+        """Run ``work`` once the arrivals taken together are processed, before the thread waits for
+        more; once per ``key`` a batch, whatever their units of work did (an output's coalesced write)."""
+        self._after_batch[key] = work
+
+    def _end_batch(self) -> None:
+        """Run the batch's :meth:`after_batch` work, in the order first asked; a failure is logged."""
+        work, self._after_batch = self._after_batch, {}
+        for run in work.values():
+            try:
+                run()
+            except Exception as exc:
+                self.log(f"{self.name}: the work at the end of a batch failed: {type(exc).__name__}: {exc}")
 
     def _run_before_commit(self) -> None:
         while self._before_commit:
@@ -841,10 +872,12 @@ class FlowThread(threading.Thread):
 
     def commit(self) -> None:
         """End the unit of work: data sources first, then the queue manager (see the module docstring)."""
-        self._run_before_commit()
-        for source in self._sources.values():
-            source.commit()
-        if self.client is not None and self.uncommitted:
+        if self._before_commit:
+            self._run_before_commit()
+        if self._sources:
+            for source in self._sources.values():
+                source.commit()
+        if self.uncommitted and self.client is not None:
             self.client.commit()
             self.uncommitted = False
         self._end_unit()

@@ -96,6 +96,7 @@ class FlowHarness:
         if thread.client is None and self.deployed.connect is not _no_queue_manager:
             thread.client = self.deployed.connect()
         bind_thread(thread)
+        thread._trace_writer = None  # bind_thread turned the thread's node trace off
         thread.begin(transactional)
         try:
             self.compiled.nodes[node_id].receive(terminal, assembly)
@@ -106,6 +107,9 @@ class FlowHarness:
                 thread.backout()
             raise
         finally:
+            # an injected message is a batch of its own: what waits for the batch's end runs now
+            if thread._after_batch:
+                thread._end_batch()
             bind_thread(None)
         return assembly
 
