@@ -76,7 +76,8 @@ async def test_put_then_get_with_an_asynchronous_put(qm_process: QueueManagerPro
             )
         )
         request = await other.get("PTG.REQ", wait=5)
-        assert request is not None and request.body == b"ping" and not answered
+        # the put returned once sent, as an asynchronous MQPUT does, before any reply came
+        assert request is not None and request.body == b"ping" and answered == [True]
         await other.put("PTG.REPLY", b"pong")
         got = await reply
         assert got is not None and got.body == b"pong" and answered == [True]
@@ -85,7 +86,6 @@ async def test_put_then_get_with_an_asynchronous_put(qm_process: QueueManagerPro
         with pytest.raises(QMError) as refused:
             await c.put_then_get("PTG.REQ", b"ping", "PTG.REPLY", md, wait=0.2, asynchronous=True)
         assert refused.value.reason_code == 2053
-        assert answered == [True]
         assert not c._pending  # nothing left waiting for an answer that never comes
         with pytest.raises(QMError) as unknown:
             await c.put_then_get("NO.SUCH.Q", b"ping", "PTG.REPLY", md, wait=0.2, asynchronous=True)

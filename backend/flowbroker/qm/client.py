@@ -936,7 +936,8 @@ class AsyncClient:
         ``asynchronous`` (a non-persistent request): the put asks for no reply (MQ's
         ``MQPMO_ASYNC_RESPONSE``), so the queue manager writes one reply per request instead of
         two; only a refusal is answered, and as it is written before the get's reply it is
-        raised when the get is answered. ``on_put`` then runs when the get is answered.
+        raised when the get is answered. ``on_put`` then runs once the put is sent, when an
+        asynchronous MQPUT returns.
         """
         if md is None:
             md = _DEFAULT_MD
@@ -973,6 +974,8 @@ class AsyncClient:
         (put_rid, put_fut), (_, get_fut) = self._send_numbered([put, (OP_GET, get_args, b"")])
         try:
             await self._drain()
+            if on_put is not None:
+                on_put()
             _, tail = await get_fut
         finally:
             # the queue manager answers a put that asked for no reply only to refuse it, and it
@@ -982,8 +985,6 @@ class AsyncClient:
             put_fut.cancel()
         if refused is not None:
             raise refused
-        if on_put is not None:
-            on_put()
         raws = split_messages(tail)
         return decode_message(raws[0]) if raws else None
 
