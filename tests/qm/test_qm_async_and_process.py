@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -50,6 +51,48 @@ async def test_async_put_errors_surface_on_flush(qm_process: QueueManagerProcess
             await c.flush()
         assert e.value.reason_code == 2085
     finally:
+        await c.close()
+
+
+async def test_put_then_get_with_an_asynchronous_put(qm_process: QueueManagerProcess) -> None:
+    """The put asks for no reply: a request and its reply cost one answer, a refused put still raises."""
+    c = await AsyncClient.connect(qm_process.url, data_dir=str(qm_process.data_dir))
+    other = await AsyncClient.connect(qm_process.url, data_dir=str(qm_process.data_dir))
+    try:
+        for name, depth in (("PTG.REQ", 1), ("PTG.REPLY", 100)):
+            await c.define_queue(name, replace=True, max_depth=depth)
+            await c.purge(name)
+        answered: list[bool] = []
+        md = MessageDescriptor(persistence=0, correl_id=b"R1".ljust(24, b"\0"))
+        reply = asyncio.ensure_future(
+            c.put_then_get(
+                "PTG.REQ",
+                b"ping",
+                "PTG.REPLY",
+                md,
+                wait=5,
+                on_put=lambda: answered.append(True),
+                asynchronous=True,
+            )
+        )
+        request = await other.get("PTG.REQ", wait=5)
+        # the put returned once sent, as an asynchronous MQPUT does, before any reply came
+        assert request is not None and request.body == b"ping" and answered == [True]
+        await other.put("PTG.REPLY", b"pong")
+        got = await reply
+        assert got is not None and got.body == b"pong" and answered == [True]
+        # the request queue holds one message: the next put is refused, and the get after it says so
+        await other.put("PTG.REQ", b"filler")
+        with pytest.raises(QMError) as refused:
+            await c.put_then_get("PTG.REQ", b"ping", "PTG.REPLY", md, wait=0.2, asynchronous=True)
+        assert refused.value.reason_code == 2053
+        assert not c._pending  # nothing left waiting for an answer that never comes
+        with pytest.raises(QMError) as unknown:
+            await c.put_then_get("NO.SUCH.Q", b"ping", "PTG.REPLY", md, wait=0.2, asynchronous=True)
+        assert unknown.value.reason_code == 2085
+        assert (await c.inquire_queue("PTG.REQ"))["current_depth"] == 1
+    finally:
+        await other.close()
         await c.close()
 
 

@@ -866,20 +866,26 @@ class AsyncClient:
         self, requests: list[tuple[int, Any, bytes]]
     ) -> list[asyncio.Future[tuple[Any, bytes]]]:
         """Several requests in one write (one syscall, one segment), each with its own reply."""
+        return [fut for _rid, fut in self._send_numbered(requests)]
+
+    def _send_numbered(
+        self, requests: list[tuple[int, Any, bytes]]
+    ) -> list[tuple[int, asyncio.Future[tuple[Any, bytes]]]]:
+        """:meth:`_send_together`, each future with its request id."""
         if self._broken is not None:
             raise self._broken
         assert self._transport is not None
         loop = asyncio.get_running_loop()
-        futures: list[asyncio.Future[tuple[Any, bytes]]] = []
+        sent: list[tuple[int, asyncio.Future[tuple[Any, bytes]]]] = []
         frames: list[bytes] = []
         for op, args, tail in requests:
             rid = next(self._rids)
             fut: asyncio.Future[tuple[Any, bytes]] = loop.create_future()
             self._pending[rid] = fut
-            futures.append(fut)
+            sent.append((rid, fut))
             frames.append(encode_frame(op, rid, args, tail))
         self._transport.write(b"".join(frames))
-        return futures
+        return sent
 
     async def _drain(self) -> None:
         protocol = self._protocol
@@ -919,12 +925,19 @@ class AsyncClient:
         wait: float = 0,
         correl_id: bytes | str | None = None,
         on_put: Callable[[], None] | None = None,
+        asynchronous: bool = False,
     ) -> Message | None:
         """Put a request and get from ``reply_queue`` (by ``correl_id`` when given), both in one write.
 
         The queue manager handles them in order, so this is a put followed by a get-wait, as a
         requester does it, with one send instead of two. ``on_put`` runs when the put's reply
         arrives (a requester's put time). A refused put raises and its get is answered but ignored.
+
+        ``asynchronous`` (a non-persistent request): the put asks for no reply (MQ's
+        ``MQPMO_ASYNC_RESPONSE``), so the queue manager writes one reply per request instead of
+        two; only a refusal is answered, and as it is written before the get's reply it is
+        raised when the get is answered. ``on_put`` then runs once the put is sent, when an
+        asynchronous MQPUT returns.
         """
         if md is None:
             md = _DEFAULT_MD
@@ -932,9 +945,14 @@ class AsyncClient:
         get_args: dict[str, Any] = {"q": reply_queue, "wait": wait, "max": 1}
         if correl_id is not None:
             get_args["correl_id"] = _id_hex(correl_id)
-        put_fut, get_fut = self._send_together(
-            [(OP_PUT, {"q": queue}, encode_message(md, None, body, msg_id)), (OP_GET, get_args, b"")]
+        put = (
+            OP_PUT,
+            {"q": queue, "noreply": True} if asynchronous else {"q": queue},
+            encode_message(md, None, body, msg_id),
         )
+        if asynchronous:
+            return await self._put_async_then_get(put, get_args, on_put)
+        put_fut, get_fut = self._send_together([put, (OP_GET, get_args, b"")])
         await self._drain()
         try:
             await put_fut
@@ -944,6 +962,29 @@ class AsyncClient:
         if on_put is not None:
             on_put()
         _, tail = await get_fut
+        raws = split_messages(tail)
+        return decode_message(raws[0]) if raws else None
+
+    async def _put_async_then_get(
+        self,
+        put: tuple[int, Any, bytes],
+        get_args: dict[str, Any],
+        on_put: Callable[[], None] | None,
+    ) -> Message | None:
+        (put_rid, put_fut), (_, get_fut) = self._send_numbered([put, (OP_GET, get_args, b"")])
+        try:
+            await self._drain()
+            if on_put is not None:
+                on_put()
+            _, tail = await get_fut
+        finally:
+            # the queue manager answers a put that asked for no reply only to refuse it, and it
+            # writes that before its answer to the get sent after the put: by now it is in, or none
+            self._pending.pop(put_rid, None)
+            refused = put_fut.exception() if put_fut.done() and not put_fut.cancelled() else None
+            put_fut.cancel()
+        if refused is not None:
+            raise refused
         raws = split_messages(tail)
         return decode_message(raws[0]) if raws else None
 

@@ -2373,6 +2373,7 @@ export interface components {
             broker: string;
             /**
              * Cpu Us
+             * @description CPU time of the flow's input nodes and the nodes they run, µs; sampled as a node's cpu_us is
              * @default 0
              */
             cpu_us: number;
@@ -2437,6 +2438,7 @@ export interface components {
             backouts: number;
             /**
              * Cpu Us
+             * @description CPU time of the flow's input nodes and the nodes they run, µs; sampled as a node's cpu_us is
              * @default 0
              */
             cpu_us: number;
@@ -3224,7 +3226,7 @@ export interface components {
         NodeStatistics: {
             /**
              * Cpu Us
-             * @description CPU time in the node and below it, µs
+             * @description CPU time in the node and below it, µs; sampled: the thread's CPU clock is read on the node's first message and every 16th after, and the sampled time is scaled by the elapsed time of all its messages
              * @default 0
              */
             cpu_us: number;

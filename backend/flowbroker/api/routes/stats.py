@@ -36,7 +36,12 @@ class NodeStatistics(Published):
     messages_in: int = 0
     messages_out: int = 0
     errors: int = 0
-    cpu_us: int = Field(default=0, description="CPU time in the node and below it, µs")
+    cpu_us: int = Field(
+        default=0,
+        description="CPU time in the node and below it, µs; sampled: the thread's CPU clock is read on "
+        "the node's first message and every 16th after, and the sampled time is scaled by the elapsed "
+        "time of all its messages",
+    )
     elapsed_us: int = Field(default=0, description="elapsed time in the node and below it, µs")
 
 
@@ -56,7 +61,11 @@ class FlowCounters(Published):
     )
     threads: int = 0
     messages_in: int = Field(default=0, description="messages processed; retries count as backouts")
-    cpu_us: int = 0
+    cpu_us: int = Field(
+        default=0,
+        description="CPU time of the flow's input nodes and the nodes they run, µs; sampled as a node's "
+        "cpu_us is",
+    )
     elapsed_us: int = 0
     errors: int = 0
     backouts: int = Field(default=0, description="units of work backed out (each retry of a message)")
