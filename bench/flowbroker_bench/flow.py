@@ -670,6 +670,7 @@ def _row(
             "EG CPU-ms/msg": round(result["eg_cpu"] * 1000 / msgs, 3),
             "QM CPU-ms/msg": round(qm_cpu * 1000 / msgs, 3) if qm_cpu is not None else None,
             "driver CPU (%)": round(100 * result["driver_cpu"] / elapsed, 1) if elapsed else None,
+            "driver CPU-ms/msg": round(result["driver_cpu"] * 1000 / msgs, 3),
         }
     )
     if case.subscribers > 1:
@@ -677,6 +678,8 @@ def _row(
         row["fan-out"] = result["fanout"]
     row["seed"] = case.seed_key(persistent, size)
     row["figure"] = "Msgs/Sec"
+    # replies that were wrong, lost or unexpected (the RabbitMQ requesters check every one)
+    note = "; ".join(filter(None, [note, result.get("problems") or ""]))
     if note:
         row["note"] = note
     return row
@@ -928,6 +931,13 @@ def add_arguments(p: argparse.ArgumentParser, *, sizes: str = "all", persistence
         "amqp-quorum or amqp-classic, RabbitMQ at --amqp-url with that queue type",
     )
     p.add_argument("--amqp-url", default=seed004_amqp.DEFAULT_URL, help="RabbitMQ of the amqp-* transports")
+    p.add_argument(
+        "--reply-timeout",
+        type=float,
+        default=seed004_amqp.REPLY_TIMEOUT,
+        help="amqp-* transports: seconds a requester waits for the reply to its request before it counts "
+        f"the request lost and puts its next one (default {seed004_amqp.REPLY_TIMEOUT:g})",
+    )
 
 
 def _flow_arguments(p: argparse.ArgumentParser) -> None:

@@ -4,8 +4,9 @@ The execution groups run the same flow documents with their broker's transport U
 RabbitMQ. Everything this run makes there carries its own stamp, so runs sharing one RabbitMQ
 never meet: the queues get a suffix (the flows' MQInput/MQOutput queue names are rewritten to
 match), and publications go to a topic exchange of the run's own, deleted at the end. The
-requesters are threads, each with a connection of its own through the runtime's RabbitMQ
-transport, so a request carries its MQMD in AMQP properties exactly as a flow's put does.
+requesters (:mod:`flowbroker_bench.amqp_requesters`) share one connection on the lean AMQP codec;
+a request carries its MQMD in AMQP properties exactly as a flow's put does, and each requester
+waits for the reply to its own request (matched by correlation id) before it puts the next.
 
 The QM CPU columns of these rows are RabbitMQ's: the CPU of the local ``beam.smp`` over the
 measurement window (the whole node, so whatever else uses it then counts too); empty when
@@ -15,7 +16,6 @@ RabbitMQ runs elsewhere.
 from __future__ import annotations
 
 import argparse
-import threading
 import time
 import uuid
 from statistics import median
@@ -31,6 +31,10 @@ TRANSPORTS: dict[str, tuple[str, str | None]] = {
     "amqp-classic": ("RabbitMQ classic queues", "classic"),
 }
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672/"
+#: Request bodies built per requester before the window and sent in turn.
+BODIES_PER_REQUESTER = 8
+#: Seconds a requester waits for its reply before it counts the request lost (``--reply-timeout``).
+REPLY_TIMEOUT = 30.0
 
 
 class RabbitSide:
@@ -160,120 +164,92 @@ class RabbitSide:
         fanout_queues: list[str],
         group_pids: list[int],
     ) -> dict[str, Any]:
-        """Requesters in put-then-get loops (2 messages a round trip) and drainers, as threads."""
-        from flowbroker_bench.flow import _cpu_seconds, _descriptor
+        """The requesters (:mod:`flowbroker_bench.amqp_requesters`) and the drainers of the other
+        subscribers, on uvloop when it is there: the driver must cost less than what it drives."""
+        from flowbroker_bench.flow import _run_driver
+
+        return _run_driver(self._drive(case, persistent, size, args, fanout_queues, group_pids))
+
+    async def _drive(
+        self,
+        case: Case,
+        persistent: bool,
+        size: int,
+        args: argparse.Namespace,
+        fanout_queues: list[str],
+        group_pids: list[int],
+    ) -> dict[str, Any]:
+        import asyncio
+
+        from flowbroker_bench.amqp_requesters import Drainers, Requesters, prepare
+        from flowbroker_bench.flow import _cpu_seconds
         from flowbroker_bench.qm_vs_rabbitmq import rabbit_pid
 
-        stop, drained_stop, measuring = threading.Event(), threading.Event(), threading.Event()
-        lock = threading.Lock()
-        counted, moved, puts_total, drained = [0], [0], [0], [0]
-        responses: list[float] = []
-        put_times: list[float] = []
-        get_times: list[float] = []
-        errors: list[str] = []
-        in_queue, out_queue = self.define(case.in_queue), self.define(case.out_queue)
-
-        def requester(index: int) -> None:
-            try:
-                conn = self.connect()
-            except Exception as exc:
-                errors.append(str(exc))
-                return
-            seq = 0
-            descriptors: dict[tuple[tuple[str, Any], ...], Any] = {}
-            try:
-                while not stop.is_set():
-                    seq += 1
-                    body, fields = case.body(size, index * 10_000_000 + seq)
-                    key = tuple(fields.items())
-                    md = descriptors.get(key)
-                    if md is None:
-                        md = descriptors[key] = _descriptor(persistent, fields)
-                    started = time.perf_counter()
-                    conn.put(in_queue, body, md)
-                    put_done = time.perf_counter()
-                    with lock:
-                        puts_total[0] += 1
-                    got = None
-                    while got is None and not stop.is_set():
-                        got = conn.get(out_queue, wait=1.0)
-                    if got is None:
-                        break
-                    if measuring.is_set():
-                        done = time.perf_counter()
-                        with lock:
-                            counted[0] += 2
-                            moved[0] += len(body) + len(got.body)
-                            put_times.append(put_done - started)
-                            get_times.append(done - put_done)
-                            responses.append(done - started)
-            except Exception as exc:
-                errors.append(str(exc))
-            finally:
-                conn.close()
-
-        def drainer(queues: list[str]) -> None:
-            conn = self.connect()
-            try:
-                while not drained_stop.is_set():
-                    for queue in queues:
-                        got = conn.get_many(queue, 512, wait=0.1)
-                        with lock:
-                            drained[0] += len(got)
-            finally:
-                conn.close()
-
-        real_fanout = [self.define(q) for q in fanout_queues]
-        drainers = [
-            threading.Thread(target=drainer, args=(real_fanout[i::4],), daemon=True)
-            for i in range(min(4, len(real_fanout)))
+        requests = [
+            [prepare(*case.body(size, index * 10_000_000 + n + 1)) for n in range(BODIES_PER_REQUESTER)]
+            for index in range(args.clients)
         ]
-        requesters = [threading.Thread(target=requester, args=(i,), daemon=True) for i in range(args.clients)]
-        for thread in [*drainers, *requesters]:
-            thread.start()
-        time.sleep(args.warmup)
-        measuring.set()
-        beam = rabbit_pid() if _local(self.url) else None
-        beam0 = _cpu_seconds(beam) if beam else 0.0
-        eg0 = sum(_cpu_seconds(p) for p in group_pids)
-        drv0 = time.process_time()
-        t0 = time.perf_counter()
-        time.sleep(args.seconds)
-        elapsed = time.perf_counter() - t0
-        measuring.clear()
-        eg_cpu = sum(_cpu_seconds(p) for p in group_pids) - eg0
-        beam_cpu = _cpu_seconds(beam) - beam0 if beam else None
-        drv = time.process_time() - drv0
-        stop.set()
-        for thread in requesters:
-            thread.join(30)
+        check = case.check
+        reply_timeout = float(getattr(args, "reply_timeout", REPLY_TIMEOUT))
+        if not reply_timeout > 0:
+            raise ValueError(f"--reply-timeout: expected seconds above 0, got {reply_timeout}")
+        real_fanout = [self.define(q) for q in fanout_queues]
+        drainers = await Drainers.open(self.url, real_fanout) if real_fanout else None
+        requesters = await Requesters.open(
+            self.url,
+            self.define(case.in_queue),
+            self.define(case.out_queue),
+            requests,
+            persistent=persistent,
+            check=None if check is None else (lambda request, reply: check(request, reply, size)),
+            reply_timeout=reply_timeout,
+        )
+        try:
+            requesters.start()
+            await asyncio.sleep(args.warmup)
+            requesters.measuring = True
+            beam = rabbit_pid() if _local(self.url) else None
+            beam0 = _cpu_seconds(beam) if beam else 0.0
+            eg0 = sum(_cpu_seconds(p) for p in group_pids)
+            drv0 = time.process_time()
+            t0 = time.perf_counter()
+            await asyncio.sleep(args.seconds)
+            elapsed = time.perf_counter() - t0
+            requesters.measuring = False
+            eg_cpu = sum(_cpu_seconds(p) for p in group_pids) - eg0
+            beam_cpu = _cpu_seconds(beam) - beam0 if beam else None
+            drv = time.process_time() - drv0
+            await requesters.finish(min(reply_timeout, 30.0))
+        finally:
+            await requesters.close()
+        tally = requesters.tally
         fanout = ""
-        if drainers:
-            expected = puts_total[0] * len(real_fanout)
+        if drainers is not None:
+            expected = tally.puts * len(real_fanout)
             deadline = time.monotonic() + 15
-            while drained[0] < expected and time.monotonic() < deadline:
-                time.sleep(0.1)
+            while drainers.drained < expected and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
             fanout = (
-                f"ok: {drained[0]:,} copies drained"
-                if drained[0] == expected
-                else f"{drained[0]:,} of {expected:,} copies drained"
+                f"ok: {drainers.drained:,} copies drained"
+                if drainers.drained == expected
+                else f"{drainers.drained:,} of {expected:,} copies drained"
             )
-            drained_stop.set()
-            for thread in drainers:
-                thread.join(30)
-        if errors and not counted[0]:
-            raise RuntimeError(f"the requesters failed: {errors[0]}")
+            await drainers.close()
+        if requesters.error is not None and not tally.counted:
+            raise RuntimeError(f"the requesters failed: {requesters.error}")
+        problems = "; ".join(filter(None, [tally.problems(), requesters.error or ""]))
         return {
-            "count": counted[0],
-            "bytes": moved[0],
+            "count": tally.counted,
+            "bytes": tally.moved,
             "elapsed": elapsed,
             "eg_cpu": eg_cpu,
             "qm_cpu": beam_cpu,
             "driver_cpu": drv,
-            "response_ms": 1000 * median(responses) if responses else None,
-            "get_ms": 1000 * median(get_times) if get_times else None,
-            "put_ms": 1000 * median(put_times) if put_times else None,
+            "response_ms": 1000 * median(tally.responses) if tally.responses else None,
+            "get_ms": 1000 * median(tally.get_times) if tally.get_times else None,
+            "put_ms": 1000 * median(tally.put_times) if tally.put_times else None,
             "fanout": fanout,
+            "problems": problems,
         }
 
 

@@ -203,6 +203,12 @@ def test_on_the_local_queue_manager_it_is_a_durable_subscription(sub_api: Any, t
     assert sub_api.as_("viewer", "GET", path).json() == []
 
     with QueueManagerProcess(tmp_path, fsync=False) as qm, qm.client() as admin:
+        # a queue the queue manager lacks is the field's mistake, as on RabbitMQ: 422 naming /queue
+        missing = sub_api.as_("operator", "POST", path, json={"topic": "a/#", "queue": "NOPE.Q"})
+        assert missing.status_code == 422, missing.text
+        assert missing.json()["detail"][0]["pointer"] == "/queue"
+        assert "no queue 'NOPE.Q' on the broker's queue manager: define it first" in missing.text
+        assert sub_api.as_("viewer", "GET", path).json() == []
         admin.define_queue("EU.PRICES")
         made = sub_api.as_(
             "operator",

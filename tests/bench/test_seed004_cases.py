@@ -114,6 +114,10 @@ def test_a_row_has_appendix_b_columns_and_its_seed_key() -> None:
     )
     assert row["subscribers"] == 10 and row["Deliveries/Sec"] == 10000.0
     assert row["seed"] == "004/7.11-sub10/np-1024" and row["figure"] == "Msgs/Sec"
+    assert row["driver CPU-ms/msg"] == 0.05 and row["note"] == case.note
+    # the RabbitMQ requesters' wrong, lost or unexpected replies follow the case's note
+    told = flow._row(case, False, 1024, {**result, "problems": "3 requests without a reply"}, case.note)
+    assert told["note"] == f"{case.note}; 3 requests without a reply"
     unmeasured = flow._row(case, True, 1024, None, "not measured: why")
     assert unmeasured["Msgs/Sec"] is None and unmeasured["note"] == "not measured: why"
     assert unmeasured["seed"] == "004/7.11-sub10/p-1024"

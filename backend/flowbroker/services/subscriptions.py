@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 from flowbroker.pubsub.filters import compile_filter
 from flowbroker.pubsub.topics import split_topic
 from flowbroker.qm.names import queue_name_problem
-from flowbroker.qm.protocol import RC_SUBSCRIPTION_NOT_FOUND, QMError
+from flowbroker.qm.protocol import RC_SUBSCRIPTION_NOT_FOUND, RC_UNKNOWN_OBJECT_NAME, QMError
 from flowbroker.repository.models import Broker, Subscription
 from flowbroker.services import audit, brokers
 from flowbroker.services.errors import Conflict, Invalid, NotFound, ServiceError, problem
@@ -145,12 +145,17 @@ def rabbitmq(url: str) -> Iterator[Any]:
         transport.close()
 
 
+def _no_queue(queue: str, where: str) -> Invalid:
+    """422 naming ``/queue``: the subscription's queue is not defined on the broker's transport."""
+    return Invalid(
+        f"no queue {queue!r} on the broker's {where}",
+        [problem("/queue", f"no queue {queue!r} on the broker's {where}: define it first")],
+    )
+
+
 def _queue_must_exist(transport: Any, queue: str) -> None:
     if not transport.queue_exists(queue):
-        raise Invalid(
-            f"no queue {queue!r} on the broker's RabbitMQ",
-            [problem("/queue", f"no queue {queue!r} on the broker's RabbitMQ: define it first")],
-        )
+        raise _no_queue(queue, "RabbitMQ")
 
 
 # -- the service -----------------------------------------------------------------------------------
@@ -204,7 +209,13 @@ def create(
             from flowbroker.services import queues
 
             with queues.client(data) as qm:
-                qm.subscribe(topic, queue, name=qm_name(row), filter=filter or None, durable=True)
+                try:
+                    qm.subscribe(topic, queue, name=qm_name(row), filter=filter or None, durable=True)
+                except QMError as exc:
+                    # the subscription's only object is its queue: a wrong field, as on RabbitMQ
+                    if exc.reason_code != RC_UNKNOWN_OBJECT_NAME:
+                        raise
+                    raise _no_queue(queue, "queue manager") from None
     except BaseException:
         session.rollback()
         raise
