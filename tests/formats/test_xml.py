@@ -320,3 +320,39 @@ def test_xmlnsc_writes_each_kind_of_leaf_value_in_a_folder_and_alone() -> None:
         alone = Element("XMLNSC")
         alone.add("V", value)
         assert serialize(alone) == (b"<V>" + text + b"</V>" if text else b"<V/>")
+
+
+def _shape(element: Element) -> list[object]:
+    """Every field below ``element`` as (depth, name, namespace, type, value), in document order."""
+    rows: list[object] = []
+
+    def walk(node: Element, depth: int) -> None:
+        for kid in node.children():
+            rows.append((depth, kid.name, kid.namespace, kid.type, kid.value))
+            assert kid.parent is node
+            walk(kid, depth + 1)
+
+    walk(element, 0)
+    return rows
+
+
+@pytest.mark.parametrize("options", [{}, {"retainComments": True, "retainPIs": True}])
+def test_xmlnsc_plain_fields_are_built_as_the_namespace_aware_path_builds_them(
+    options: dict[str, bool],
+) -> None:
+    # A document with no xmlns anywhere takes the plain path (fields and folders made in the tree
+    # walk); the same document with one unused namespace declaration takes the general path.
+    body = (
+        b"<items><item><sku>A-1</sku><qty>2</qty><empty/><note>x<!-- c --><?pi d?>y</note></item>"
+        b'<item n="2"><deep><deeper><leaf>z</leaf></deeper> tail </deep><sku></sku></item>'
+        b"<mixed>head<b>bold</b>tail</mixed></items>"
+    )
+    plain = attach("XMLNSC", b"<order>" + body + b"</order>", **options)
+    general = attach("XMLNSC", b'<order xmlns:u="urn:unused">' + body + b"</order>", **options)
+    general_order = general.child("order")
+    assert general_order is not None
+    declaration = general_order.child("u")
+    assert declaration is not None and declaration.type == FIELD_TYPES["XMLNSC.NamespaceDecl"]
+    declaration.detach()
+    assert _shape(plain) == _shape(general)
+    assert serialize(plain) == serialize(general)
