@@ -85,6 +85,23 @@ def test_xmlnsc_folder_of_leaves_writes_as_the_general_path_does() -> None:
     assert serialize(element) == expected
 
 
+def test_xmlnsc_folder_whose_later_child_is_not_a_leaf_is_written_once() -> None:
+    # the one-pass writer has written the leading leaves when it meets the nested folder and the
+    # attribute: what it wrote is taken back and the general path writes the whole folder
+    element = Element("XMLNSC")
+    doc = element.add("Doc", type=FIELD_TYPES["XMLNSC.Folder"])
+    for _ in range(2):  # the second pass knows every name, so the one-pass writer is tried
+        mixed = doc.add("Mixed")
+        mixed.add("a", "1")
+        mixed.add("Sub").add("b", "2")
+        later = doc.add("Later")
+        later.add("c", "3")
+        later.add("id", "x", type=FIELD_TYPES["XMLNSC.Attribute"])
+    once = b'<Mixed><a>1</a><Sub><b>2</b></Sub></Mixed><Later id="x"><c>3</c></Later>'
+    assert serialize(element) == b"<Doc>" + once * 2 + b"</Doc>"
+    assert serialize(element) == b"<Doc>" + once * 2 + b"</Doc>"
+
+
 def test_xmlns_keeps_whitespace_comments_and_pis() -> None:
     data = b'<a xmlns="urn:d">\n  <!-- c --><?pi data?><b>t</b>\n</a>'
     element = attach("XMLNS", data)
