@@ -573,12 +573,38 @@ def assign_member(e: Element, name: str, value: Any, to_element_value: Callable[
     :func:`assign_value` on the field."""
     kind = type(value)
     if kind is str or kind is int or kind is Decimal or kind is float or kind is bool:
-        if e._lazy is None:  # a built level (most SETs): no more calls than assign_value's
-            ensure_child(e, name).value = value
+        if e._lazy is None:  # a built level (most SETs): ensure_child's scan, inline
+            node = e._first
+            while node is not None:
+                if node.name == name and not node.namespace:
+                    node.value = value
+                    return
+                node = node.next_sibling
+            new_child(
+                e, name, "", NAME if e.parent is None and e.name == "Root" else NAME_VALUE
+            ).value = value
         else:
             set_member(e, name, value)
         return
     assign_value(ensure_child(e, name), value, to_element_value)
+
+
+def assign_member_tree(e: Element, name: str, source: Element) -> None:
+    """SET e.name = a field (``source``, already snapshot and not NULL): :func:`assign_tree` on
+    the field ``ensure_child`` gives, a new field taking a leaf's value and type directly."""
+    if e._lazy is None:
+        node = e._first
+        while node is not None:
+            if node.name == name and not node.namespace:
+                assign_tree(node, source)
+                return
+            node = node.next_sibling
+        if name and source._first is None and source._lazy is None:
+            # what assign_tree does to a new, named, childless field
+            node = new_child(e, name, "", source.type)
+            node.value = source.value
+            return
+    assign_tree(ensure_child(e, name), source)
 
 
 def _created_type(parent: Element) -> int:
@@ -624,6 +650,21 @@ def _index(value: Any) -> int:
     if as_int != value and not isinstance(value, str):
         raise EsqlRuntimeError(f"a field index must be a whole number, not {value}")
     return as_int
+
+
+def child_value(e: Element | None, name: str) -> Any:
+    """``value_of(child(e, name))`` in one call: a plain last step read as a scalar."""
+    if e is None:
+        return None
+    node = e._first if e._lazy is None else e.first_child
+    while node is not None:
+        if node.name == name and not node.namespace:
+            value = node.value
+            if value is None and node.type == NAME:
+                return _content_of(node)
+            return value
+        node = node.next_sibling
+    return None
 
 
 def value_of(e: Element | None) -> Any:
@@ -733,8 +774,8 @@ def assign_tree(target: Element, source: Element | None) -> None:
 
 def snapshot(source: Element | None, target_base: Element | None) -> Element | None:
     """``source`` itself, or a copy when it has descendants and lives in the target's tree."""
-    if source is None or target_base is None or not source.has_children():
-        return source
+    if source is None or target_base is None or (source._first is None and source._lazy is None):
+        return source  # a leaf (has_children, inline) is assigned by value: never copied
     if source.root() is target_base.root():
         return source.copy()
     return source

@@ -491,3 +491,18 @@ def test_decimal_arithmetic_keeps_scale_and_null() -> None:
     assert str(v.add(D("0.10"), D("0.2"))) == "0.30"
     assert v.mul(D("2"), None) is None
     assert v.add(None, D("2")) is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="0123456789.+-eE _x٣", max_size=8))
+def test_plain_decimal_test_is_the_pattern_digits_point_digits(text: str) -> None:
+    # the short path of CAST(… AS DECIMAL) takes exactly the texts this pattern matches; the
+    # general path gives the same number for them (or the same error for the rest)
+    import re
+
+    from esql.cast import _is_plain_decimal
+
+    plain = re.fullmatch(r"[0-9]+(\.[0-9]+)?", text) is not None
+    assert (text.isascii() and _is_plain_decimal(text)) == plain
+    if plain:
+        assert str(cast(text, "DECIMAL")) == str(D(text))

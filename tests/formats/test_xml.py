@@ -85,6 +85,23 @@ def test_xmlnsc_folder_of_leaves_writes_as_the_general_path_does() -> None:
     assert serialize(element) == expected
 
 
+def test_xmlnsc_folder_whose_later_child_is_not_a_leaf_is_written_once() -> None:
+    # the one-pass writer has written the leading leaves when it meets the nested folder and the
+    # attribute: what it wrote is taken back and the general path writes the whole folder
+    element = Element("XMLNSC")
+    doc = element.add("Doc", type=FIELD_TYPES["XMLNSC.Folder"])
+    for _ in range(2):  # the second pass knows every name, so the one-pass writer is tried
+        mixed = doc.add("Mixed")
+        mixed.add("a", "1")
+        mixed.add("Sub").add("b", "2")
+        later = doc.add("Later")
+        later.add("c", "3")
+        later.add("id", "x", type=FIELD_TYPES["XMLNSC.Attribute"])
+    once = b'<Mixed><a>1</a><Sub><b>2</b></Sub></Mixed><Later id="x"><c>3</c></Later>'
+    assert serialize(element) == b"<Doc>" + once * 2 + b"</Doc>"
+    assert serialize(element) == b"<Doc>" + once * 2 + b"</Doc>"
+
+
 def test_xmlns_keeps_whitespace_comments_and_pis() -> None:
     data = b'<a xmlns="urn:d">\n  <!-- c --><?pi data?><b>t</b>\n</a>'
     element = attach("XMLNS", data)
@@ -320,3 +337,39 @@ def test_xmlnsc_writes_each_kind_of_leaf_value_in_a_folder_and_alone() -> None:
         alone = Element("XMLNSC")
         alone.add("V", value)
         assert serialize(alone) == (b"<V>" + text + b"</V>" if text else b"<V/>")
+
+
+def _shape(element: Element) -> list[object]:
+    """Every field below ``element`` as (depth, name, namespace, type, value), in document order."""
+    rows: list[object] = []
+
+    def walk(node: Element, depth: int) -> None:
+        for kid in node.children():
+            rows.append((depth, kid.name, kid.namespace, kid.type, kid.value))
+            assert kid.parent is node
+            walk(kid, depth + 1)
+
+    walk(element, 0)
+    return rows
+
+
+@pytest.mark.parametrize("options", [{}, {"retainComments": True, "retainPIs": True}])
+def test_xmlnsc_plain_fields_are_built_as_the_namespace_aware_path_builds_them(
+    options: dict[str, bool],
+) -> None:
+    # A document with no xmlns anywhere takes the plain path (fields and folders made in the tree
+    # walk); the same document with one unused namespace declaration takes the general path.
+    body = (
+        b"<items><item><sku>A-1</sku><qty>2</qty><empty/><note>x<!-- c --><?pi d?>y</note></item>"
+        b'<item n="2"><deep><deeper><leaf>z</leaf></deeper> tail </deep><sku></sku></item>'
+        b"<mixed>head<b>bold</b>tail</mixed></items>"
+    )
+    plain = attach("XMLNSC", b"<order>" + body + b"</order>", **options)
+    general = attach("XMLNSC", b'<order xmlns:u="urn:unused">' + body + b"</order>", **options)
+    general_order = general.child("order")
+    assert general_order is not None
+    declaration = general_order.child("u")
+    assert declaration is not None and declaration.type == FIELD_TYPES["XMLNSC.NamespaceDecl"]
+    declaration.detach()
+    assert _shape(plain) == _shape(general)
+    assert serialize(plain) == serialize(general)

@@ -386,7 +386,11 @@ class Writer:
             # A folder of plain leaf fields (a repeated record such as an invoice line): written in
             # one pass when every child is a leaf of a known good name holding text or a number;
             # anything else (an attribute, a namespace, a nested folder) takes the general path.
-            parts: list[str] = []
+            # Written straight into ``out``; a child that needs the general path takes back what
+            # was written of this folder.
+            mark = len(out)
+            name = element.name
+            out.append(f"<{name}>")
             kid = first
             while kid is not None:
                 if kid.type != FIELD or kid._first is not None or kid._lazy is not None or kid.namespace:
@@ -397,16 +401,16 @@ class Writer:
                 text = kid.value
                 vt = type(text)
                 if vt is str:
-                    parts.append(f"<{kname}>{escape_text(text)}</{kname}>" if text else f"<{kname}/>")
+                    out.append(f"<{kname}>{escape_text(text)}</{kname}>" if text else f"<{kname}/>")
                 elif vt is decimal.Decimal or vt is int:
-                    parts.append(f"<{kname}>{text}</{kname}>")
+                    out.append(f"<{kname}>{text}</{kname}>")
                 else:
                     break
                 kid = kid.next_sibling
             else:
-                name = element.name
-                out.append(f"<{name}>{''.join(parts)}</{name}>")
+                out.append(f"</{name}>")
                 return
+            del out[mark:]
         local_scope = scope
         attrs: list[str] = []
         body: list[Element] = []

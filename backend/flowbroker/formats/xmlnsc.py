@@ -52,31 +52,43 @@ def _build(parent: Element, node: Any, parent_nsmap: dict[Any, str], comments: b
         el.value = text if text is not None else ""
         return
     el.type = FOLDER
+    _fill_folder(el, node, text, nsmap, comments, pis)
+
+
+def _fill_folder(
+    el: Element, node: Any, text: str | None, nsmap: dict[Any, str], comments: bool, pis: bool
+) -> None:
+    """The children of folder ``el`` from lxml ``node`` (whose text is ``text``)."""
     if text and not text.isspace():
         el.append_new(Element("", text, type=VALUE))
     plain = nsmap is _NO_NAMESPACES
     for kid in node:
         ktag = kid.tag
         if type(ktag) is str:
-            if plain and ktag[0] != "{" and not len(kid) and not kid.keys():
-                # A leaf field with no namespace or attributes, the bulk of most messages: made
-                # and linked here, without Element() and append_new's calls (the element is new,
-                # the parent being filled).
-                leaf = _new_element(Element)
-                leaf_text = kid.text
-                leaf.name = ktag
-                leaf.value = leaf_text if leaf_text is not None else ""
-                leaf.namespace = ""
-                leaf.type = FIELD
-                leaf._first = leaf._last = leaf._lazy = leaf.next_sibling = None
+            if plain and ktag[0] != "{" and not kid.keys():
+                # A field with no namespace or attributes, the bulk of most messages: made and
+                # linked here, without Element() and append_new's calls (the element is new, the
+                # parent being filled); a folder's own children are filled the same way.
+                field = _new_element(Element)
+                field.name = ktag
+                field.namespace = ""
+                field._first = field._last = field._lazy = field.next_sibling = None
                 last = el._last
-                leaf.parent = el
-                leaf.prev_sibling = last
+                field.parent = el
+                field.prev_sibling = last
                 if last is None:
-                    el._first = leaf
+                    el._first = field
                 else:
-                    last.next_sibling = leaf
-                el._last = leaf
+                    last.next_sibling = field
+                el._last = field
+                field_text = kid.text
+                if len(kid):
+                    field.type = FOLDER
+                    field.value = None
+                    _fill_folder(field, kid, field_text, nsmap, comments, pis)
+                else:
+                    field.type = FIELD
+                    field.value = field_text if field_text is not None else ""
             else:
                 _build(el, kid, nsmap, comments, pis)
         elif ktag is etree.Comment:

@@ -36,6 +36,12 @@ class Expressions(GeneratorBase):
 
     def scalar(self, node: Node) -> str:
         kind, code = self.expr(node)
+        if kind == "elem" and isinstance(node, ast.FieldRef) and node.elems and code.startswith("_child("):
+            # a reference ending in a plain name read as a scalar: one call instead of _value(_child(…))
+            prefix = self.element(node, upto=len(node.elems) - 1)
+            nm = self.step_parts(node.elems[-1])[0]
+            if code == f"_child({prefix}, {nm})":
+                return f"_child_value({prefix}, {nm})"
         return self.to_scalar(kind, code)
 
     def to_scalar(self, kind: str, code: str) -> str:

@@ -313,7 +313,11 @@ class Statements(GeneratorBase):
             self.out.line(f"if {tmp} is None:")
             self.out.line(f"    _delete({self.element(target)})")
             self.out.line("else:")
-            self.out.line(f"    _assign_tree({self.target(target)}, {tmp})")
+            member = self.member_target(target)
+            if member is not None:
+                self.out.line(f"    _assign_member_tree({member[0]}, {member[1]}, {tmp})")
+            else:
+                self.out.line(f"    _assign_tree({self.target(target)}, {tmp})")
             return
         if kind == "null":
             self.out.line(f"_delete({self.element(target)})")
