@@ -406,6 +406,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_deref_soft": deref_soft,
         "_assign_value": rt.assign_value,
         "_assign_tree": rt.assign_tree,
+        "_adopt_tree": rt.adopt_tree,
         "_snapshot": rt.snapshot,
         "_same": _same,
         "_assign_list": rt.assign_list,

@@ -772,6 +772,30 @@ def assign_tree(target: Element, source: Element | None) -> None:
     copy_children(target, source)
 
 
+def adopt_tree(target: Element, fresh: Element) -> None:
+    """:func:`assign_tree` from a copy :func:`snapshot` just made: its children move, not copied again.
+
+    ``fresh`` must be that private, detached copy (nothing else refers to it); it is left empty.
+    """
+    if not target.name:
+        target.name, target.namespace = fresh.name, fresh.namespace
+    target.value = fresh.value
+    target.type = fresh.type
+    target.clear_children()
+    if fresh._lazy is not None:
+        target._lazy = fresh._lazy
+        fresh._lazy = None
+        return
+    node = fresh._first
+    if node is None:
+        return
+    target._first, target._last = node, fresh._last
+    fresh._first = fresh._last = None
+    while node is not None:
+        node.parent = target
+        node = node.next_sibling
+
+
 def snapshot(source: Element | None, target_base: Element | None) -> Element | None:
     """``source`` itself, or a copy when it has descendants and lives in the target's tree."""
     if source is None or target_base is None or (source._first is None and source._lazy is None):

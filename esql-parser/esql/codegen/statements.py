@@ -308,16 +308,21 @@ class Statements(GeneratorBase):
             if kind == "list":
                 code = f"_first({code})"
             tmp = self.fresh()
-            # The source is read before the target is created; snapshot it when both share a tree.
-            self.out.line(f"{tmp} = _snapshot({code}, {self.root_code(target)})")
-            self.out.line(f"if {tmp} is None:")
-            self.out.line(f"    _delete({self.element(target)})")
-            self.out.line("else:")
             member = self.member_target(target)
             if member is not None:
+                # The source is read before the target is created; snapshot it when both share a tree.
+                self.out.line(f"{tmp} = _snapshot({code}, {self.root_code(target)})")
+                self.out.line(f"if {tmp} is None:")
+                self.out.line(f"    _delete({self.element(target)})")
+                self.out.line("else:")
                 self.out.line(f"    _assign_member_tree({member[0]}, {member[1]}, {tmp})")
-            else:
-                self.out.line(f"    _assign_tree({self.target(target)}, {tmp})")
+                return
+            src = self.fresh("_s")
+            self.out.line(f"{src} = {code}")
+            self.out.line(f"{tmp} = _snapshot({src}, {self.root_code(target)})")
+            self.out.line(f"if {tmp} is None:")
+            self.out.line(f"    _delete({self.element(target)})")
+            self.assign_snapshot(self.target(target), tmp, src)
             return
         if kind == "null":
             self.out.line(f"_delete({self.element(target)})")
@@ -377,15 +382,22 @@ class Statements(GeneratorBase):
         prefix = self.fresh("_p")
         self.out.line(f"{prefix} = {self.element(target, upto=shared)}")
         source = self.fresh()
-        src = self.element(expr, base=(prefix, shared))
+        src = self.fresh("_s")
         self.out.line(
-            f"{source} = _snapshot({src}, {self.root_code(target)}) if {prefix} is not None else None"
+            f"{src} = {self.element(expr, base=(prefix, shared))} if {prefix} is not None else None"
         )
+        self.out.line(f"{source} = _snapshot({src}, {self.root_code(target)})")
         self.out.line(f"if {source} is None:")
         self.out.line(f"    if {prefix} is not None:")
         self.out.line(f"        _delete({self.element(target, base=(prefix, shared))})")
+        self.assign_snapshot(self.target(target, base=(prefix, shared)), source, src)
+
+    def assign_snapshot(self, target: str, snap: str, src: str) -> None:
+        """The not-NULL branch of SET field = field: a copy the snapshot made is moved in, not copied again."""
+        self.out.line(f"elif {snap} is {src}:")
+        self.out.line(f"    _assign_tree({target}, {snap})")
         self.out.line("else:")
-        self.out.line(f"    _assign_tree({self.target(target, base=(prefix, shared))}, {source})")
+        self.out.line(f"    _adopt_tree({target}, {snap})")
 
     def list_value(self, expr: Node) -> str:
         kind, code = self.expr(expr)
