@@ -184,6 +184,11 @@ class Budget:
         or calls in (once: a context that runs again keeps its first start). Reading the thread's
         CPU clock is a system call on some hosts, and most routines end before that check."""
 
+    def restart(self) -> None:
+        """A reused context's next run: the countdown and the CPU deadline start afresh."""
+        self._left = self.CHECK_EVERY
+        self._deadline = None
+
     def tick(self) -> None:
         self._left -= 1
         if self._left <= 0 or self.stop.is_set():
@@ -353,9 +358,7 @@ class ExecutionContext:
         self.propagated = 0
         if self.propagations:
             self.propagations = []
-        budget = self.budget
-        budget._left = budget.CHECK_EVERY
-        budget._deadline = None
+        self.budget.restart()
 
     @property
     def output_local_environment(self) -> Element:
