@@ -381,7 +381,9 @@ class FlowThread(threading.Thread):
             complete = True
             try:
                 for arrival in arrivals:
-                    if not self._run_arrival(source, arrival):
+                    # a stop between two arrivals of one turn leaves the rest to the source
+                    # (as a failed one does), not run only to be interrupted
+                    if self.stop.is_set() or not self._run_arrival(source, arrival):
                         complete = False
                         break
                 source.done(arrivals, complete)
