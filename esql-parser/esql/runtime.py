@@ -292,6 +292,7 @@ class ExecutionContext:
         cpu_limit_ms: int = 0,
         memory_limit_bytes: int = 0,
         broker: Mapping[str, object] | None = None,
+        interrupt: threading.Event | None = None,
     ) -> None:
         self.input_root = input_root if input_root is not None else Element("Root")
         self.input_local_environment = (
@@ -309,9 +310,13 @@ class ExecutionContext:
         self.propagate = propagate
         self.data_source = data_source
         self.externals = dict(externals or {})
+        #: The flow's stop request, which SLEEP wakes on and INSTANCESTOPPING reports.
         self.stop: Any = stop if stop is not None else _NEVER
-        #: The invocation's CPU time and memory budget (0: unlimited), checked by the generated code.
-        self.budget = Budget(self.stop, cpu_limit_ms, memory_limit_bytes, node_name)
+        #: The invocation's CPU time and memory budget (0: unlimited), checked by the generated code;
+        #: its loops end at ``interrupt`` (a stopping flow's grace is over), else at ``stop``.
+        self.budget = Budget(
+            interrupt if interrupt is not None else self.stop, cpu_limit_ms, memory_limit_bytes, node_name
+        )
         self.log = log
         self.node_name = node_name
         #: The broker attributes of the running flow (BrokerName, ExecutionGroupLabel,

@@ -219,7 +219,10 @@ class FlowServices(Protocol):
     """What the runtime offers the nodes of one flow thread (see flowbroker.runtime.engine)."""
 
     flow_name: str
+    #: Set when the flow stops: take no new message, finish the one in progress.
     stop: threading.Event
+    #: Set when a stopping flow's grace is over: ESQL and other long work end at once.
+    interrupt: threading.Event
 
     # queue manager work, inside the thread's unit of work when ``syncpoint`` says so
     # a get in the middle of a flow (MQGet), by MsgId and/or CorrelId when given

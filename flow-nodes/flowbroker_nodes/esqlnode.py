@@ -73,6 +73,7 @@ class EsqlNode(Node):
             data_source=flow.data_source(source_name) if source_name else None,
             externals=externals,
             stop=flow.stop,
+            interrupt=flow.interrupt,
             log=log,
             node_name=self.name,
             cpu_limit_ms=cpu_limit_ms,

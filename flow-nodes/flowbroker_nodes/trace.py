@@ -115,6 +115,7 @@ class Node(BaseNode):
             input_exception_list=assembly.exception_list,
             environment=assembly.environment,
             stop=self.flow.stop,
+            interrupt=self.flow.interrupt,
             log=esql_log(self),
             node_name=self.name,
             cpu_limit_ms=cpu_limit_ms,

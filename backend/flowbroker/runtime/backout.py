@@ -24,7 +24,7 @@ DEFAULT_THRESHOLD = 3
 _REMEMBERED = 1024
 
 
-def _env_int(name: str, default: int, minimum: int) -> int:
+def env_int(name: str, default: int, minimum: int) -> int:
     try:
         return max(minimum, int(os.environ.get(name, str(default))))
     except ValueError:
@@ -33,7 +33,7 @@ def _env_int(name: str, default: int, minimum: int) -> int:
 
 def default_threshold() -> int:
     """The backout threshold of an input whose node and queue name none (never 0: 0 would loop)."""
-    return _env_int("FLOWBROKER_BACKOUT_THRESHOLD", DEFAULT_THRESHOLD, 1)
+    return env_int("FLOWBROKER_BACKOUT_THRESHOLD", DEFAULT_THRESHOLD, 1)
 
 
 def threshold(node_value: int, queue_value: int) -> int:
@@ -42,8 +42,8 @@ def threshold(node_value: int, queue_value: int) -> int:
 
 def retry_delay(backouts: int) -> float:
     """Seconds to wait before the retry of a message backed out ``backouts`` times in a row."""
-    base = _env_int("FLOWBROKER_BACKOUT_DELAY_MS", 100, 0)
-    cap = _env_int("FLOWBROKER_BACKOUT_DELAY_MAX_MS", 5000, 0)
+    base = env_int("FLOWBROKER_BACKOUT_DELAY_MS", 100, 0)
+    cap = env_int("FLOWBROKER_BACKOUT_DELAY_MAX_MS", 5000, 0)
     if backouts <= 0 or base == 0:
         return 0.0
     return min(base * (1 << min(backouts - 1, 20)), cap) / 1000.0

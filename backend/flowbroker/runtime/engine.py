@@ -83,6 +83,12 @@ _ZERO_ID = b"\x00" * 24
 _PERSISTENCE = {"persistent": 1, "nonPersistent": 0}
 
 
+def stop_grace() -> float:
+    """Seconds a stopping flow's message in progress has to finish before its ESQL is
+    interrupted: ``FLOWBROKER_STOP_GRACE_MS`` (default 5000, 0 = interrupt at once)."""
+    return backouts.env_int("FLOWBROKER_STOP_GRACE_MS", 5000, 0) / 1000.0
+
+
 def _msg_id(message: QueueMessage) -> bytes:
     return bytes(getattr(message.md, "msg_id", b"") or b"")
 
@@ -100,6 +106,7 @@ class FlowThread(threading.Thread):
         self.flow_name = flow.name
         self.node = node
         self.stop = flow.stop_event
+        self.interrupt = flow.interrupt_event
         self.client: Transport | None = None
         self.transactional = False
         self.batching = False
@@ -1014,6 +1021,8 @@ class DeployedFlow:
         self.data_sources = data_sources
         self.trace = trace
         self.stop_event = threading.Event()
+        #: Set when a stopping flow's grace is over: ESQL stops at its next statement.
+        self.interrupt_event = threading.Event()
         self.threads: list[FlowThread] = []
         #: The HTTP listener's routes this flow holds open while it runs.
         self.routes: list[Any] = []
@@ -1077,6 +1086,7 @@ class DeployedFlow:
         if self.state == "running":
             return
         self.stop_event = threading.Event()
+        self.interrupt_event = threading.Event()
         if self.debugger is not None:
             self.debugger.stop = self.stop_event
         self.threads = []
@@ -1098,10 +1108,20 @@ class DeployedFlow:
         self.state = "running"
         self.started_at = time.time()
 
-    def stop(self, timeout: float = 30.0) -> bool:
-        """Ask every thread to stop after its current message; True when all have stopped."""
+    def stop(self, timeout: float = 30.0, *, grace: float | None = None) -> bool:
+        """Ask every thread to stop after its current message; True when all have stopped.
+
+        A message in progress has ``grace`` seconds (default :func:`stop_grace`) to finish; then its ESQL is interrupted at
+        the next statement (a runaway loop never holds an undeploy), the message fails and is
+        backed out like any other failure, and the threads have what is left of ``timeout``.
+        """
         self.stop_event.set()
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
+        until = started + min(stop_grace() if grace is None else grace, timeout)
+        for thread in self.threads:
+            thread.join(max(0.0, until - time.monotonic()))
+        self.interrupt_event.set()
         for thread in self.threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         alive = [t.name for t in self.threads if t.is_alive()]
@@ -1353,8 +1373,13 @@ class ExecutionGroupRuntime:
         for deployed in flows:
             deployed.stop_recording("the execution group stopped")
             deployed.stop_event.set()
+        # one grace for every flow's message in progress, not one after another
+        grace = time.monotonic() + min(stop_grace(), timeout)
         for deployed in flows:
-            deployed.stop(timeout)
+            for thread in deployed.threads:
+                thread.join(max(0.0, grace - time.monotonic()))
+        for deployed in flows:
+            deployed.stop(timeout, grace=0.0)
             deployed.release()
             deployed.trace.close()
         self.http.stop()
