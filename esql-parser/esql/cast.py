@@ -464,6 +464,20 @@ def _parse_target(type_name_: str) -> tuple[str, str | None, tuple[int, int | No
 _TARGET_CACHE: dict[str, tuple[str, str | None, tuple[int, int | None] | None]] = {}
 
 
+def cast_decimal(value: Any) -> Any:
+    """``CAST(value AS DECIMAL)`` with no precision, FORMAT, CCSID or DEFAULT, as generated code
+    calls it: a plain unsigned decimal text (a quantity or price read from a message) made into
+    a DECIMAL here, without :func:`cast`'s dispatch on the target type; anything else goes to
+    :func:`cast`. The test is :func:`_is_plain_decimal`'s, inline."""
+    if type(value) is str and value.isascii():
+        if value.isdigit():
+            return Decimal(value)
+        whole, point, fraction = value.partition(".")
+        if point and whole.isdigit() and fraction.isdigit():
+            return Decimal(value)
+    return cast(value, "DECIMAL")
+
+
 def cast(
     value: Any,
     type_name: str,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from esql import runtime as rt
-from esql.cast import cast
+from esql.cast import cast, cast_decimal
 from esql.codegen import Generator
 from esql.domains import DomainError
 from esql.runtime import EsqlRuntimeError, ExecutionContext, Reference, UserException
@@ -450,6 +450,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         "_between": values.between,
         "_in": values.in_,
         "_cast": cast,
+        "_cast_decimal": cast_decimal,
         "_cast_many": cast_many,
         "_truth": truth,
         "_as_type": as_type,

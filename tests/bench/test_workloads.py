@@ -66,3 +66,38 @@ def test_node_red_flows_wire_what_the_scenarios_say() -> None:
         if k not in {"id", "z", "broker"} and isinstance(v, str)
     }
     assert not ids & values  # Node-RED would take such a value for a config-node reference
+
+
+def test_engine_invoice_esql_turns_each_order_into_its_invoice() -> None:
+    # scenario B's Compute ESQL (one product per line, reused for the line and the total, as the
+    # Node-RED function does) run on orders of every quantity and price pattern, checked line by
+    # line and against the total the order implies
+    import types
+    from decimal import Decimal
+
+    from esql.compiler import compile_program
+    from esql.runtime import ExecutionContext
+    from esql.tree import Element
+    from flowbroker.formats import assembly
+    from flowbroker_bench.peers import engine_host
+
+    routine = compile_program(engine_host.INVOICE).main_module("Invoice")
+    descriptor = types.SimpleNamespace(format="MQSTR", encoding=546, coded_char_set_id=1208)
+    for n in range(14):
+        order = workloads.xml_order(n)
+        out = Element("Root")
+        ctx = ExecutionContext(
+            input_root=assembly.build_root(descriptor, order, assembly.Template(domain="XMLNSC")),
+            output_root=out,
+        )
+        assert routine.run(ctx) is True
+        payload = assembly.to_body(out)
+        assert workloads.check_invoice(order, payload) == ""
+        items = etree.fromstring(order).findall(".//item")
+        lines = etree.fromstring(payload).findall("line")
+        total = Decimal(0)
+        for item, line in zip(items, lines, strict=True):
+            amount = Decimal(item.findtext("quantity") or "") * Decimal(item.findtext("price") or "")
+            assert line.findtext("amount") == str(amount)
+            total += amount
+        assert etree.fromstring(payload).findtext("total") == str(total)

@@ -506,3 +506,48 @@ def test_plain_decimal_test_is_the_pattern_digits_point_digits(text: str) -> Non
     assert (text.isascii() and _is_plain_decimal(text)) == plain
     if plain:
         assert str(cast(text, "DECIMAL")) == str(D(text))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet="0123456789.+-eE _x٣", max_size=8),
+        st.none(),
+        st.integers(),
+        st.decimals(allow_nan=False),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.booleans(),
+    )
+)
+def test_cast_decimal_is_cast_to_decimal(value: Any) -> None:
+    # the generated code's CAST(x AS DECIMAL) takes the same values to the same DECIMAL, and
+    # refuses the same values with the same error, as the general cast
+    from esql.cast import cast_decimal
+
+    try:
+        expected = cast(value, "DECIMAL")
+    except EsqlValueError as exc:
+        with pytest.raises(EsqlValueError) as got:
+            cast_decimal(value)
+        assert str(got.value) == str(exc)
+        return
+    result = cast_decimal(value)
+    assert type(result) is type(expected)
+    assert str(result) == str(expected)
+
+
+def test_cast_as_decimal_compiles_to_the_short_call_only_without_options() -> None:
+    from esql.compiler import compile_program
+
+    source = """CREATE COMPUTE MODULE M
+CREATE FUNCTION Main() RETURNS BOOLEAN
+BEGIN
+  SET OutputRoot.XMLNSC.a = CAST(InputRoot.XMLNSC.q AS DECIMAL);
+  SET OutputRoot.XMLNSC.b = CAST(InputRoot.XMLNSC.q AS DECIMAL(5, 2));
+  SET OutputRoot.XMLNSC.c = CAST(InputRoot.XMLNSC.q AS DECIMAL DEFAULT 0);
+  RETURN TRUE;
+END;
+END MODULE;"""
+    generated = compile_program(source, use_cache=False).python_source
+    assert generated.count("_cast_decimal(") == 1
+    assert "'DECIMAL(5, 2)'" in generated and "default=" in generated

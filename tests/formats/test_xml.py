@@ -339,6 +339,44 @@ def test_xmlnsc_writes_each_kind_of_leaf_value_in_a_folder_and_alone() -> None:
         assert serialize(alone) == (b"<V>" + text + b"</V>" if text else b"<V/>")
 
 
+def test_xmlnsc_writes_numbers_as_their_formatted_text_on_every_path() -> None:
+    # the writer's three number paths (a leaf alone, a folder of leaves, a leaf next to an
+    # attribute) give each DECIMAL and INTEGER the text format(value, "") gives it
+    from decimal import Decimal
+
+    values: list[object] = [
+        Decimal(text)
+        for text in (
+            "0",
+            "-0",
+            "0.10",
+            "1E+2",
+            "1E-7",
+            "-1.23E-10",
+            "0E-5",
+            "1.000000E+30",
+            "123456789012.345678",
+        )
+    ]
+    values += [0, -3, 2**63 - 1, Decimal("NaN"), Decimal("-Infinity")]
+    for value in values:
+        text = format(value, "").encode()
+        alone = Element("XMLNSC")
+        alone.add("V", value)
+        assert serialize(alone) == b"<V>" + text + b"</V>"
+        folder = Element("XMLNSC")
+        doc = folder.add("Doc")
+        for _ in range(2):  # the second pass knows the names: the one-pass folder writer
+            doc.add("Line").add("n", value)
+        line = b"<Line><n>" + text + b"</n></Line>"
+        assert serialize(folder) == b"<Doc>" + line * 2 + b"</Doc>"
+        general = Element("XMLNSC")
+        odd = general.add("Odd")
+        odd.add("id", "x", type=FIELD_TYPES["XMLNSC.Attribute"])
+        odd.add("n", value)
+        assert serialize(general) == b'<Odd id="x"><n>' + text + b"</n></Odd>"
+
+
 def _shape(element: Element) -> list[object]:
     """Every field below ``element`` as (depth, name, namespace, type, value), in document order."""
     rows: list[object] = []

@@ -368,8 +368,9 @@ class Writer:
             vtype = type(value)
             if (vtype is decimal.Decimal or vtype is int) and element.type != CDATA_FIELD:
                 # digits, a sign, a point or an exponent: nothing to escape (and no Decimal == str,
-                # which goes through the numbers ABCs)
-                out.append(f"<{name}>{value}</{name}>")
+                # which goes through the numbers ABCs); ``!s`` is str(), the same text as the plain
+                # ``{value}`` (format with an empty spec) without parsing that spec each time
+                out.append(f"<{name}>{value!s}</{name}>")
             elif value is None or (vtype is str and not value) or (vtype is not str and value == ""):
                 out.append(f"<{name}/>")
             elif element.type == CDATA_FIELD:
@@ -403,7 +404,7 @@ class Writer:
                 if vt is str:
                     out.append(f"<{kname}>{escape_text(text)}</{kname}>" if text else f"<{kname}/>")
                 elif vt is decimal.Decimal or vt is int:
-                    out.append(f"<{kname}>{text}</{kname}>")
+                    out.append(f"<{kname}>{text!s}</{kname}>")
                 else:
                     break
                 kid = kid.next_sibling
@@ -455,7 +456,7 @@ class Writer:
                         content.append(f"<{kname}>{escape_text(text)}</{kname}>" if text else f"<{kname}/>")
                         continue
                     if vt is decimal.Decimal or vt is int:
-                        content.append(f"<{kname}>{text}</{kname}>")
+                        content.append(f"<{kname}>{text!s}</{kname}>")
                         continue
             if kind in _ATTRIBUTE_TYPES:
                 if local_scope is scope and self.namespaces and kid.namespace and kid.namespace not in scope:

@@ -40,8 +40,9 @@ BEGIN
     SET line.sku = item.sku;
     SET line.quantity = qty;
     SET line.price = price;
-    SET line.amount = qty * price;
-    SET total = total + qty * price;
+    DECLARE amount DECIMAL qty * price;
+    SET line.amount = amount;
+    SET total = total + amount;
     MOVE item NEXTSIBLING REPEAT TYPE NAME;
   END WHILE;
   SET OutputRoot.XMLNSC.invoice.total = total;

@@ -304,6 +304,8 @@ class Expressions(GeneratorBase):
         kw = "".join(f", {k}={v}" for k, v in opts.items())
         values = [self.scalar(a) for a in args.items]
         if len(values) == 1:
+            if tname == "DECIMAL" and not kw:
+                return "scalar", f"_cast_decimal({values[0]})"
             return "scalar", f"_cast({values[0]}, {tname!r}{kw})"
         return "scalar", f"_cast_many([{', '.join(values)}], {tname!r}{kw})"
 
