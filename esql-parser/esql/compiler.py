@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from esql import ast
+from esql import ast, functions
 from esql import runtime as rt
 from esql.codegen import Generator, Unit
 from esql.diagnostics import Diagnostic
@@ -52,8 +52,6 @@ class CompiledRoutine:
         give one moment throughout and SLEEP / INSTANCESTOPPING see ``ctx.stop``. Nodes open the
         invocation themselves (:func:`esql.functions.invocation`) around their evaluation.
         """
-        from esql import functions
-
         if functions.in_invocation():
             return self._run(ctx)
         stop = ctx.stop if hasattr(ctx.stop, "wait") else None

@@ -128,8 +128,13 @@ class Node(EsqlNode):
         with invocation(stop=ctx.stop):  # the flow thread's stop, as the context was given it
             result = self.run_routine(ctx)
         if result is True:
-            out = self._output(
-                assembly, ctx.output_root, ctx.output_local_environment, ctx.output_exception_list
+            # the output LocalEnvironment and ExceptionList are read (and so made) only when this
+            # mode sends them on: in Message mode the input's go with the output Root
+            out = Assembly(
+                ctx.output_root if self.builds_message else assembly.root,
+                ctx.output_local_environment if self.builds_local else assembly.local_environment,
+                assembly.environment,
+                ctx.output_exception_list if self.builds_exception else assembly.exception_list,
             )
             self.propagate("out", out)
         self.context_done(ctx)
