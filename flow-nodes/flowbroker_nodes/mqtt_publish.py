@@ -187,6 +187,7 @@ class Node(BaseNode):
             return
         with lock:
             client, self._client = self._client, None
+        self._services.clear()  # the flow threads that ran are done: none is kept alive here
         if client is not None:
             client.close()
 

@@ -449,6 +449,8 @@ def test_publisher_looks_up_each_flow_threads_services_and_falls_back_to_message
         }
         assert node._client is not None and node._client._out == []
         assert [p for _, p, _ in collector.wait_for(3)] == [b"one", b"two", b"three"]
+        node.release()  # and the threads' services are not kept once the node is released
+        assert node._services == {}
     finally:
         collector.close()
         node.release()
