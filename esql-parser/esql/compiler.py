@@ -13,11 +13,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from esql import ast
+from esql import ast, functions
 from esql import runtime as rt
 from esql.codegen import Generator, Unit
 from esql.diagnostics import Diagnostic
 from esql.domains import DomainError
+from esql.functions.datetimes import INVOCATION_INSTANT, Moment
+from esql.functions.misc import STOP_SIGNAL
 from esql.parser import parse
 from esql.prelude import build_globals, sqlstate_of, wrap_function
 from esql.runtime import EsqlRuntimeError, ExecutionContext, UserException
@@ -52,13 +54,23 @@ class CompiledRoutine:
         give one moment throughout and SLEEP / INSTANCESTOPPING see ``ctx.stop``. Nodes open the
         invocation themselves (:func:`esql.functions.invocation`) around their evaluation.
         """
-        from esql import functions
-
         if functions.in_invocation():
             return self._run(ctx)
         stop = ctx.stop if hasattr(ctx.stop, "wait") else None
         with functions.invocation(stop=stop):
             return self._run(ctx)
+
+    def run_invocation(self, ctx: ExecutionContext, stop: Any) -> Any:
+        """Run the routine as one node invocation of its own: what ``with
+        functions.invocation(stop=stop): routine.run(ctx)`` does, without the context manager's
+        objects and calls (a Compute node runs this once a message)."""
+        clock = INVOCATION_INSTANT.set(Moment(None))
+        stop_token = STOP_SIGNAL.set(stop)
+        try:
+            return self._run(ctx)
+        finally:
+            STOP_SIGNAL.reset(stop_token)
+            INVOCATION_INSTANT.reset(clock)
 
     def _run(self, ctx: ExecutionContext) -> Any:
         self.program.ensure_initialised(ctx)

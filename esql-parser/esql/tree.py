@@ -89,7 +89,8 @@ class Element:
 
     def set_lazy(self, content: LazyContent | None) -> None:
         """Replace this element's children by unparsed content, filled on first read."""
-        self.clear_children()
+        if self._first is not None:  # a new element (the usual case) has nothing to drop
+            self.clear_children()
         self._lazy = content
 
     @property

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from esql.functions import invocation
 from esql.tree import Element
 
 from flowbroker_nodes.base import Assembly, NodeError
@@ -124,12 +123,17 @@ class Node(EsqlNode):
         # OutputLocalEnvironment and OutputExceptionList are made when the module first uses them;
         # the context is the one the last invocation on this thread gave back, renewed
         ctx = self.reused_context(assembly, Element("Root"), propagate)
-        # One node invocation: CURRENT_… give one moment, SLEEP and INSTANCESTOPPING see a stop.
-        with invocation(stop=ctx.stop):  # the flow thread's stop, as the context was given it
-            result = self.run_routine(ctx)
+        # One node invocation: CURRENT_… give one moment, SLEEP and INSTANCESTOPPING see a stop
+        # (the flow thread's, as the context was given it).
+        result = self.run_routine(ctx, invocation=True)
         if result is True:
-            out = self._output(
-                assembly, ctx.output_root, ctx.output_local_environment, ctx.output_exception_list
+            # the output LocalEnvironment and ExceptionList are read (and so made) only when this
+            # mode sends them on: in Message mode the input's go with the output Root
+            out = Assembly(
+                ctx.output_root if self.builds_message else assembly.root,
+                ctx.output_local_environment if self.builds_local else assembly.local_environment,
+                assembly.environment,
+                ctx.output_exception_list if self.builds_exception else assembly.exception_list,
             )
             self.propagate("out", out)
         self.context_done(ctx)

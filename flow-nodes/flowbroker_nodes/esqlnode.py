@@ -110,10 +110,13 @@ class EsqlNode(Node):
         if settings is not None and ctx.stop is settings[0].stop and not settings[8]:
             settings[8].append(ctx)
 
-    def run_routine(self, ctx: Any) -> Any:
-        if self.routine is None:
+    def run_routine(self, ctx: Any, *, invocation: bool = False) -> Any:
+        """Run the node's routine; ``invocation``: as one node invocation of its own (CURRENT_…
+        give one moment, SLEEP and INSTANCESTOPPING see ``ctx.stop``), else inside the caller's."""
+        routine = self.routine
+        if routine is None:
             raise NodeError(f"node {self.name} was not prepared")
-        result = self.routine.run(ctx)
+        result = routine.run_invocation(ctx, ctx.stop) if invocation else routine.run(ctx)
         cached = self._settings
         source_name = cached[6] if cached is not None else self.properties.get("dataSource") or ""
         if source_name:

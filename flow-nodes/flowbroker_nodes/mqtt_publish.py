@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import Any
 
 from flowbroker_nodes.base import Assembly, DeployProblem, NodeError
 from flowbroker_nodes.base import Node as BaseNode
@@ -155,6 +156,11 @@ class Node(BaseNode):
         self._topics: dict[str, bytes] = {}
         #: Flow threads publishing at QoS 1 or 2 at once: no more than the connection may leave in flight.
         self._window = threading.BoundedSemaphore(MAX_INFLIGHT)
+        #: Per flow thread (by id, the thread's services kept with it so the id is not reused):
+        #: its body serialiser and its end-of-turn hook, looked up once instead of per message.
+        self._services: dict[int, tuple[object, Any, Any]] = {}
+        #: The end-of-turn write, bound once (a bound method made per message otherwise).
+        self._flush_kept = self._flush
 
     def _connection(self) -> MqttConnection:
         client = self._client
@@ -181,6 +187,7 @@ class Node(BaseNode):
             return
         with lock:
             client, self._client = self._client, None
+        self._services.clear()  # the flow threads that ran are done: none is kept alive here
         if client is not None:
             client.close()
 
@@ -191,18 +198,36 @@ class Node(BaseNode):
             client.service()
             self._serviced = time.monotonic()
 
-    def evaluate(self, assembly: Assembly, terminal: str) -> None:
-        topic, encoded = self._topic(assembly)
-        flow = self.flow
+    def _services_of(self, flow: Any) -> tuple[object, Any, Any]:
+        """(flow, body serialiser, end-of-turn hook or None) of a flow thread, looked up once."""
         body_of = getattr(flow, "message_body", None)
-        if body_of is not None:
-            body = body_of(assembly.root)  # MQTT carries no descriptor: none is built
-        else:
+        if body_of is None:
             parts = getattr(flow, "message_parts", None)
             if parts is None:
                 raise NodeError(f"{self.name}: this runtime cannot serialise a message for MQTT")
-            _, _, body = parts(assembly.root)
-        client = self._connection()
+
+            def body_of(root: Any) -> bytes:
+                return parts(root)[2]  # type: ignore[no-any-return]
+
+        after_batch = getattr(flow, "after_batch", None) if self.write_buffer else None
+        found = (flow, body_of, after_batch)
+        services = self._services
+        if len(services) >= 256:  # flow threads come and go with restarts: never more than a few
+            services.clear()
+        services[id(flow)] = found
+        return found
+
+    def evaluate(self, assembly: Assembly, terminal: str) -> None:
+        topic, encoded = self._topic(assembly)
+        flow = self.flow
+        found = self._services.get(id(flow))
+        if found is None or found[0] is not flow:
+            found = self._services_of(flow)
+        _, body_of, after_batch = found
+        body = body_of(assembly.root)  # MQTT carries no descriptor: none is built
+        client = self._client
+        if client is None or client.sock is None:
+            client = self._connection()
         if time.monotonic() - self._serviced > 1.0:
             # at most once a second: acknowledgements and keep-alive answers are read, and a
             # connection the broker closed while the flow was idle is found before a message is
@@ -214,9 +239,9 @@ class Node(BaseNode):
         try:
             if self.qos:
                 self._acknowledged(client, topic, encoded, body)
-            elif self.write_buffer and (after_batch := getattr(flow, "after_batch", None)) is not None:
+            elif after_batch is not None:
                 client.publish_buffered(encoded, body, self.retain)
-                after_batch(self, self._flush)
+                after_batch(self, self._flush_kept)
             else:
                 client.publish(encoded, body, 0, self.retain)
         except MqttError as exc:

@@ -154,3 +154,29 @@ def test_nodes_see_the_flow_threads_stop_request(tmp_path: Path) -> None:
         assert v.child("slept").value is False
     finally:
         h.close()
+
+
+def test_run_invocation_is_one_invocation_like_the_context_manager_and_restores_on_error() -> None:
+    from esql import functions
+    from esql.functions import datetimes, misc
+
+    program = compile_program(MOMENTS, "moments.esql")
+    routine = program.main_module()
+    stop = threading.Event()
+    ctx = ExecutionContext(stop=stop)
+    assert routine.run_invocation(ctx, stop) is True
+    t = ctx.output_root.child("XMLNSC").child("t")
+    assert t.child("ts1").value == t.child("ts2").value
+    assert t.child("gmt1").value == t.child("gmt2").value
+    assert t.child("stopping").value is False
+    # nothing of the invocation is left behind: outside it, no moment and no stop request
+    assert not functions.in_invocation()
+    assert misc.STOP_SIGNAL.get() is None and datetimes.INVOCATION_INSTANT.get() is None
+    stop.set()
+    stopped = ExecutionContext(stop=stop)
+    assert routine.run_invocation(stopped, stop) is True
+    assert stopped.output_root.child("XMLNSC").child("t").child("stopping").value is True
+    failing = compile_program("SET OutputRoot.XMLNSC.a = 1 / 0;", "fail.esql").main_module()
+    with pytest.raises(Exception, match="(?i)divi"):
+        failing.run_invocation(ExecutionContext(), None)
+    assert misc.STOP_SIGNAL.get() is None and datetimes.INVOCATION_INSTANT.get() is None

@@ -79,6 +79,36 @@ def test_propagate_to_numbered_terminals_and_labels() -> None:
     assert h.seen("c", "out") == []
 
 
+@pytest.mark.parametrize(
+    ("mode", "local_out", "exceptions_out"),
+    [
+        ("Message", False, False),
+        ("LocalEnvironment", True, False),
+        ("Exception", False, True),
+        ("All", True, True),
+    ],
+)
+def test_the_output_local_environment_and_exception_list_are_made_only_when_the_mode_sends_them(
+    mode: str, local_out: bool, exceptions_out: bool
+) -> None:
+    esql = """CREATE COMPUTE MODULE Plain
+      CREATE FUNCTION Main() RETURNS BOOLEAN
+      BEGIN
+        SET OutputRoot = InputRoot;
+        RETURN TRUE;
+      END;
+    END MODULE;"""
+    h = FlowHarness(_doc(esql, computeMode=mode))
+    sent = h.inject("in", b"<a/>", domain="XMLNSC")
+    (out,) = h.seen("c", "out")
+    # what the mode does not send is the input's own tree, and the module made no empty one
+    assert (out.local_environment is sent.local_environment) is not local_out
+    assert (out.exception_list is sent.exception_list) is not exceptions_out
+    (ctx,) = h.compiled.nodes["c"]._settings[8]  # the context kept for the thread's next message
+    assert (ctx._output_local_environment is not None) is local_out
+    assert (ctx._output_exception_list is not None) is exceptions_out
+
+
 def test_local_environment_mode_keeps_the_input_message() -> None:
     esql = """CREATE COMPUTE MODULE Env
       CREATE FUNCTION Main() RETURNS BOOLEAN

@@ -383,3 +383,74 @@ def test_a_flow_threads_turn_is_published_whole_and_in_order(mqtt_address: tuple
         sender.close()
         collector.close()
     assert not thread.is_alive()
+
+
+class _PartsOnly:
+    """Flow services that serialise only through ``message_parts`` and keep no turn (no after_batch)."""
+
+    flow_name = "parts-only"
+    stop = threading.Event()
+
+    def __init__(self) -> None:
+        self.parts = 0
+
+    def message_parts(self, root: Any) -> tuple[Any, dict[str, Any], bytes]:
+        from flowbroker.runtime import assembly as assemblies
+
+        self.parts += 1
+        return None, {}, assemblies.to_body(root)
+
+    def log(self, text: str) -> None:
+        pass
+
+
+def test_publisher_looks_up_each_flow_threads_services_and_falls_back_to_message_parts(
+    mqtt_address: tuple[str, int],
+) -> None:
+    from flowbroker.runtime import assembly as assemblies
+    from flowbroker_nodes.base import Assembly, bind_thread
+
+    host, port = mqtt_address
+    topic = _unique()
+    h = FlowHarness(
+        flow(
+            {
+                "p": ("MQTTPublish", {"host": host, "port": port, "topicName": topic}),
+                "q": ("MQInput", {"queueName": "UNUSED"}),
+            },
+            [],
+        )
+    )
+    node = h.compiled.nodes["p"]
+    collector = Peer(host, port).subscribe(topic, 0)
+    first, second = _PartsOnly(), _PartsOnly()
+
+    def publish(services: Any, body: bytes) -> None:
+        assemblies.ensure_domains()
+        root = assemblies.formats_assembly.build_root(
+            type("MD", (), {"format": "", "encoding": 546, "coded_char_set_id": 1208})(), body
+        )
+        bind_thread(services)
+        try:
+            node.evaluate(Assembly(root), "in")
+        finally:
+            bind_thread(None)
+
+    try:
+        publish(first, b"one")
+        publish(second, b"two")
+        publish(first, b"three")
+        # each thread's services are its own, found again by the thread; with no turn to keep
+        # them for, QoS 0 publications are written at once
+        assert (first.parts, second.parts) == (2, 1)
+        assert {key: found[0] for key, found in node._services.items()} == {
+            id(first): first,
+            id(second): second,
+        }
+        assert node._client is not None and node._client._out == []
+        assert [p for _, p, _ in collector.wait_for(3)] == [b"one", b"two", b"three"]
+        node.release()  # and the threads' services are not kept once the node is released
+        assert node._services == {}
+    finally:
+        collector.close()
+        node.release()

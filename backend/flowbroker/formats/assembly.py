@@ -30,6 +30,7 @@ HEADER_NAMES = frozenset(
     }
 )
 _TEXT_DOMAINS = frozenset({"XMLNSC", "XMLNS", "XML", "JSON"})
+_RFH2_FORMAT = mqmd.FORMAT_RFH2.strip()
 
 
 @dataclass
@@ -115,7 +116,7 @@ def build_root(
     root.append_new(md_folder)
     body_encoding, body_ccsid = encoding, ccsid
     header: Element | None = None
-    if fmt.strip() == mqmd.FORMAT_RFH2.strip():
+    if fmt.strip() == _RFH2_FORMAT:
         header, body, chosen, (body_encoding, body_ccsid) = rfh2.attach(body, encoding=encoding, ccsid=ccsid)
         root.append(header)
         template = Template(
@@ -141,7 +142,12 @@ def build_root(
         "Priority": getattr(descriptor, "priority", 0),
         "ReplyIdentifier": getattr(descriptor, "correl_id", b""),
     }
-    properties_content = LazyContent(_PROPERTIES, b"", options={"values": values})
+    template_options = parser_options(template)
+    # "written": what to_body reads of these values while the folder is unread (they never change
+    # then), worked out here once instead of from the values each time the body is written
+    properties_content = LazyContent(
+        _PROPERTIES, b"", options={"values": values, "written": (body_encoding, body_ccsid, template_options)}
+    )
     properties.set_lazy(properties_content)
     parser = esql.domains.get(domain)
     body_element = root.append_new(Element(domain, type=FOLDER))
@@ -150,7 +156,7 @@ def build_root(
         body,
         ccsid=body_ccsid,
         encoding=body_encoding,
-        options={**options, **parser_options(template)} if options else parser_options(template),
+        options={**options, **template_options} if options else template_options,
     )
     if relay is not None:
         content = md_folder.lazy
@@ -328,19 +334,25 @@ def to_body(root: Element) -> bytes:
     if body_node is None:
         return b""
     domain = body_node.name
-    values: dict[str, Any] | None = None
+    written: tuple[int, int, dict[str, Any]] | None = None
     if properties is not None:
         lazy = properties.lazy
         if lazy is not None and lazy.parser is _PROPERTIES:
-            values = lazy.options["values"]  # never read: the input's values, in one dictionary
-    if values is not None:
-        encoding = values.get("Encoding")
-        ccsid = values.get("CodedCharSetId")
-        options = {
-            "set": str(values.get("MessageSet") or ""),
-            "type": str(values.get("MessageType") or ""),
-            "format": str(values.get("MessageFormat") or ""),
-        }
+            # never read: the input's values, and what they make here, as build_root left them
+            written = lazy.options.get("written")
+            if written is None:  # values of another maker: read as they are
+                values = lazy.options["values"]
+                written = (
+                    values.get("Encoding"),
+                    values.get("CodedCharSetId"),
+                    {
+                        "set": str(values.get("MessageSet") or ""),
+                        "type": str(values.get("MessageType") or ""),
+                        "format": str(values.get("MessageFormat") or ""),
+                    },
+                )
+    if written is not None:
+        encoding, ccsid, options = written
     else:
         encoding = _property(properties, "Encoding", None)
         ccsid = _property(properties, "CodedCharSetId", None)
