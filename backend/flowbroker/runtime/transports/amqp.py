@@ -61,6 +61,7 @@ from flowbroker.runtime.transports import (
     pad_id,
     redact,
 )
+from flowbroker.runtime.transports.amqp_codec import DeliveryReader
 
 ZERO_ID = b"\x00" * 24
 #: The header that counts a classic queue's backouts (quorum queues count deliveries themselves).
@@ -410,6 +411,26 @@ def _marshal_publishes(impl: Any, output: Any) -> None:
 #: The most bytes of queued commands joined into one socket write.
 _JOIN_MOST = 256 * 1024
 
+#: Whether the transport decodes its consumers' deliveries itself (:mod:`.amqp_codec`) rather than
+#: through pika's frame objects and event dispatch (the tests compare both).
+OWN_DECODING = True
+
+
+def _delivery_reader(connection: pika.BlockingConnection) -> DeliveryReader | None:
+    """The transport's own reader of deliveries over the connection's, or None where pika's
+    internals are not the ones it replaces (then pika decodes everything, as before)."""
+    impl = getattr(connection, "_impl", None)
+    # a delivery read here ends the connection's wait for events, as pika's dispatch would
+    wake = getattr(connection, "_request_channel_dispatch", None)
+    if not OWN_DECODING or impl is None or wake is None:
+        return None
+    if not all(
+        hasattr(impl, name)
+        for name in ("_on_data_available", "_process_frame", "bytes_received", "frames_received")
+    ):
+        return None
+    return DeliveryReader(impl, 0, lambda: wake(-1))
+
 
 # -- the transport ---------------------------------------------------------------------------------
 
@@ -425,6 +446,8 @@ class AmqpTransport:
     def __init__(self, connection: pika.BlockingConnection) -> None:
         self._conn = connection
         _coalesce_frames(connection)
+        self._reader = _delivery_reader(connection)
+        self._tags = 0
         self._channel = self._open_channel()
         self._ids = IdFactory()
         self._exchange = topic_exchange()
@@ -465,6 +488,10 @@ class AmqpTransport:
         channel = self._conn.channel()
         channel.confirm_delivery()
         channel.add_on_cancel_callback(self._cancelled)
+        if self._reader is not None:
+            # the consumers of an earlier channel are gone with it
+            self._reader.channel = channel.channel_number
+            self._reader.consumers.clear()
         return channel
 
     def _cancelled(self, frame: Any) -> None:
@@ -620,12 +647,21 @@ class AmqpTransport:
         def on_message(_ch: Any, method: Basic.Deliver, props: BasicProperties, body: bytes) -> None:
             arrived.append((method, props, body))
 
+        # the tag is known before basic.consume goes out: the reader decodes the first delivery too
+        self._tags += 1
+        tag = f"flowbroker.{id(self):x}.{self._tags}"
+        if self._reader is not None:
+            self._reader.consumers[tag] = arrived
         try:
             # unacknowledged deliveries this consumer may hold: its read-ahead
             self._channel.basic_qos(prefetch_count=max(1, prefetch))
-            self._consumers[queue] = self._channel.basic_consume(queue, on_message, auto_ack=False)
+            self._consumers[queue] = self._channel.basic_consume(
+                queue, on_message, auto_ack=False, consumer_tag=tag
+            )
         except pika.exceptions.ChannelClosedByBroker as exc:
             del self._arrived[queue]
+            if self._reader is not None:
+                self._reader.consumers.pop(tag, None)
             raise _refusal(exc, f"a get from queue {queue}") from None
         return arrived
 
@@ -659,7 +695,9 @@ class AmqpTransport:
             def ready() -> bool:
                 if queue in self._lost:
                     self._lost.discard(queue)
-                    self._consumers.pop(queue, None)
+                    tag = self._consumers.pop(queue, None)
+                    if self._reader is not None and tag is not None:
+                        self._reader.consumers.pop(tag, None)
                     self._queues.discard(queue)
                     self._arrived.pop(queue, None)
                     raise TransportError(RC_UNKNOWN_OBJECT_NAME, f"queue {queue} was deleted")
