@@ -143,6 +143,14 @@ def test_floats_are_floats_where_pika_truncates_them() -> None:
     assert data.decode_table(encoded, 0)[0] == {"f": 1, "d": -2}  # pika 1.4's int()
 
 
+def test_an_error_deep_in_a_table_says_where() -> None:
+    inner = table((b"b", b"A" + struct.pack(">I", 3) + b"t\x01Z"))
+    encoded = table((b"a", b"F" + inner))
+    with pytest.raises(FrameError) as caught:
+        decode_table(encoded, 0, len(encoded), "headers")
+    assert str(caught.value) == "headers: field 'a': field 'b'[1]: unknown field type b'Z' at 20"
+
+
 def test_a_timestamp_no_datetime_holds_is_kept_as_its_seconds() -> None:
     encoded = table((b"T", field(b"T", struct.pack(">Q", 2**63))))
     assert decode_table(encoded, 0, len(encoded))[0] == {"T": 2**63}

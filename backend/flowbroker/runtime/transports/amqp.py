@@ -158,41 +158,65 @@ def to_amqp(md: MessageDescriptor, properties: dict[str, Any] | None) -> BasicPr
     )
 
 
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def from_amqp(
     props: BasicProperties, body: bytes, *, redelivered: bool = False, exchange: str = "", key: str = ""
 ) -> Message:
-    """The message a delivery carries: its descriptor, properties and body."""
-    headers = dict(props.headers or {})
+    """The message a delivery carries: its descriptor, properties and body.
 
-    def header(name: str, default: Any) -> Any:
-        value = headers.get(_MQ + name)
-        return default if value is None else value
-
-    def text(value: Any) -> str:
-        return value.decode() if isinstance(value, bytes) else str(value)
-
+    One pass over the headers: ``x-mq-*`` ones are descriptor fields, other ``x-`` ones the
+    broker's or the transport's, the rest the message's properties (a name that is not text, as
+    another AMQP application may send, is none of them)."""
+    headers = props.headers or {}
+    properties: dict[str, Any] = {}
+    mq: dict[str, Any] = {}
+    for name, value in headers.items():
+        if type(name) is not str:
+            continue
+        if name[:2] != "x-":
+            properties[name] = value
+        elif name[:5] == _MQ and value is not None:
+            mq[name[5:]] = value
     expiry_ms = props.expiration
-    persistence = int(header("persistence", 0 if props.delivery_mode == 1 else 1))
-    priority = int(header("priority", props.priority if props.priority is not None else -1))
-    md = MessageDescriptor(
-        msg_id=_id_bytes(props.message_id),
-        correl_id=_id_bytes(props.correlation_id),
-        persistence=persistence,
-        priority=priority,
-        expiry=int(header("expiry", int(expiry_ms) // 100 if expiry_ms else -1)),
-        reply_to_q=props.reply_to or "",
-        reply_to_q_mgr=text(header("reply-to-q-mgr", "")),
-        format=text(header("format", "")),
-        encoding=int(header("encoding", 546)),
-        coded_char_set_id=int(header("ccsid", 1208)),
-        put_time=float(header("put-time", float(props.timestamp or 0))),
-        backout_count=backout_count(headers, redelivered),
-        group_id=_id_bytes(text(header("group-id", "")) or None),
-    )
-    properties = {name: value for name, value in headers.items() if not name.startswith("x-")}
-    for name in text(header("floats", "")).split(","):
-        if name in properties:
-            properties[name] = float(properties[name])
+    priority = props.priority
+    timestamp = props.timestamp
+    if mq:
+        get = mq.get
+        persistence = int(get("persistence", 0 if props.delivery_mode == 1 else 1))
+        md = MessageDescriptor(
+            msg_id=_id_bytes(props.message_id),
+            correl_id=_id_bytes(props.correlation_id),
+            persistence=persistence,
+            priority=int(get("priority", priority if priority is not None else -1)),
+            expiry=int(get("expiry", int(expiry_ms) // 100 if expiry_ms else -1)),
+            reply_to_q=props.reply_to or "",
+            reply_to_q_mgr=_text(get("reply-to-q-mgr", "")),
+            format=_text(get("format", "")),
+            encoding=int(get("encoding", 546)),
+            coded_char_set_id=int(get("ccsid", 1208)),
+            put_time=float(get("put-time", float(timestamp or 0))),
+            backout_count=backout_count(headers, redelivered),
+            group_id=_id_bytes(_text(get("group-id", "")) or None),
+        )
+        floats = mq.get("floats")
+        if floats is not None:
+            for name in _text(floats).split(","):
+                if name in properties:
+                    properties[name] = float(properties[name])
+    else:
+        md = MessageDescriptor(
+            msg_id=_id_bytes(props.message_id),
+            correl_id=_id_bytes(props.correlation_id),
+            persistence=0 if props.delivery_mode == 1 else 1,
+            priority=priority if priority is not None else -1,
+            expiry=int(expiry_ms) // 100 if expiry_ms else -1,
+            reply_to_q=props.reply_to or "",
+            put_time=float(timestamp or 0),
+            backout_count=backout_count(headers, redelivered),
+        )
     if exchange and exchange == topic_exchange():
         properties["MQTopicString"] = topic_string(key)
     return Message(md, properties, body)

@@ -118,12 +118,17 @@ def decode_table(data: bytes, offset: int, end: int, what: str = "table", depth:
         raise FrameError(f"{what}: a table of {size} bytes runs past the end ({end - offset} bytes left)")
     table: dict[Any, Any] = {}
     while offset < limit:
-        key, offset = _short_string(data, offset, limit, f"{what}: a field name")
-        table[key], offset = _value(data, offset, limit, f"{what}: field {key!r}", depth)
+        key, offset = _short_string(data, offset, limit, what)
+        try:
+            table[key], offset = _value(data, offset, limit, depth)
+        except FrameError as exc:  # said where: the field's name first
+            raise FrameError(f"{what}: field {key!r}{exc}") from None
     return table, offset
 
 
-def _value(data: bytes, offset: int, end: int, what: str, depth: int) -> tuple[Any, int]:
+def _value(data: bytes, offset: int, end: int, depth: int) -> tuple[Any, int]:
+    """A field value at ``offset``; an error says what was wrong after a colon (the caller says where)."""
+    what = ""
     if offset >= end:
         raise FrameError(f"{what}: no field type before the end ({end} bytes)")
     kind = data[offset]
@@ -152,7 +157,7 @@ def _value(data: bytes, offset: int, end: int, what: str, depth: int) -> tuple[A
     if kind == 0x46:  # F: nested table
         if depth >= MOST_DEPTH:
             raise FrameError(f"{what}: tables nested deeper than {MOST_DEPTH}")
-        return decode_table(data, offset, end, what, depth + 1)
+        return decode_table(data, offset, end, "", depth + 1)
     if kind == 0x41:  # A: array
         if depth >= MOST_DEPTH:
             raise FrameError(f"{what}: arrays nested deeper than {MOST_DEPTH}")
@@ -166,7 +171,10 @@ def _value(data: bytes, offset: int, end: int, what: str, depth: int) -> tuple[A
             )
         items: list[Any] = []
         while offset < limit:
-            item, offset = _value(data, offset, limit, f"{what}[{len(items)}]", depth + 1)
+            try:
+                item, offset = _value(data, offset, limit, depth + 1)
+            except FrameError as exc:
+                raise FrameError(f"[{len(items)}]{exc}") from None
             items.append(item)
         return items, offset
     if kind == 0x56:  # V: void
@@ -206,11 +214,10 @@ _FIXED: dict[int, tuple[struct.Struct, Any]] = {
 
 def decode_properties(data: bytes, offset: int, end: int) -> BasicProperties:
     """The basic class's properties at ``offset`` (their flags first), filling ``data[offset:end]``."""
-    what = "content header"
     flags = 0
     shift = 0
     while True:
-        _need(offset, 2, end, f"{what}: property flags")
+        _need(offset, 2, end, "content header: property flags")
         word = _U16.unpack_from(data, offset)[0]
         offset += 2
         flags |= word << shift
@@ -219,41 +226,43 @@ def decode_properties(data: bytes, offset: int, end: int) -> BasicProperties:
         shift += 16
     values: dict[str, Any] = dict.fromkeys(_NAMES)
     if flags & _CONTENT_TYPE:
-        values["content_type"], offset = _short_string(data, offset, end, f"{what}: content_type")
+        values["content_type"], offset = _short_string(data, offset, end, "content header: content_type")
     if flags & _CONTENT_ENCODING:
-        values["content_encoding"], offset = _short_string(data, offset, end, f"{what}: content_encoding")
+        values["content_encoding"], offset = _short_string(
+            data, offset, end, "content header: content_encoding"
+        )
     if flags & _HEADERS:
-        values["headers"], offset = decode_table(data, offset, end, f"{what}: headers")
+        values["headers"], offset = decode_table(data, offset, end, "content header: headers")
     if flags & _DELIVERY_MODE:
-        _need(offset, 1, end, f"{what}: delivery_mode")
+        _need(offset, 1, end, "content header: delivery_mode")
         values["delivery_mode"] = data[offset]
         offset += 1
     if flags & _PRIORITY:
-        _need(offset, 1, end, f"{what}: priority")
+        _need(offset, 1, end, "content header: priority")
         values["priority"] = data[offset]
         offset += 1
     if flags & _CORRELATION_ID:
-        values["correlation_id"], offset = _short_string(data, offset, end, f"{what}: correlation_id")
+        values["correlation_id"], offset = _short_string(data, offset, end, "content header: correlation_id")
     if flags & _REPLY_TO:
-        values["reply_to"], offset = _short_string(data, offset, end, f"{what}: reply_to")
+        values["reply_to"], offset = _short_string(data, offset, end, "content header: reply_to")
     if flags & _EXPIRATION:
-        values["expiration"], offset = _short_string(data, offset, end, f"{what}: expiration")
+        values["expiration"], offset = _short_string(data, offset, end, "content header: expiration")
     if flags & _MESSAGE_ID:
-        values["message_id"], offset = _short_string(data, offset, end, f"{what}: message_id")
+        values["message_id"], offset = _short_string(data, offset, end, "content header: message_id")
     if flags & _TIMESTAMP:
-        _need(offset, 8, end, f"{what}: timestamp")
+        _need(offset, 8, end, "content header: timestamp")
         values["timestamp"] = _U64.unpack_from(data, offset)[0]
         offset += 8
     if flags & _TYPE:
-        values["type"], offset = _short_string(data, offset, end, f"{what}: type")
+        values["type"], offset = _short_string(data, offset, end, "content header: type")
     if flags & _USER_ID:
-        values["user_id"], offset = _short_string(data, offset, end, f"{what}: user_id")
+        values["user_id"], offset = _short_string(data, offset, end, "content header: user_id")
     if flags & _APP_ID:
-        values["app_id"], offset = _short_string(data, offset, end, f"{what}: app_id")
+        values["app_id"], offset = _short_string(data, offset, end, "content header: app_id")
     if flags & _CLUSTER_ID:
-        values["cluster_id"], offset = _short_string(data, offset, end, f"{what}: cluster_id")
+        values["cluster_id"], offset = _short_string(data, offset, end, "content header: cluster_id")
     if offset != end:
-        raise FrameError(f"{what}: {end - offset} bytes after the properties")
+        raise FrameError(f"content header: {end - offset} bytes after the properties")
     props = BasicProperties.__new__(BasicProperties)
     props.__dict__ = values
     return props
@@ -265,12 +274,12 @@ _NAMES = tuple(BasicProperties().__dict__)
 def decode_deliver(data: bytes, offset: int, end: int) -> Basic.Deliver:
     """``basic.deliver``'s arguments at ``offset`` (after its class and method ids)."""
     what = "basic.deliver"
-    tag, offset = _short_string(data, offset, end, f"{what}: consumer_tag")
+    tag, offset = _short_string(data, offset, end, "basic.deliver: consumer_tag")
     _need(offset, 9, end, what)
     delivery_tag = _U64.unpack_from(data, offset)[0]
     redelivered = data[offset + 8] & 1 != 0
-    exchange, offset = _short_string(data, offset + 9, end, f"{what}: exchange")
-    key, offset = _short_string(data, offset, end, f"{what}: routing_key")
+    exchange, offset = _short_string(data, offset + 9, end, "basic.deliver: exchange")
+    key, offset = _short_string(data, offset, end, "basic.deliver: routing_key")
     if offset != end:
         raise FrameError(f"{what}: {end - offset} bytes after its arguments")
     method = Basic.Deliver.__new__(Basic.Deliver)
@@ -290,8 +299,8 @@ def decode_get_ok(data: bytes, offset: int, end: int) -> Basic.GetOk:
     _need(offset, 9, end, what)
     delivery_tag = _U64.unpack_from(data, offset)[0]
     redelivered = data[offset + 8] & 1 != 0
-    exchange, offset = _short_string(data, offset + 9, end, f"{what}: exchange")
-    key, offset = _short_string(data, offset, end, f"{what}: routing_key")
+    exchange, offset = _short_string(data, offset + 9, end, "basic.get-ok: exchange")
+    key, offset = _short_string(data, offset, end, "basic.get-ok: routing_key")
     _need(offset, 4, end, what)
     count = _U32.unpack_from(data, offset)[0]
     if offset + 4 != end:
