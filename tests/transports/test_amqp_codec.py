@@ -427,3 +427,19 @@ def test_an_incomplete_frame_waits_for_its_bytes_without_reading_it_again() -> N
     )  # the body frame's size is known: no decoding until it is all here
     r.data_received(data[50_000:])
     assert [body for _m, _p, body in arrived] == [b"q" * 100_000]
+
+
+def test_frames_after_one_pikas_handling_failed_on_are_kept() -> None:
+    r, conn, arrived, _ = reader()
+
+    def failing(value: object) -> None:
+        conn._process_frame = FakeConnection._process_frame.__get__(conn)  # once
+        raise RuntimeError("pika's handling failed")
+
+    conn._process_frame = failing  # type: ignore[method-assign]
+    data = frame.Heartbeat().marshal() + delivery_bytes(1, 1, BasicProperties(), b"after")
+    with pytest.raises(RuntimeError):
+        r.data_received(data)
+    r.data_received(b"")
+    assert [body for _m, _p, body in arrived] == [b"after"]
+    assert conn.bytes_received == len(data)

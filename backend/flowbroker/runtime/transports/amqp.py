@@ -24,6 +24,9 @@ hop. How MQ's terms map onto RabbitMQ's:
 - **The descriptor** travels in the AMQP properties (message_id and correlation_id as the hex of
   the 24-byte ids, reply_to, priority, expiration, timestamp, delivery mode) and ``x-mq-*``
   headers for the fields AMQP has no property for; message properties are the other headers.
+- **Wire work**: publishes are marshalled in one pass (:func:`_publish_frames`) and the
+  consumers' deliveries decoded by the transport itself (:mod:`.amqp_codec`); pika keeps the
+  connection, the channels and every other frame.
 - **Topics**: a topic exchange (``FLOWBROKER_AMQP_TOPIC_EXCHANGE``, default ``flowbroker.topics``)
   with the MQ topic string mapped to a routing key (``/`` → ``.``, ``+`` → ``*``, ``#`` → ``#``).
 """

@@ -407,14 +407,16 @@ class DeliveryReader:
             self.failure = FrameError(f"malformed AMQP data from RabbitMQ: {exc}")
             raise self.failure from None
         finally:
+            # what was read is counted, what was not is kept (also when pika's handling of a
+            # frame raised: the frames after it are not lost with it)
             impl.bytes_received += pos
             impl.frames_received += ours
+            self._rest = buf[pos:] if pos < total else b""
+            self._need = need
             if self._delivered:
                 self._delivered = False
                 if self._wake is not None:
                     self._wake()
-        self._rest = buf[pos:] if pos < total else b""
-        self._need = need
 
     def _content(self, kind: int, buf: bytes, start: int, end: int) -> None:
         """A content header or body frame of the delivery being read."""
