@@ -350,3 +350,114 @@ def test_bodies_over_several_frames_survive_a_put_and_a_batch(rabbit) -> None:
         assert all(m.md == every_field() for m in got)
     finally:
         transport.close()
+
+
+def _foreign_messages() -> list[tuple[object, bytes]]:
+    """Messages as other AMQP applications send them: every property kind, nested headers."""
+    from decimal import Decimal
+
+    from pika.spec import BasicProperties
+
+    nested = {"a": {"b": [1, "zwei", {"c": b"\x00\xff"}]}, "ü": [True, None, 2**40], "d": Decimal("1.25")}
+    return [
+        (BasicProperties(), b""),
+        (
+            BasicProperties(content_type="text/plain", headers={"k": "v", "nested": nested}, priority=3),
+            "é✓".encode() * 50_000,
+        ),
+        (
+            BasicProperties(
+                correlation_id="an-application-id",
+                message_id="m-1",
+                reply_to="R",
+                expiration="60000",
+                timestamp=1764076800,
+                delivery_mode=2,
+                type="t",
+                app_id="app",
+                headers={"x-mq-format": "MQSTR"},
+            ),
+            b"plain",
+        ),
+    ]
+
+
+def test_the_transports_own_decoding_gives_what_pikas_gives(rabbit, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same deliveries read with the transport's decoder and with pika's: the same messages,
+    field for field, and the same AMQP properties underneath."""
+    import pika
+    from flowbroker.runtime.transports import amqp
+
+    queues = {
+        mode: rabbit.queue(f"DECODE.{mode}", "classic", **{"x-max-priority": 9}) for mode in ("own", "pika")
+    }
+    sender = AmqpTransport.open(rabbit.url)
+    publisher = pika.BlockingConnection(pika.URLParameters(rabbit.url)).channel()
+    properties = {"text": "é", "number": 42, "ratio": 0.1, "flag": True, "raw": b"\x00\x01"}
+    try:
+        for queue in queues.values():
+            sender.put(queue, bytes(range(256)) * 600, every_field(), properties=properties)
+            sender.put(
+                queue,
+                b"",
+                MessageDescriptor(priority=0, expiry=50, msg_id=b"M" * 24, put_time=1.5),
+                properties={},
+            )
+            for props, body in _foreign_messages():
+                publisher.basic_publish("", queue, body, props)
+    finally:
+        sender.close()
+        publisher.connection.close()
+    seen = {}
+    for mode, queue in queues.items():
+        monkeypatch.setattr(amqp, "OWN_DECODING", mode == "own")
+        transport = AmqpTransport.open(rabbit.url)
+        try:
+            assert (transport._reader is not None) == (mode == "own")
+            got = []
+            while len(got) < 5:
+                more = transport.get_many(queue, 5, wait=5, syncpoint=True)
+                assert more, f"{mode}: only {len(got)} of 5 messages"
+                got += more
+            raw = [(props.__dict__, body) for _m, props, body, *_ in transport._got]
+            transport.commit()
+        finally:
+            transport.close()
+        seen[mode] = ([(m.md, m.properties, m.body) for m in got], raw)
+    assert seen["own"] == seen["pika"]
+    messages = seen["own"][0]
+    assert messages[0][0] == every_field() and messages[0][1] == properties  # priority 7 first
+    assert sorted(len(body) for _md, _p, body in messages) == [0, 0, 5, 153_600, 250_000]
+
+
+def test_malformed_bytes_from_rabbitmq_break_the_connection_and_lose_nothing(rabbit) -> None:
+    queue = rabbit.queue("MALFORMED", "classic")
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        transport.put(queue, b"kept", MessageDescriptor(persistence=1))
+        reader = transport._reader
+        assert reader is not None
+        impl = transport._conn._impl
+
+        def corrupted(data: bytes) -> None:
+            impl._on_data_available = reader.data_received
+            reader.data_received(data[:-1] + b"\x00")  # the frame's end octet is wrong
+
+        impl._on_data_available = corrupted
+        with pytest.raises(transports.TransportError) as caught:
+            while not transport.get_many(queue, 1, wait=5, syncpoint=True):
+                pass
+        assert caught.value.reason_code == 2009
+        assert (
+            "malformed AMQP data from RabbitMQ" in caught.value.reason
+            and "does not end with 0xCE" in caught.value.reason
+        )
+    finally:
+        transport.close()
+    again = AmqpTransport.open(rabbit.url)
+    try:
+        got = again.get(queue, wait=10, syncpoint=True)
+        assert got is not None and got.body == b"kept"
+        again.commit()
+    finally:
+        again.close()

@@ -24,6 +24,9 @@ hop. How MQ's terms map onto RabbitMQ's:
 - **The descriptor** travels in the AMQP properties (message_id and correlation_id as the hex of
   the 24-byte ids, reply_to, priority, expiration, timestamp, delivery mode) and ``x-mq-*``
   headers for the fields AMQP has no property for; message properties are the other headers.
+- **Wire work**: publishes are marshalled in one pass (:func:`_publish_frames`) and the
+  consumers' deliveries decoded by the transport itself (:mod:`.amqp_codec`); pika keeps the
+  connection, the channels and every other frame.
 - **Topics**: a topic exchange (``FLOWBROKER_AMQP_TOPIC_EXCHANGE``, default ``flowbroker.topics``)
   with the MQ topic string mapped to a routing key (``/`` → ``.``, ``+`` → ``*``, ``#`` → ``#``).
 """
@@ -61,6 +64,7 @@ from flowbroker.runtime.transports import (
     pad_id,
     redact,
 )
+from flowbroker.runtime.transports.amqp_codec import DeliveryReader
 
 ZERO_ID = b"\x00" * 24
 #: The header that counts a classic queue's backouts (quorum queues count deliveries themselves).
@@ -157,41 +161,65 @@ def to_amqp(md: MessageDescriptor, properties: dict[str, Any] | None) -> BasicPr
     )
 
 
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def from_amqp(
     props: BasicProperties, body: bytes, *, redelivered: bool = False, exchange: str = "", key: str = ""
 ) -> Message:
-    """The message a delivery carries: its descriptor, properties and body."""
-    headers = dict(props.headers or {})
+    """The message a delivery carries: its descriptor, properties and body.
 
-    def header(name: str, default: Any) -> Any:
-        value = headers.get(_MQ + name)
-        return default if value is None else value
-
-    def text(value: Any) -> str:
-        return value.decode() if isinstance(value, bytes) else str(value)
-
+    One pass over the headers: ``x-mq-*`` ones are descriptor fields, other ``x-`` ones the
+    broker's or the transport's, the rest the message's properties (a name that is not text, as
+    another AMQP application may send, is none of them)."""
+    headers = props.headers or {}
+    properties: dict[str, Any] = {}
+    mq: dict[str, Any] = {}
+    for name, value in headers.items():
+        if type(name) is not str:
+            continue
+        if name[:2] != "x-":
+            properties[name] = value
+        elif name[:5] == _MQ and value is not None:
+            mq[name[5:]] = value
     expiry_ms = props.expiration
-    persistence = int(header("persistence", 0 if props.delivery_mode == 1 else 1))
-    priority = int(header("priority", props.priority if props.priority is not None else -1))
-    md = MessageDescriptor(
-        msg_id=_id_bytes(props.message_id),
-        correl_id=_id_bytes(props.correlation_id),
-        persistence=persistence,
-        priority=priority,
-        expiry=int(header("expiry", int(expiry_ms) // 100 if expiry_ms else -1)),
-        reply_to_q=props.reply_to or "",
-        reply_to_q_mgr=text(header("reply-to-q-mgr", "")),
-        format=text(header("format", "")),
-        encoding=int(header("encoding", 546)),
-        coded_char_set_id=int(header("ccsid", 1208)),
-        put_time=float(header("put-time", float(props.timestamp or 0))),
-        backout_count=backout_count(headers, redelivered),
-        group_id=_id_bytes(text(header("group-id", "")) or None),
-    )
-    properties = {name: value for name, value in headers.items() if not name.startswith("x-")}
-    for name in text(header("floats", "")).split(","):
-        if name in properties:
-            properties[name] = float(properties[name])
+    priority = props.priority
+    timestamp = props.timestamp
+    if mq:
+        get = mq.get
+        persistence = int(get("persistence", 0 if props.delivery_mode == 1 else 1))
+        md = MessageDescriptor(
+            msg_id=_id_bytes(props.message_id),
+            correl_id=_id_bytes(props.correlation_id),
+            persistence=persistence,
+            priority=int(get("priority", priority if priority is not None else -1)),
+            expiry=int(get("expiry", int(expiry_ms) // 100 if expiry_ms else -1)),
+            reply_to_q=props.reply_to or "",
+            reply_to_q_mgr=_text(get("reply-to-q-mgr", "")),
+            format=_text(get("format", "")),
+            encoding=int(get("encoding", 546)),
+            coded_char_set_id=int(get("ccsid", 1208)),
+            put_time=float(get("put-time", float(timestamp or 0))),
+            backout_count=backout_count(headers, redelivered),
+            group_id=_id_bytes(_text(get("group-id", "")) or None),
+        )
+        floats = mq.get("floats")
+        if floats is not None:
+            for name in _text(floats).split(","):
+                if name in properties:
+                    properties[name] = float(properties[name])
+    else:
+        md = MessageDescriptor(
+            msg_id=_id_bytes(props.message_id),
+            correl_id=_id_bytes(props.correlation_id),
+            persistence=0 if props.delivery_mode == 1 else 1,
+            priority=priority if priority is not None else -1,
+            expiry=int(expiry_ms) // 100 if expiry_ms else -1,
+            reply_to_q=props.reply_to or "",
+            put_time=float(timestamp or 0),
+            backout_count=backout_count(headers, redelivered),
+        )
     if exchange and exchange == topic_exchange():
         properties["MQTopicString"] = topic_string(key)
     return Message(md, properties, body)
@@ -410,6 +438,26 @@ def _marshal_publishes(impl: Any, output: Any) -> None:
 #: The most bytes of queued commands joined into one socket write.
 _JOIN_MOST = 256 * 1024
 
+#: Whether the transport decodes its consumers' deliveries itself (:mod:`.amqp_codec`) rather than
+#: through pika's frame objects and event dispatch (the tests compare both).
+OWN_DECODING = True
+
+
+def _delivery_reader(connection: pika.BlockingConnection) -> DeliveryReader | None:
+    """The transport's own reader of deliveries over the connection's, or None where pika's
+    internals are not the ones it replaces (then pika decodes everything, as before)."""
+    impl = getattr(connection, "_impl", None)
+    # a delivery read here ends the connection's wait for events, as pika's dispatch would
+    wake = getattr(connection, "_request_channel_dispatch", None)
+    if not OWN_DECODING or impl is None or wake is None:
+        return None
+    if not all(
+        hasattr(impl, name)
+        for name in ("_on_data_available", "_process_frame", "bytes_received", "frames_received")
+    ):
+        return None
+    return DeliveryReader(impl, 0, lambda: wake(-1))
+
 
 # -- the transport ---------------------------------------------------------------------------------
 
@@ -425,6 +473,8 @@ class AmqpTransport:
     def __init__(self, connection: pika.BlockingConnection) -> None:
         self._conn = connection
         _coalesce_frames(connection)
+        self._reader = _delivery_reader(connection)
+        self._tags = 0
         self._channel = self._open_channel()
         self._ids = IdFactory()
         self._exchange = topic_exchange()
@@ -465,6 +515,10 @@ class AmqpTransport:
         channel = self._conn.channel()
         channel.confirm_delivery()
         channel.add_on_cancel_callback(self._cancelled)
+        if self._reader is not None:
+            # the consumers of an earlier channel are gone with it
+            self._reader.channel = channel.channel_number
+            self._reader.consumers.clear()
         return channel
 
     def _cancelled(self, frame: Any) -> None:
@@ -620,12 +674,21 @@ class AmqpTransport:
         def on_message(_ch: Any, method: Basic.Deliver, props: BasicProperties, body: bytes) -> None:
             arrived.append((method, props, body))
 
+        # the tag is known before basic.consume goes out: the reader decodes the first delivery too
+        self._tags += 1
+        tag = f"flowbroker.{id(self):x}.{self._tags}"
+        if self._reader is not None:
+            self._reader.consumers[tag] = arrived
         try:
             # unacknowledged deliveries this consumer may hold: its read-ahead
             self._channel.basic_qos(prefetch_count=max(1, prefetch))
-            self._consumers[queue] = self._channel.basic_consume(queue, on_message, auto_ack=False)
+            self._consumers[queue] = self._channel.basic_consume(
+                queue, on_message, auto_ack=False, consumer_tag=tag
+            )
         except pika.exceptions.ChannelClosedByBroker as exc:
             del self._arrived[queue]
+            if self._reader is not None:
+                self._reader.consumers.pop(tag, None)
             raise _refusal(exc, f"a get from queue {queue}") from None
         return arrived
 
@@ -659,7 +722,9 @@ class AmqpTransport:
             def ready() -> bool:
                 if queue in self._lost:
                     self._lost.discard(queue)
-                    self._consumers.pop(queue, None)
+                    tag = self._consumers.pop(queue, None)
+                    if self._reader is not None and tag is not None:
+                        self._reader.consumers.pop(tag, None)
                     self._queues.discard(queue)
                     self._arrived.pop(queue, None)
                     raise TransportError(RC_UNKNOWN_OBJECT_NAME, f"queue {queue} was deleted")
