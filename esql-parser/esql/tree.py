@@ -12,6 +12,7 @@ the element serialises as its original bytes and copies share those bytes.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -19,6 +20,47 @@ from typing import Any, Protocol
 NAME_VALUE = 0x03000000
 NAME = 0x01000000
 VALUE = 0x02000000
+
+
+#: The shape stamp, ``SHAPE[0]``: renewed by every change to any tree other than adding a new
+#: last child — a removal, an insertion before a sibling, children cleared, a field renamed or
+#: moved to another namespace. A :class:`ChildCursor` trusts what it remembers only while the
+#: stamp it was made under is current, so code that changes a tree by other means than this
+#: module's methods and ESQL's runtime helpers calls :func:`reshape` afterwards (appending a new
+#: last child needs no call: it moves no field from its place among its siblings).
+SHAPE = [0]
+_next_shape = itertools.count(1).__next__
+
+
+def reshape() -> None:
+    """Renew the shape stamp: every :class:`ChildCursor` made before is forgotten.
+
+    The stamps come from one counter, each given out once, so a stamp a cursor holds can never
+    become current again, whichever thread writes last.
+    """
+    SHAPE[0] = _next_shape()
+
+
+class ChildCursor:
+    """What an element remembers of its children named ``name`` (no namespace), for index loops.
+
+    ``node`` is the ``index``-th such child (``index`` 0: none remembered), so ``X[i + 1]`` after
+    ``X[i]`` is a step from ``node``, not a walk from the first child; ``total`` is their number
+    when ``last`` was the element's last child (-1: not counted), so ``CARDINALITY(X[])`` again
+    after only reads costs nothing. Valid while ``shape`` is the current :data:`SHAPE` stamp:
+    nothing but appends changed any tree since, and an append moves no child's position (the
+    count is checked against the last child, which every append changes).
+    """
+
+    __slots__ = ("index", "last", "name", "node", "shape", "total")
+
+    def __init__(self, shape: int, name: str, index: int, node: Element | None) -> None:
+        self.shape = shape
+        self.name = name
+        self.index = index
+        self.node = node
+        self.total = -1
+        self.last: Element | None = None
 
 
 class ContentParser(Protocol):
@@ -53,6 +95,7 @@ class Element:
     """One field of a message tree."""
 
     __slots__ = (
+        "_cursor",
         "_first",
         "_last",
         "_lazy",
@@ -84,6 +127,8 @@ class Element:
         self._first: Element | None = None
         self._last: Element | None = None
         self._lazy: LazyContent | None = None
+        # left unset by code that makes elements without __init__: read it with a default
+        self._cursor: ChildCursor | None = None
 
     # -- parse on demand -------------------------------------------------------------------
 
@@ -233,6 +278,7 @@ class Element:
         if self._lazy is not None:
             self._materialize()
         child.detach()
+        SHAPE[0] = _next_shape()
         child.parent = self
         child.prev_sibling = None
         child.next_sibling = self._first
@@ -249,6 +295,7 @@ class Element:
         if parent is None:
             raise ValueError("cannot add a sibling to an element that has no parent")
         sibling.detach()
+        SHAPE[0] = _next_shape()
         sibling.parent = parent
         sibling.prev_sibling = self
         sibling.next_sibling = self.next_sibling
@@ -265,6 +312,7 @@ class Element:
         if parent is None:
             raise ValueError("cannot add a sibling to an element that has no parent")
         sibling.detach()
+        SHAPE[0] = _next_shape()
         sibling.parent = parent
         sibling.next_sibling = self
         sibling.prev_sibling = self.prev_sibling
@@ -280,6 +328,7 @@ class Element:
         parent = self.parent
         if parent is None:
             return self
+        SHAPE[0] = _next_shape()
         if self.prev_sibling is None:
             parent._first = self.next_sibling
         else:
@@ -295,6 +344,8 @@ class Element:
         """Drop every child (and any unparsed content)."""
         self._lazy = None
         node = self._first
+        if node is not None:
+            SHAPE[0] = _next_shape()
         while node is not None:
             nxt = node.next_sibling
             node.parent = node.prev_sibling = node.next_sibling = None
