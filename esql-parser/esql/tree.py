@@ -71,9 +71,14 @@ class ContentParser(Protocol):
 
 
 class LazyContent:
-    """Bytes of a subtree that has not been parsed yet, and how to parse them."""
+    """Bytes of a subtree that has not been parsed yet, and how to parse them.
 
-    __slots__ = ("ccsid", "data", "encoding", "options", "parser")
+    Copies of an unparsed subtree share one content. When a second of them is read, its parse
+    is kept (``parsed``, private, never changed) and the ones read after it get a copy of that
+    instead of parsing the bytes again (``SET OutputRoot = InputRoot`` repeated, each copy read).
+    """
+
+    __slots__ = ("ccsid", "data", "encoding", "filled", "options", "parsed", "parser")
 
     def __init__(
         self,
@@ -89,6 +94,9 @@ class LazyContent:
         self.ccsid = ccsid
         self.encoding = encoding
         self.options = options or {}
+        #: how many elements were filled from this content, and the pristine parse kept at the second
+        self.filled = 0
+        self.parsed: Element | None = None
 
 
 class Element:
@@ -153,10 +161,28 @@ class Element:
 
     def _materialize(self) -> None:
         lazy = self._lazy
-        if lazy is not None:
-            self._lazy = None
-            self._source = lazy
+        if lazy is None:
+            return
+        self._lazy = None
+        self._source = lazy
+        parsed = lazy.parsed
+        if parsed is not None:
+            # the same bytes were parsed for another element: their children copied, not parsed
+            _copy_children(self, parsed)
+            return
+        if not lazy.filled:
+            lazy.filled = 1
             lazy.parser.fill(self, lazy)
+            return
+        # a second element reads these bytes: parse, and keep the parse for the next ones when
+        # the parser set nothing but the children (their copies then are exactly a parse)
+        own = (self.name, self.namespace, self.type, self.value)
+        lazy.parser.fill(self, lazy)
+        lazy.filled += 1
+        if own == (self.name, self.namespace, self.type, self.value):
+            kept = Element(self.name, self.value, namespace=self.namespace, type=self.type)
+            _copy_children(kept, self)
+            lazy.parsed = kept
 
     # -- navigation ------------------------------------------------------------------------
 
@@ -439,6 +465,37 @@ class Element:
 
     def __repr__(self) -> str:
         return f"Element({self.name!r}, {self.value!r}, type=0x{self.type:08X})"
+
+
+def _copy_children(target: Element, source: Element) -> None:
+    """Deep copies of ``source``'s children appended to childless ``target`` (linked directly:
+    the copies are new); an unparsed subtree below is shared, as :meth:`Element.copy` does."""
+    node = source._first
+    last = target._last
+    new = _new_element
+    while node is not None:
+        clone = new(Element)
+        clone.name = node.name
+        clone.namespace = node.namespace
+        clone.type = node.type
+        clone.value = node.value
+        clone.parent = target
+        clone.prev_sibling = last
+        clone.next_sibling = None
+        clone._lazy = node._lazy
+        clone._first = clone._last = clone._cursor = None
+        if last is None:
+            target._first = clone
+        else:
+            last.next_sibling = clone
+        last = clone
+        if node._first is not None and node._lazy is None:
+            _copy_children(clone, node)
+        node = node.next_sibling
+    target._last = last
+
+
+_new_element = object.__new__
 
 
 class _Repeat(list):  # type: ignore[type-arg]
