@@ -18,7 +18,7 @@ from esql.cast import cast
 from esql.codegen import Generator
 from esql.domains import DomainError
 from esql.runtime import EsqlRuntimeError, ExecutionContext, Reference, UserException
-from esql.tree import NAME_VALUE, Element, reshape
+from esql.tree import NAME_VALUE, Element, renamed, reshape
 
 
 def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
@@ -108,11 +108,11 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
 
     def set_name(e: Element, name: Any) -> None:
         e.name = "" if name is None else str(name)
-        reshape()  # a renamed field may start or stop matching an index step among its siblings
+        renamed(e)  # it may start or stop matching an index step among its siblings
 
     def set_namespace(e: Element, ns: Any) -> None:
         e.namespace = "" if ns is None else str(ns)
-        reshape()
+        renamed(e)
 
     def set_type(e: Element, t: Any) -> None:
         if not isinstance(t, int) or isinstance(t, bool):
@@ -126,7 +126,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         if domain is not None:
             e.name = str(domain)
             e.type = rt.FOLDER
-            reshape()
+            renamed(e)
 
     def new_field(domain: Any) -> Element:
         if domain is not None:
@@ -138,14 +138,14 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             e.detach()
             return
         e.name, e.namespace = src.name, src.namespace
-        reshape()
+        renamed(e)
         rt.assign_tree(e, src)
 
     def create_repeat(e: Element, anchor: Element | None, value: Any) -> None:
         if anchor is None:
             raise EsqlRuntimeError("CREATE … REPEAT needs a sibling or parent to repeat")
         e.name, e.namespace, e.type = anchor.name, anchor.namespace, anchor.type
-        reshape()
+        renamed(e)
         e.value = (
             anchor.value if value is rt_missing else (None if value is None else to_element_value(value))
         )
@@ -189,7 +189,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             )
             if not e.name:
                 e.name = name
-                reshape()
+                renamed(e)
             # Parse now so a malformed body fails at the CREATE statement, like the broker's immediate parse.
             e.first_child  # noqa: B018
         except domains.DomainError as exc:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from esql.tree import NAME, NAME_VALUE, SHAPE, VALUE, ChildCursor, Element, reshape
+from esql.tree import NAME, NAME_VALUE, SHAPE, VALUE, ChildCursor, Element, renamed
 
 #: Field-type constants usable in type qualifiers ``(XMLNSC.Attribute)`` and ``TYPE`` clauses.
 #: Attribute-like types share one value so a qualifier matches every spelling of it.
@@ -899,11 +899,10 @@ def adopt_tree(target: Element, fresh: Element) -> None:
 
 
 def _rename(e: Element, name: str, namespace: str) -> None:
-    """Give ``e`` a name and namespace: a field renamed among its siblings changes the tree's shape."""
+    """Give ``e`` a name and namespace (its parent's index cursor is forgotten)."""
     e.name = name
     e.namespace = namespace
-    if e.parent is not None:
-        reshape()
+    renamed(e)
 
 
 def snapshot(source: Element | None, target_base: Element | None) -> Element | None:

@@ -22,12 +22,12 @@ NAME = 0x01000000
 VALUE = 0x02000000
 
 
-#: The shape stamp, ``SHAPE[0]``: renewed by every change to any tree other than adding a new
-#: last child — a removal, an insertion before a sibling, children cleared, a field renamed or
-#: moved to another namespace. A :class:`ChildCursor` trusts what it remembers only while the
-#: stamp it was made under is current, so code that changes a tree by other means than this
-#: module's methods and ESQL's runtime helpers calls :func:`reshape` afterwards (appending a new
-#: last child needs no call: it moves no field from its place among its siblings).
+#: The shape stamp, ``SHAPE[0]``: a :class:`ChildCursor` trusts what it remembers only while the
+#: stamp it was made under is current. The changes this module's methods and ESQL's runtime
+#: helpers make forget the cursor of the one element whose children they change (a removal, an
+#: insertion before a sibling, children cleared, a child renamed: see :func:`renamed`); code
+#: that changes a tree by other means calls :func:`reshape` afterwards, which forgets them all.
+#: Appending a new last child needs neither: it moves no child from its place.
 SHAPE = [0]
 _next_shape = itertools.count(1).__next__
 
@@ -41,15 +41,24 @@ def reshape() -> None:
     SHAPE[0] = _next_shape()
 
 
+def renamed(element: Element) -> None:
+    """``element``'s name or namespace changed: its parent's cursor is forgotten (the field may
+    start or stop being one of the children a cursor counts)."""
+    parent = element.parent
+    if parent is not None:
+        parent._cursor = None
+
+
 class ChildCursor:
     """What an element remembers of its children named ``name`` (no namespace), for index loops.
 
     ``node`` is the ``index``-th such child (``index`` 0: none remembered), so ``X[i + 1]`` after
     ``X[i]`` is a step from ``node``, not a walk from the first child; ``total`` is their number
     when ``last`` was the element's last child (-1: not counted), so ``CARDINALITY(X[])`` again
-    after only reads costs nothing. Valid while ``shape`` is the current :data:`SHAPE` stamp:
-    nothing but appends changed any tree since, and an append moves no child's position (the
-    count is checked against the last child, which every append changes).
+    after only reads costs nothing. An element keeps one (``_cursor``); every change to its
+    children other than an append drops it, and it is valid only while ``shape`` is the current
+    :data:`SHAPE` stamp. An append moves no child from its place; the count is checked against
+    the last child, which every append changes.
     """
 
     __slots__ = ("index", "last", "name", "node", "shape", "total")
@@ -304,7 +313,7 @@ class Element:
         if self._lazy is not None:
             self._materialize()
         child.detach()
-        SHAPE[0] = _next_shape()
+        self._cursor = None  # every child moves one place on
         child.parent = self
         child.prev_sibling = None
         child.next_sibling = self._first
@@ -321,7 +330,7 @@ class Element:
         if parent is None:
             raise ValueError("cannot add a sibling to an element that has no parent")
         sibling.detach()
-        SHAPE[0] = _next_shape()
+        parent._cursor = None
         sibling.parent = parent
         sibling.prev_sibling = self
         sibling.next_sibling = self.next_sibling
@@ -338,7 +347,7 @@ class Element:
         if parent is None:
             raise ValueError("cannot add a sibling to an element that has no parent")
         sibling.detach()
-        SHAPE[0] = _next_shape()
+        parent._cursor = None
         sibling.parent = parent
         sibling.next_sibling = self
         sibling.prev_sibling = self.prev_sibling
@@ -354,7 +363,7 @@ class Element:
         parent = self.parent
         if parent is None:
             return self
-        SHAPE[0] = _next_shape()
+        parent._cursor = None
         if self.prev_sibling is None:
             parent._first = self.next_sibling
         else:
@@ -369,9 +378,8 @@ class Element:
     def clear_children(self) -> None:
         """Drop every child (and any unparsed content)."""
         self._lazy = None
+        self._cursor = None
         node = self._first
-        if node is not None:
-            SHAPE[0] = _next_shape()
         while node is not None:
             nxt = node.next_sibling
             node.parent = node.prev_sibling = node.next_sibling = None
