@@ -23,6 +23,7 @@ from esql.functions.misc import STOP_SIGNAL
 from esql.parser import parse
 from esql.prelude import build_globals, sqlstate_of, wrap_function
 from esql.runtime import EsqlRuntimeError, ExecutionContext, UserException
+from esql.tree import reshape
 from esql.values import VALUE_BUDGET
 
 
@@ -73,6 +74,9 @@ class CompiledRoutine:
             INVOCATION_INSTANT.reset(clock)
 
     def _run(self, ctx: ExecutionContext) -> Any:
+        # what changed the trees since the last run need not have gone through the runtime's
+        # helpers: no index cursor made before is trusted
+        reshape()
         self.program.ensure_initialised(ctx)
         ctx.budget.start()
         budget_token = VALUE_BUDGET.set(ctx.budget)

@@ -18,7 +18,7 @@ from esql.cast import cast, cast_decimal
 from esql.codegen import Generator
 from esql.domains import DomainError
 from esql.runtime import EsqlRuntimeError, ExecutionContext, Reference, UserException
-from esql.tree import NAME_VALUE, Element
+from esql.tree import NAME_VALUE, Element, renamed, reshape
 
 
 def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
@@ -76,6 +76,8 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
                 ctx.propagate(terminal, is_label, root, lenv, exlist)
             finally:
                 ctx.budget.exclude(time.thread_time() - started)
+                # the nodes downstream are not all ESQL: index cursors start again after them
+                reshape()
         elif terminal != "nowhere":
             ctx.propagations.append((terminal, is_label, root.copy(), lenv.copy(), exlist.copy()))
         if delete:
@@ -106,9 +108,11 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
 
     def set_name(e: Element, name: Any) -> None:
         e.name = "" if name is None else str(name)
+        renamed(e)  # it may start or stop matching an index step among its siblings
 
     def set_namespace(e: Element, ns: Any) -> None:
         e.namespace = "" if ns is None else str(ns)
+        renamed(e)
 
     def set_type(e: Element, t: Any) -> None:
         if not isinstance(t, int) or isinstance(t, bool):
@@ -122,6 +126,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
         if domain is not None:
             e.name = str(domain)
             e.type = rt.FOLDER
+            renamed(e)
 
     def new_field(domain: Any) -> Element:
         if domain is not None:
@@ -133,12 +138,14 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             e.detach()
             return
         e.name, e.namespace = src.name, src.namespace
+        renamed(e)
         rt.assign_tree(e, src)
 
     def create_repeat(e: Element, anchor: Element | None, value: Any) -> None:
         if anchor is None:
             raise EsqlRuntimeError("CREATE … REPEAT needs a sibling or parent to repeat")
         e.name, e.namespace, e.type = anchor.name, anchor.namespace, anchor.type
+        renamed(e)
         e.value = (
             anchor.value if value is rt_missing else (None if value is None else to_element_value(value))
         )
@@ -182,6 +189,7 @@ def build_globals(generator: Generator, values: Any) -> dict[str, Any]:
             )
             if not e.name:
                 e.name = name
+                renamed(e)
             # Parse now so a malformed body fails at the CREATE statement, like the broker's immediate parse.
             e.first_child  # noqa: B018
         except domains.DomainError as exc:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from esql.tree import NAME, NAME_VALUE, VALUE, Element
+from esql.tree import NAME, NAME_VALUE, SHAPE, VALUE, ChildCursor, Element, renamed
 
 #: Field-type constants usable in type qualifiers ``(XMLNSC.Attribute)`` and ``TYPE`` clauses.
 #: Attribute-like types share one value so a qualifier matches every spelling of it.
@@ -431,12 +431,36 @@ def step(
     if index.__class__ is not int:
         index = _index(index)
     if index > 0 and ns == "" and ftype is None and name is not None:
-        # The common case (a plain name with an index) without the general matcher.
-        node = e._first if e._lazy is None else e.first_child
+        # The common case (a plain name with an index) without the general matcher, from where
+        # the element's cursor left off when it is still valid and not past the index.
+        if e._lazy is not None:
+            e._materialize()
+        cursor = getattr(e, "_cursor", None)
+        if (
+            cursor is not None
+            and 0 < cursor.index <= index
+            and cursor.shape == SHAPE[0]
+            and cursor.name == name
+        ):
+            node = cursor.node
+            seen = cursor.index
+            while seen != index:
+                node = node.next_sibling
+                if node is None:
+                    return None
+                if node.name == name and not node.namespace:
+                    seen += 1
+            cursor.index = index
+            cursor.node = node
+            return node
+        seen = 0
+        node = e._first
         while node is not None:
             if node.name == name and not node.namespace:
-                index -= 1
-                if index == 0:
+                seen += 1
+                if seen == index:
+                    if index > 1:
+                        _remember(e, cursor, name, index, node)
                     return node
             node = node.next_sibling
         return None
@@ -487,11 +511,24 @@ def count(e: Element | None, name: str | None, ns: str | None, ftype: int | None
         return 0
     total = 0
     if ns == "" and ftype is None and name is not None:
-        node = e._first if e._lazy is None else e.first_child
+        # counted again only when the tree changed since: CARDINALITY in a WHILE condition
+        if e._lazy is not None:
+            e._materialize()
+        cursor = getattr(e, "_cursor", None)
+        last = e._last
+        shape = SHAPE[0]
+        if cursor is not None and cursor.shape == shape and cursor.name == name:
+            if cursor.last is last and cursor.total >= 0:
+                return cursor.total
+        else:
+            cursor = e._cursor = ChildCursor(shape, name, 0, None)
+        node = e._first
         while node is not None:
             if node.name == name and not node.namespace:
                 total += 1
             node = node.next_sibling
+        cursor.total = total
+        cursor.last = last
         return total
     node = e._first if e._lazy is None else e.first_child
     while node is not None:
@@ -506,6 +543,8 @@ def ensure(e: Element, name: str | None, ns: str | None, index: int, ftype: int 
     if index.__class__ is not int:
         index = _index(index)
     if index > 0 and ns == "" and name is not None:
+        if ftype is None:
+            return _ensure_plain(e, name, index)
         seen = 0
         node = e._first if e._lazy is None else e.first_child
         while node is not None:
@@ -546,6 +585,65 @@ def ensure(e: Element, name: str | None, ns: str | None, index: int, ftype: int 
         # A wildcard target (SET OutputRoot.*[i] = …) is created nameless and takes the source's name.
         return e.add("", namespace=ns or "", type=ftype if ftype is not None else NAME_VALUE)
     return e.add(name, namespace=ns or "", type=ftype if ftype is not None else _created_type(e))
+
+
+def _ensure_plain(e: Element, name: str, index: int) -> Element:
+    """:func:`ensure` of ``name[index]`` (a plain name, index > 0), from the element's cursor when
+    it is valid and not past the index; a created field is remembered as the ``index``-th."""
+    if e._lazy is not None:
+        e._materialize()
+    cursor = getattr(e, "_cursor", None)
+    if cursor is not None and 0 < cursor.index <= index and cursor.shape == SHAPE[0] and cursor.name == name:
+        node: Element | None = cursor.node
+        seen = cursor.index
+        while seen != index:
+            node = node.next_sibling  # type: ignore[union-attr]
+            if node is None:
+                break
+            if node.name == name and not node.namespace:
+                seen += 1
+    else:
+        seen = 0
+        node = e._first
+        while node is not None:
+            if node.name == name and not node.namespace:
+                seen += 1
+                if seen == index:
+                    break
+            node = node.next_sibling
+        if node is not None:
+            if index > 1:
+                _remember(e, cursor, name, index, node)
+            return node
+        cursor = None
+    if node is not None:
+        cursor.index = index  # type: ignore[union-attr]
+        cursor.node = node  # type: ignore[union-attr]
+        return node
+    if index != seen + 1:
+        raise EsqlRuntimeError(f"cannot create {e.path()}.{name}[{index}]: only {seen} such field(s) exist")
+    last = e._last
+    node = new_child(e, name, "", _created_type(e))
+    if cursor is not None:
+        # an append: the cursor stays valid, and a count taken at the old last child grows by one
+        cursor.index = index
+        cursor.node = node
+        if cursor.total >= 0 and cursor.last is last:
+            cursor.total += 1
+            cursor.last = node
+    elif index > 1:
+        _remember(e, None, name, index, node)
+    return node
+
+
+def _remember(e: Element, cursor: ChildCursor | None, name: str, index: int, node: Element) -> None:
+    """Record in ``e``'s cursor that ``node`` is its ``index``-th child named ``name``."""
+    shape = SHAPE[0]
+    if cursor is None or cursor.shape != shape or cursor.name != name:
+        e._cursor = ChildCursor(shape, name, index, node)
+    else:
+        cursor.index = index
+        cursor.node = node
 
 
 def ensure_child(e: Element, name: str) -> Element:
@@ -630,7 +728,7 @@ def new_child(e: Element, name: str, ns: str, ftype: int) -> Element:
     node.namespace = ns
     node.type = ftype
     node.value = None
-    node._first = node._last = node._lazy = None
+    node._first = node._last = node._lazy = node._cursor = None
     node.next_sibling = None
     last = e._last
     node.parent = e
@@ -765,7 +863,7 @@ def assign_tree(target: Element, source: Element | None) -> None:
     if source._first is None and source._lazy is None:
         # A leaf (the common case): no subtree to copy, so no aliasing to guard against.
         if not target.name:
-            target.name, target.namespace = source.name, source.namespace
+            _rename(target, source.name, source.namespace)
         target.value = source.value
         target.type = source.type
         if target._first is not None or target._lazy is not None:
@@ -774,7 +872,7 @@ def assign_tree(target: Element, source: Element | None) -> None:
     if _is_ancestor(target, source):
         source = source.copy()
     if not target.name:
-        target.name, target.namespace = source.name, source.namespace
+        _rename(target, source.name, source.namespace)
     target.value = source.value
     target.type = source.type
     copy_children(target, source)
@@ -786,10 +884,11 @@ def adopt_tree(target: Element, fresh: Element) -> None:
     ``fresh`` must be that private, detached copy (nothing else refers to it); it is left empty.
     """
     if not target.name:
-        target.name, target.namespace = fresh.name, fresh.namespace
+        _rename(target, fresh.name, fresh.namespace)
     target.value = fresh.value
     target.type = fresh.type
     target.clear_children()
+    fresh._cursor = None  # its children leave it without the shape stamp changing
     if fresh._lazy is not None:
         target._lazy = fresh._lazy
         fresh._lazy = None
@@ -802,6 +901,13 @@ def adopt_tree(target: Element, fresh: Element) -> None:
     while node is not None:
         node.parent = target
         node = node.next_sibling
+
+
+def _rename(e: Element, name: str, namespace: str) -> None:
+    """Give ``e`` a name and namespace (its parent's index cursor is forgotten)."""
+    e.name = name
+    e.namespace = namespace
+    renamed(e)
 
 
 def snapshot(source: Element | None, target_base: Element | None) -> Element | None:

@@ -12,6 +12,7 @@ the element serialises as its original bytes and copies share those bytes.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -19,6 +20,56 @@ from typing import Any, Protocol
 NAME_VALUE = 0x03000000
 NAME = 0x01000000
 VALUE = 0x02000000
+
+
+#: The shape stamp, ``SHAPE[0]``: a :class:`ChildCursor` trusts what it remembers only while the
+#: stamp it was made under is current. The changes this module's methods and ESQL's runtime
+#: helpers make forget the cursor of the one element whose children they change (a removal, an
+#: insertion before a sibling, children cleared, a child renamed: see :func:`renamed`); code
+#: that changes a tree by other means calls :func:`reshape` afterwards, which forgets them all.
+#: Appending a new last child needs neither: it moves no child from its place.
+SHAPE = [0]
+_next_shape = itertools.count(1).__next__
+
+
+def reshape() -> None:
+    """Renew the shape stamp: every :class:`ChildCursor` made before is forgotten.
+
+    The stamps come from one counter, each given out once, so a stamp a cursor holds can never
+    become current again, whichever thread writes last.
+    """
+    SHAPE[0] = _next_shape()
+
+
+def renamed(element: Element) -> None:
+    """``element``'s name or namespace changed: its parent's cursor is forgotten (the field may
+    start or stop being one of the children a cursor counts)."""
+    parent = element.parent
+    if parent is not None:
+        parent._cursor = None
+
+
+class ChildCursor:
+    """What an element remembers of its children named ``name`` (no namespace), for index loops.
+
+    ``node`` is the ``index``-th such child (``index`` 0: none remembered), so ``X[i + 1]`` after
+    ``X[i]`` is a step from ``node``, not a walk from the first child; ``total`` is their number
+    when ``last`` was the element's last child (-1: not counted), so ``CARDINALITY(X[])`` again
+    after only reads costs nothing. An element keeps one (``_cursor``); every change to its
+    children other than an append drops it, and it is valid only while ``shape`` is the current
+    :data:`SHAPE` stamp. An append moves no child from its place; the count is checked against
+    the last child, which every append changes.
+    """
+
+    __slots__ = ("index", "last", "name", "node", "shape", "total")
+
+    def __init__(self, shape: int, name: str, index: int, node: Element | None) -> None:
+        self.shape = shape
+        self.name = name
+        self.index = index
+        self.node = node
+        self.total = -1
+        self.last: Element | None = None
 
 
 class ContentParser(Protocol):
@@ -29,9 +80,14 @@ class ContentParser(Protocol):
 
 
 class LazyContent:
-    """Bytes of a subtree that has not been parsed yet, and how to parse them."""
+    """Bytes of a subtree that has not been parsed yet, and how to parse them.
 
-    __slots__ = ("ccsid", "data", "encoding", "options", "parser")
+    Copies of an unparsed subtree share one content. When a second of them is read, its parse
+    is kept (``parsed``, private, never changed) and the ones read after it get a copy of that
+    instead of parsing the bytes again (``SET OutputRoot = InputRoot`` repeated, each copy read).
+    """
+
+    __slots__ = ("ccsid", "data", "encoding", "filled", "options", "parsed", "parser")
 
     def __init__(
         self,
@@ -47,12 +103,16 @@ class LazyContent:
         self.ccsid = ccsid
         self.encoding = encoding
         self.options = options or {}
+        #: how many elements were filled from this content, and the pristine parse kept at the second
+        self.filled = 0
+        self.parsed: Element | None = None
 
 
 class Element:
     """One field of a message tree."""
 
     __slots__ = (
+        "_cursor",
         "_first",
         "_last",
         "_lazy",
@@ -84,6 +144,8 @@ class Element:
         self._first: Element | None = None
         self._last: Element | None = None
         self._lazy: LazyContent | None = None
+        # left unset by code that makes elements without __init__: read it with a default
+        self._cursor: ChildCursor | None = None
 
     # -- parse on demand -------------------------------------------------------------------
 
@@ -109,10 +171,28 @@ class Element:
 
     def _materialize(self) -> None:
         lazy = self._lazy
-        if lazy is not None:
-            self._lazy = None
-            self._source = lazy
+        if lazy is None:
+            return
+        self._lazy = None
+        self._source = lazy
+        parsed = lazy.parsed
+        if parsed is not None:
+            # the same bytes were parsed for another element: their children copied, not parsed
+            _copy_children(self, parsed)
+            return
+        if not lazy.filled:
+            lazy.filled = 1
             lazy.parser.fill(self, lazy)
+            return
+        # a second element reads these bytes: parse, and keep the parse for the next ones when
+        # the parser set nothing but the children (their copies then are exactly a parse)
+        own = (self.name, self.namespace, self.type, self.value)
+        lazy.parser.fill(self, lazy)
+        lazy.filled += 1
+        if own == (self.name, self.namespace, self.type, self.value):
+            kept = Element(self.name, self.value, namespace=self.namespace, type=self.type)
+            _copy_children(kept, self)
+            lazy.parsed = kept
 
     # -- navigation ------------------------------------------------------------------------
 
@@ -234,6 +314,7 @@ class Element:
         if self._lazy is not None:
             self._materialize()
         child.detach()
+        self._cursor = None  # every child moves one place on
         child.parent = self
         child.prev_sibling = None
         child.next_sibling = self._first
@@ -250,6 +331,7 @@ class Element:
         if parent is None:
             raise ValueError("cannot add a sibling to an element that has no parent")
         sibling.detach()
+        parent._cursor = None
         sibling.parent = parent
         sibling.prev_sibling = self
         sibling.next_sibling = self.next_sibling
@@ -266,6 +348,7 @@ class Element:
         if parent is None:
             raise ValueError("cannot add a sibling to an element that has no parent")
         sibling.detach()
+        parent._cursor = None
         sibling.parent = parent
         sibling.next_sibling = self
         sibling.prev_sibling = self.prev_sibling
@@ -281,6 +364,7 @@ class Element:
         parent = self.parent
         if parent is None:
             return self
+        parent._cursor = None
         if self.prev_sibling is None:
             parent._first = self.next_sibling
         else:
@@ -295,6 +379,7 @@ class Element:
     def clear_children(self) -> None:
         """Drop every child (and any unparsed content)."""
         self._lazy = None
+        self._cursor = None
         node = self._first
         while node is not None:
             nxt = node.next_sibling
@@ -389,6 +474,37 @@ class Element:
 
     def __repr__(self) -> str:
         return f"Element({self.name!r}, {self.value!r}, type=0x{self.type:08X})"
+
+
+def _copy_children(target: Element, source: Element) -> None:
+    """Deep copies of ``source``'s children appended to childless ``target`` (linked directly:
+    the copies are new); an unparsed subtree below is shared, as :meth:`Element.copy` does."""
+    node = source._first
+    last = target._last
+    new = _new_element
+    while node is not None:
+        clone = new(Element)
+        clone.name = node.name
+        clone.namespace = node.namespace
+        clone.type = node.type
+        clone.value = node.value
+        clone.parent = target
+        clone.prev_sibling = last
+        clone.next_sibling = None
+        clone._lazy = node._lazy
+        clone._first = clone._last = clone._cursor = None
+        if last is None:
+            target._first = clone
+        else:
+            last.next_sibling = clone
+        last = clone
+        if node._first is not None and node._lazy is None:
+            _copy_children(clone, node)
+        node = node.next_sibling
+    target._last = last
+
+
+_new_element = object.__new__
 
 
 class _Repeat(list):  # type: ignore[type-arg]
