@@ -380,11 +380,11 @@ class FlowDebugger:
         program = node.routine.program  # type: ignore[attr-defined]
         tracer = _EsqlTracer(self, node, program)
 
-        def run_routine(ctx: Any) -> Any:
+        def run_routine(ctx: Any, **how: Any) -> Any:
             previous = sys.gettrace()
             sys.settrace(tracer.global_trace)
             try:
-                return original(ctx)
+                return original(ctx, **how)
             finally:
                 sys.settrace(previous)
 
