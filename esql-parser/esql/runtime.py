@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from esql.tree import NAME, NAME_VALUE, SHAPE, VALUE, ChildCursor, Element, renamed
+from esql.tree import NAME, NAME_VALUE, SHAPE, VALUE, ChildCursor, Element, _copy_children, renamed
 
 #: Field-type constants usable in type qualifiers ``(XMLNSC.Attribute)`` and ``TYPE`` clauses.
 #: Attribute-like types share one value so a qualifier matches every spelling of it.
@@ -925,35 +925,7 @@ def copy_children(target: Element, source: Element) -> None:
     if source._lazy is not None:
         target._lazy = source._lazy
         return
-    _copy_into(target, source)
-
-
-def _copy_into(target: Element, source: Element) -> None:
-    # Links copies directly instead of going through append(): a tree copy is the hottest
-    # operation of a Compute node (SET OutputRoot = InputRoot).
-    node = source._first
-    prev = None
-    new = _new_element
-    while node is not None:
-        clone = new(Element)
-        clone.name = node.name
-        clone.namespace = node.namespace
-        clone.type = node.type
-        clone.value = node.value
-        clone.parent = target
-        clone.prev_sibling = prev
-        clone.next_sibling = None
-        clone._lazy = node._lazy
-        clone._first = clone._last = None
-        if prev is None:
-            target._first = clone
-        else:
-            prev.next_sibling = clone
-        prev = clone
-        if node._first is not None and node._lazy is None:
-            _copy_into(clone, node)
-        node = node.next_sibling
-    target._last = prev
+    _copy_children(target, source)
 
 
 _new_element = object.__new__
