@@ -144,6 +144,7 @@ def test_a_replica_whose_connection_was_lost_re_reads_its_deployments(
     one, two = tmp_path / "host-one", tmp_path / "host-two"
     kwargs = {"group": GROUP, "celery_broker": rabbitmq_url, "env": _remote_env(platform)}
     with WorkerProcess(one, **kwargs), WorkerProcess(two, **kwargs) as second:
+        _until(lambda: stats_path(one, "default", GROUP).exists(), "replica one to report")
         _until(lambda: stats_path(two, "default", GROUP).exists(), "replica two to report")
         time.sleep(1.0)
         created = platform.deploy(_passthrough("CutOff", src, dst), group=GROUP)
@@ -190,6 +191,7 @@ def test_a_returning_replica_catches_up_on_trace_and_recordings(
     one, two = tmp_path / "host-one", tmp_path / "host-two"
     kwargs = {"group": GROUP, "celery_broker": rabbitmq_url, "env": _remote_env(platform)}
     with WorkerProcess(one, **kwargs) as first, WorkerProcess(two, **kwargs) as second:
+        _until(lambda: stats_path(one, "default", GROUP).exists(), "replica one to report")
         _until(lambda: stats_path(two, "default", GROUP).exists(), "replica two to report")
         time.sleep(1.0)
         created = platform.deploy(_passthrough("Traced", src, dst), group=GROUP)
