@@ -61,8 +61,9 @@ docs-check: setup
 	$(BIN)/flowbroker docs nodes --check --output docs/nodes.md --readme README.md
 
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist); every test already picks its own
-# ports, queue names and data directories, so two run side by side on a 2-core machine.
-PYTEST_WORKERS ?= 2
+# ports, queue names and data directories. Most of the suite waits on the processes it starts
+# (queue manager, groups, browser), so three workers keep a 2-core machine busier than two.
+PYTEST_WORKERS ?= 3
 
 # every example flow's test cases, on one private engine the command starts; JUnit XML for CI
 flow-tests: setup
