@@ -124,3 +124,31 @@ def _walk(element: Element) -> list[tuple[str, str, int, object]]:
 
 def _root_of(data: bytes) -> Element:
     return assemblies.build_root(_got(data), {"domain": "BLOB"})
+
+
+def test_a_header_put_in_place_of_the_message_s_own_is_written_not_relayed() -> None:
+    mine = _header_bytes(_usr()) + b"body"
+    theirs = _header_bytes("<usr><Route>theirs</Route></usr>") + b"other"
+    root = _root_of(mine)
+    other = _root_of(theirs).child("MQRFH2")
+    assert other is not None
+    own = root.child("MQRFH2")
+    assert own is not None
+    own.insert_after(other.copy())  # unread, as SET OutputRoot.MQRFH2 = other.MQRFH2 copies it
+    own.detach()
+    assert formats_assembly.relay_of(root) is None
+    assert assemblies.to_message(root)[1] == theirs[: len(theirs) - len(b"other")] + b"body"
+    assert formats_assembly.relay_of(_root_of(mine)) is not None
+
+
+def test_a_character_body_behind_a_header_of_blank_format_is_never_relayed() -> None:
+    header = Element("MQRFH2")
+    header.add("Format", "        ")
+    header.add("usr", type=rfh2.FOLDER).add("Route", "yes")
+    data = rfh2.serialize(header, encoding=546, ccsid=1208) + b'{"a":1}'
+    root = assemblies.build_root(_got(data), {"domain": "JSON"})
+    assert formats_assembly.relay_of(root) is None
+    written = rfh2.parse(assemblies.to_message(root)[1], encoding=546, ccsid=1208)[0]
+    assert rfh2.inner_format(written) == "MQSTR   "
+    blob = assemblies.build_root(_got(data), {"domain": "BLOB"})
+    assert formats_assembly.relay_of(blob) is not None

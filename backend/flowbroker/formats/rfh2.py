@@ -254,6 +254,18 @@ def original_bytes(
     return bytes(options["raw"])
 
 
+def is_as_read(header: Element, content: LazyContent, md: tuple[int, int]) -> bool:
+    """Whether ``header`` is the one :func:`attach` made as ``content``, unread or still as it was
+    parsed, with the message's descriptor still of encoding and CCSID ``md``."""
+    lazy = header.lazy
+    if lazy is None:
+        if header.source is not content or not _as_parsed(header, content.options["layout"]):
+            return False
+    elif lazy is not content:
+        return False
+    return bool(content.options["md"] == md)
+
+
 def _as_parsed(header: Element, layout: _Layout) -> bool:
     """Whether a filled header's children are exactly those its layout was parsed into."""
     kid = header.first_child

@@ -640,7 +640,7 @@ class FlowThread(threading.Thread):
         if relay is None or relay.message is not message:
             return None
         properties = None
-        if relay.header:
+        if relay.header is not None:
             # the simple fields of the MQRFH2 usr folder become properties, as they do when written
             # out; relay_of found the header unread or as parsed, so they are those of its parse
             header = root.child("MQRFH2")
