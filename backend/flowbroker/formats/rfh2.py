@@ -303,7 +303,7 @@ def pristine_usr_fields(header: Element) -> tuple[tuple[str, Any], ...] | None:
     """The simple fields (name, value) of the first ``usr`` folder of ``header`` as its bytes
     parse, in order; None when the header was not made from bytes here.
 
-    For a header that is unread or still as it was parsed (:func:`original_bytes` says so): its
+    For a header that is unread or still as it was parsed (:func:`is_as_read` says so): its
     fields are then those of the parse, worked out once for each layout instead of read from the
     header of every message. A header whose folders do not parse raises the error reading them
     gives, every time.
