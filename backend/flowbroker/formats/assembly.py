@@ -65,13 +65,16 @@ class Relay:
 
     __slots__ = ("body", "domain", "format", "header", "message", "properties", "template")
 
+    #: the unparsed content of the message's MQRFH2 folder (None: the message has none)
+    header: LazyContent | None
+
     def __init__(
         self,
         message: Any,
         properties: LazyContent,
         body: LazyContent | None,
         domain: str,
-        header: bool,
+        header: LazyContent | None,
         template: Template,
         format: str | None,
     ) -> None:
@@ -158,6 +161,8 @@ def build_root(
         encoding=body_encoding,
         options={**options, **template_options} if options else template_options,
     )
+    if header is not None and domain in _TEXT_DOMAINS and not rfh2.inner_format(header).strip():
+        relay = None  # written out, its header then says the body after it is character data
     if relay is not None:
         content = md_folder.lazy
         if content is not None:
@@ -166,7 +171,13 @@ def build_root(
             else:
                 out_format = mqmd.FORMAT_STRING if domain in _TEXT_DOMAINS else None
             content.options["relay"] = Relay(
-                relay, properties_content, body_element.lazy, domain, header is not None, template, out_format
+                relay,
+                properties_content,
+                body_element.lazy,
+                domain,
+                header.lazy if header is not None else None,
+                template,
+                out_format,
             )
     return root
 
@@ -190,7 +201,8 @@ def relay_of(root: Element) -> Relay | None:
     if relay is None or relay.properties is not properties_content:
         return None
     kid = kid.next_sibling
-    if relay.header:
+    header_content = relay.header
+    if header_content is not None:
         if kid is None or kid.name != "MQRFH2" or kid.value is not None:
             return None
         header = kid
@@ -205,21 +217,14 @@ def relay_of(root: Element) -> Relay | None:
         or kid.lazy is not relay.body
     ):
         return None
-    if relay.header:
-        template = relay.template
-        values = properties_content.options["values"]
-        wanted = {
-            "domain": relay.domain.lower(),
-            "set": template.set,
-            "type": template.type,
-            "format": template.format,
-        }
+    if header_content is not None:
+        # the message's own header (not one put in its place), unread or as parsed: its bytes are
+        # what writing it out keeps, since the template, encoding and CCSID it was read with are
+        # those of the unread Properties and body (build_root refused a relay whose header
+        # writing out would change)
         descriptor = content.options["descriptor"]
         md = (int(getattr(descriptor, "encoding", 546)), int(getattr(descriptor, "coded_char_set_id", 1208)))
-        body = (values["Encoding"], values["CodedCharSetId"])
-        if rfh2.original_bytes(header, wanted, body, md) is None:
-            return None
-        if relay.domain in _TEXT_DOMAINS and not rfh2.inner_format(header).strip():
+        if not rfh2.is_as_read(header, header_content, md):
             return None
     return relay
 

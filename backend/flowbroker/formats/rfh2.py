@@ -42,7 +42,7 @@ def parse(data: bytes, *, encoding: int, ccsid: int) -> tuple[Element, bytes]:
 class _Layout:
     """The fixed part of a header and where its folders are, found without parsing any folder."""
 
-    __slots__ = ("ccsid", "encoding", "fixed", "folders", "length")
+    __slots__ = ("ccsid", "encoding", "filled", "fixed", "folders", "length", "usr")
 
     def __init__(self) -> None:
         self.fixed: tuple[tuple[str, Any], ...] = ()
@@ -50,6 +50,11 @@ class _Layout:
         self.length = FIXED_LENGTH
         self.encoding = 546
         self.ccsid = 1208
+        #: the folders' names and unparsed contents once a header of this layout was filled
+        #: without error: the next ones are filled from them, with no check or name read again
+        self.filled: tuple[tuple[str, LazyContent], ...] | None = None
+        #: the simple fields of the first ``usr`` folder as parsed (see :func:`pristine_usr_fields`)
+        self.usr: tuple[tuple[str, Any], ...] | None = None
 
 
 def _layout(data: bytes, *, encoding: int, ccsid: int) -> _Layout:
@@ -142,7 +147,24 @@ class _HeaderBytes:
     """Fills an MQRFH2 folder from its bytes the first time something reads it."""
 
     def fill(self, element: Element, content: LazyContent) -> None:
-        _fill_header(element, content.options["layout"], lazy_folders=True)
+        layout: _Layout = content.options["layout"]
+        filled = layout.filled
+        if filled is None:
+            _fill_header(element, layout, lazy_folders=True)
+            # checked and named now: later headers of this layout share the folders' contents
+            # (unparsed, immutable), as copies of one header do
+            kids: list[tuple[str, LazyContent]] = []
+            for kid in element.children():
+                lazy = kid.lazy
+                if lazy is not None and lazy.parser is _FOLDER_TEXT:
+                    kids.append((kid.name, lazy))
+            layout.filled = tuple(kids)
+            return
+        for name, value in layout.fixed:
+            element.append_new(Element(name, value))
+        for name, folder_content in filled:
+            folder = element.append_new(Element(name, type=FOLDER))
+            folder.set_lazy(folder_content)
 
 
 class _FolderText:
@@ -232,12 +254,35 @@ def original_bytes(
     return bytes(options["raw"])
 
 
+def is_as_read(header: Element, content: LazyContent, md: tuple[int, int]) -> bool:
+    """Whether ``header`` is the one :func:`attach` made as ``content``, unread or still as it was
+    parsed, with the message's descriptor still of encoding and CCSID ``md``."""
+    lazy = header.lazy
+    if lazy is None:
+        if header.source is not content or not _as_parsed(header, content.options["layout"]):
+            return False
+    elif lazy is not content:
+        return False
+    return bool(content.options["md"] == md)
+
+
 def _as_parsed(header: Element, layout: _Layout) -> bool:
     """Whether a filled header's children are exactly those its layout was parsed into."""
     kid = header.first_child
     for name, value in layout.fixed:
-        if kid is None or not _same_leaf(kid, name, value):
+        if kid is None:
             return False
+        # the usual answer in one comparison: a leaf as parsed (no namespace, no children)
+        if (kid.name, kid.namespace, kid.type, kid.value, kid.lazy, kid.first_child) != (
+            name,
+            "",
+            NAME_VALUE,
+            value,
+            None,
+            None,
+        ) or type(kid.value) is not type(value):
+            if not _same_leaf(kid, name, value):
+                return False
         kid = kid.next_sibling
     for text, _offset in layout.folders:
         if kid is None or kid.type != FOLDER or kid.namespace or kid.value is not None:
@@ -252,6 +297,40 @@ def _as_parsed(header: Element, layout: _Layout) -> bool:
                 return False
         kid = kid.next_sibling
     return kid is None
+
+
+def pristine_usr_fields(header: Element) -> tuple[tuple[str, Any], ...] | None:
+    """The simple fields (name, value) of the first ``usr`` folder of ``header`` as its bytes
+    parse, in order; None when the header was not made from bytes here.
+
+    For a header that is unread or still as it was parsed (:func:`is_as_read` says so): its
+    fields are then those of the parse, worked out once for each layout instead of read from the
+    header of every message. A header whose folders do not parse raises the error reading them
+    gives, every time.
+    """
+    content = header.lazy or header.source
+    if content is None or content.parser is not _HEADER_BYTES:
+        return None
+    layout: _Layout = content.options["layout"]
+    fields = layout.usr
+    if fields is None:
+        probe = Element("MQRFH2", type=FOLDER)
+        probe.set_lazy(LazyContent(_HEADER_BYTES, b"", options={"layout": layout}))
+        fields = layout.usr = usr_fields(probe)
+    return fields
+
+
+def usr_fields(header: Element) -> tuple[tuple[str, Any], ...]:
+    """The simple fields (name, value) of the header's first ``usr`` folder, in order: its
+    children with no children of their own and a string, number or boolean value."""
+    usr = header.child("usr")
+    if usr is None:
+        return ()
+    return tuple(
+        (kid.name, kid.value)
+        for kid in usr.children()
+        if kid.first_child is None and isinstance(kid.value, str | int | float | bool)
+    )
 
 
 def _same_leaf(kid: Element, name: str, value: Any) -> bool:

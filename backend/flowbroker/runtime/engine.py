@@ -45,6 +45,7 @@ from flowbroker_nodes.base import (
     trace_nodes,
 )
 
+from flowbroker.formats import rfh2
 from flowbroker.pubsub import rules as pubsub_rules
 from flowbroker.qm.protocol import QMError, pad_id, relay_encoding
 from flowbroker.runtime import assembly as assemblies
@@ -639,9 +640,16 @@ class FlowThread(threading.Thread):
         if relay is None or relay.message is not message:
             return None
         properties = None
-        if relay.header:
-            # the simple fields of the MQRFH2 usr folder become properties, as they do when written out
-            overlaid = self._usr_overlay(root, dict(self.input_properties))
+        if relay.header is not None:
+            # the simple fields of the MQRFH2 usr folder become properties, as they do when written
+            # out; relay_of found the header unread or as parsed, so they are those of its parse
+            header = root.child("MQRFH2")
+            fields = rfh2.pristine_usr_fields(header) if header is not None else None
+            if fields is None:
+                overlaid = self._usr_overlay(root, dict(self.input_properties))
+            else:
+                overlaid = dict(self.input_properties)
+                overlaid.update(fields)
             if overlaid != self.input_properties:
                 properties = overlaid
         md = message.md
@@ -669,12 +677,9 @@ class FlowThread(threading.Thread):
     @staticmethod
     def _usr_overlay(root: Element, properties: dict[str, Any]) -> dict[str, Any]:
         """``properties`` overlaid by the simple fields of the output's ``MQRFH2.usr`` folder."""
-        usr = root.child("MQRFH2")
-        usr = usr.child("usr") if usr is not None else None
-        if usr is not None:
-            for kid in usr.children():
-                if kid.first_child is None and isinstance(kid.value, str | int | float | bool):
-                    properties[kid.name] = kid.value
+        header = root.child("MQRFH2")
+        if header is not None:
+            properties.update(rfh2.usr_fields(header))
         return properties
 
     def put_record(
