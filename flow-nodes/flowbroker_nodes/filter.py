@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from esql.functions import invocation
+from esql.tree import Element
 
 from flowbroker_nodes.base import Assembly
 from flowbroker_nodes.esqlnode import EsqlNode
@@ -47,6 +47,9 @@ class Node(EsqlNode):
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
         # One node invocation: CURRENT_… give one moment, SLEEP and INSTANCESTOPPING see a stop.
-        with invocation(stop=self.flow.stop):
-            result = self.run_routine(self.context(assembly))
+        # The context is the one the last invocation on this thread gave back, renewed (a filter
+        # builds no output tree: the Root it is given is never sent on).
+        ctx = self.reused_context(assembly, Element("Root"), None)
+        result = self.run_routine(ctx, invocation=True)
+        self.context_done(ctx)
         self.propagate("true" if result is True else "false" if result is False else "unknown", assembly)
