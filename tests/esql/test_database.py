@@ -694,7 +694,9 @@ def test_repeated_inserts_reuse_one_statement_per_shape_and_bind_every_value(
 def test_insert_statements_of_other_tables_stay_apart(engine: sa.Engine, table: str) -> None:
     other = f"{table}_b"
     with engine.begin() as conn:
-        conn.execute(sa.text(f"CREATE TABLE {other} (id INTEGER PRIMARY KEY, customer VARCHAR(80), qty INTEGER)"))
+        conn.execute(
+            sa.text(f"CREATE TABLE {other} (id INTEGER PRIMARY KEY, customer VARCHAR(80), qty INTEGER)")
+        )
     try:
         run(engine, INSERT_SHAPES, table)
         run(engine, INSERT_SHAPES, other)
