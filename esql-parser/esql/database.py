@@ -9,6 +9,8 @@ SQLAlchemy. The runtime supplies the connection of the current unit of work thro
 from __future__ import annotations
 
 import re
+from datetime import date, datetime, time
+from decimal import Decimal
 from typing import Any, Protocol
 
 import sqlalchemy as sa
@@ -385,8 +387,33 @@ def insert(ctx: ExecutionContext, parts: list[Any], columns: list[str], values: 
         return
     for c in columns:
         _check_name(c, "column")
+    row = dict(zip(columns, values, strict=True))
+    if all(type(v) in _PLAIN_VALUES for v in values):
+        _execute(ctx, _insert_statement(table, tuple(row)), row)
+        return
     stmt = sa.insert(sa.table(table.name, *[sa.column(c) for c in columns], schema=table.schema))
-    _execute(ctx, stmt.values(dict(zip(columns, values, strict=True))))
+    _execute(ctx, stmt.values(row))
+
+
+#: Python types a column value binds as it is, untyped (as ``insert().values({...})`` binds them).
+_PLAIN_VALUES = frozenset({type(None), bool, int, float, str, bytes, Decimal, date, datetime, time})
+
+#: INSERT statements by (schema, table, columns): one statement object per shape, its values bound
+#: by name at execution, so SQLAlchemy builds it and its cache key once instead of per message.
+_INSERTS: dict[tuple[str | None, str, tuple[str, ...]], Any] = {}
+_INSERTS_LIMIT = 512
+
+
+def _insert_statement(table: sa.TableClause, columns: tuple[str, ...]) -> Any:
+    key = (table.schema, table.name, columns)
+    stmt = _INSERTS.get(key)
+    if stmt is None:
+        target = sa.table(table.name, *[sa.column(c) for c in columns], schema=table.schema)
+        stmt = sa.insert(target).values({c: sa.bindparam(c) for c in columns})
+        if len(_INSERTS) >= _INSERTS_LIMIT:
+            _INSERTS.clear()
+        _INSERTS[key] = stmt
+    return stmt
 
 
 def update(ctx: ExecutionContext, parts: list[Any], assigns: list[tuple[str, Any]], where: Any) -> None:

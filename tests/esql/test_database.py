@@ -649,3 +649,61 @@ def test_correlation_star_as_one_named_item(engine: sa.Engine, table: str) -> No
     assert usr == [("id", 1), ("customer", "ACME"), ("qty", 5)]
     assert events[0].child("Key").value == 1
     assert out.child("Missing").value == "42S02"
+
+
+INSERT_SHAPES = """
+DECLARE tableName EXTERNAL CHARACTER 'orders';
+CREATE COMPUTE MODULE Shapes_Compute
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    DECLARE i INTEGER 1;
+    WHILE i <= 3 DO
+      INSERT INTO Database.{tableName} (id, customer, qty) VALUES (i, 'c' || CAST(i AS CHARACTER), i * 10);
+      SET i = i + 1;
+    END WHILE;
+    INSERT INTO Database.{tableName} (id, customer, qty) VALUES (4, NULL, '40');
+    INSERT INTO Database.{tableName} (qty, id) VALUES (5, 5);
+    INSERT INTO Database.{tableName} (id, customer, qty) VALUES (6, InputRoot.XMLNSC.Order.Customer, 2);
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
+
+
+def test_repeated_inserts_reuse_one_statement_per_shape_and_bind_every_value(
+    engine: sa.Engine, table: str
+) -> None:
+    from esql import database
+
+    run(engine, INSERT_SHAPES, table)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(f"SELECT id, customer, qty FROM {table} ORDER BY id")).fetchall()
+    assert [tuple(r) for r in rows] == [
+        (1, "c1", 10),
+        (2, "c2", 20),
+        (3, "c3", 30),
+        (4, None, 40),
+        (5, None, 5),
+        (6, "ACME", 2),
+    ]
+    # one statement per (schema, table, columns), whatever the values
+    shapes = [key for key in database._INSERTS if key[1] == table]
+    assert sorted(shapes) == [(None, table, ("id", "customer", "qty")), (None, table, ("qty", "id"))]
+
+
+def test_insert_statements_of_other_tables_stay_apart(engine: sa.Engine, table: str) -> None:
+    other = f"{table}_b"
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(f"CREATE TABLE {other} (id INTEGER PRIMARY KEY, customer VARCHAR(80), qty INTEGER)")
+        )
+    try:
+        run(engine, INSERT_SHAPES, table)
+        run(engine, INSERT_SHAPES, other)
+        with engine.connect() as conn:
+            for name in (table, other):
+                count = conn.execute(sa.text(f"SELECT COUNT(*) FROM {name}")).scalar_one()
+                assert count == 6
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP TABLE IF EXISTS {other}"))
