@@ -435,10 +435,6 @@ def _marshal_publishes(impl: Any, output: Any) -> None:
     impl._send_message = send_message
 
 
-#: Whether ``commit_and_get`` sends a batch's transaction and takes the next batch before the broker
-#: answers, acknowledging the batch's gets when it does.
-PIPELINED_COMMITS = True
-
 #: The most bytes of queued commands joined into one socket write.
 _JOIN_MOST = 256 * 1024
 
@@ -499,10 +495,6 @@ class AmqpTransport:
         self._batch_channel: BlockingChannel | None = None
         #: The queues of the puts RabbitMQ returned as unroutable in the last batch.
         self._returned: list[str] = []
-        #: A commit sent ahead (:meth:`commit_and_get`): the gets it settles once the broker answers
-        #: its ``tx.commit``, and the answer (None: not yet).
-        self._pending: list[tuple[Basic.Deliver, BasicProperties, bytes, str, int]] | None = None
-        self._pending_ok: bool | None = None
 
     @classmethod
     def open(cls, url: str) -> AmqpTransport:
@@ -728,8 +720,6 @@ class AmqpTransport:
             )
 
             def ready() -> bool:
-                if self._pending_ok is not None:
-                    self._settle()
                 if queue in self._lost:
                     self._lost.discard(queue)
                     tag = self._consumers.pop(queue, None)
@@ -921,22 +911,10 @@ class AmqpTransport:
             return
         if not held:
             return
-        channel = self._publish_batch(held)
-        channel.tx_commit()
-        # RabbitMQ returns an unroutable put (its queue deleted since it was checked) before it
-        # answers the commit, recorded as it is read; a returned put must not let the gets be
-        # acknowledged
-        if self._returned:
-            self._queues.difference_update(self._returned)
-            raise pika.exceptions.UnroutableError([])
-
-    def _publish_batch(self, held: list[tuple[str, str, bytes, BasicProperties, bool]]) -> BlockingChannel:
-        """Queue ``held`` on the transaction channel (sent with the next flush); the channel."""
         channel = self._batch_channel
         if channel is None or not channel.is_open:
             channel = self._batch_channel = self._conn.channel()
-            # on the underlying channel: recorded as the frames are read, before the commit's answer
-            getattr(channel, "_impl", channel).add_on_return_callback(self._on_return)
+            channel.add_on_return_callback(self._on_return)
             channel.tx_select()
         self._returned = []
         # pika's BlockingChannel flushes and polls after every publish; its underlying channel only
@@ -945,60 +923,13 @@ class AmqpTransport:
         queued = getattr(channel, "_impl", channel)
         for exchange, key, body, props, mandatory in held:
             queued.basic_publish(exchange, key, body, props, mandatory=mandatory)
-        return channel
-
-    def _commit_ahead(self) -> None:
-        """Publish the held puts and send their ``tx.commit`` without waiting for the answer: the
-        gets of the unit of work become the pending commit's, acknowledged by :meth:`_settle` once
-        the broker has answered (until then they stay unacknowledged, and come back if it refuses
-        or the connection is lost)."""
-        held, self._held = self._held, []
-        channel = self._publish_batch(held)
-        self._pending, self._got = self._got, []
-        self._pending_ok = None
-        wake = self._conn._request_channel_dispatch
-
-        def answered(_frame: Any) -> None:
-            if self._pending is not None and channel is self._batch_channel:
-                self._pending_ok = True
-                wake(-1)  # ends a wait for deliveries, as a delivery would
-
-        getattr(channel, "_impl", channel).tx_commit(answered)
-        # out now (written, nothing waited for): the answer comes while the next batch is processed
-        self._conn._flush_output()
-
-    def _settle(self) -> None:
-        """Wait for the answer to a commit sent ahead, then acknowledge its gets. When the broker
-        refused it (a put returned as unroutable, the transaction channel closed), its gets and those
-        of the current unit of work go back to their queues (counted as backed out, redelivered:
-        nothing is lost) and 2003 is raised. A lost connection raises 2009: the broker returns every
-        unacknowledged delivery itself."""
-        if self._pending is None:
-            return
-        channel = self._batch_channel
-        try:
-            if self._pending_ok is None and channel is not None and channel.is_open:
-                # as pika's own tx_commit waits: until the answer, the channel's or the
-                # connection's close
-                self._conn._flush_output(lambda: self._pending_ok is not None or not channel.is_open)
-        except Exception as exc:
-            # the connection is lost: the broker returns every unacknowledged delivery itself
-            self._pending, self._pending_ok = None, None
-            raise _refusal(exc, "a commit") from None
-        pending, self._pending = self._pending, None
-        ok, self._pending_ok = self._pending_ok, None
-        if ok and not self._returned:
-            self._acknowledge(pending)
-            return
+        channel.tx_commit()
+        # RabbitMQ returns an unroutable put (its queue deleted since it was checked) before it
+        # answers the commit; a returned put must not let the gets be acknowledged
+        self._conn.process_data_events(time_limit=0)
         if self._returned:
             self._queues.difference_update(self._returned)
-            why = "RabbitMQ could not route a put to queue " + ", ".join(sorted(set(self._returned)))
-        else:
-            why = "RabbitMQ refused its commit"
-        self._held = []
-        self._got = pending + self._got
-        self._return_got()
-        raise TransportError(RC_BACKED_OUT, f"the unit of work was backed out: {why}")
+            raise pika.exceptions.UnroutableError([])
 
     def _on_return(self, _channel: Any, method: Basic.Return, _props: BasicProperties, _body: bytes) -> None:
         self._returned.append(method.routing_key)
@@ -1010,9 +941,6 @@ class AmqpTransport:
         waiting to be handed out; when none of the waiting ones comes before the last got, one
         ``basic.ack`` with ``multiple`` settles the whole batch."""
         got, self._got = self._got, []
-        self._acknowledge(got)
-
-    def _acknowledge(self, got: list[tuple[Basic.Deliver, BasicProperties, bytes, str, int]]) -> None:
         if not got:
             return
         last = max(method.delivery_tag for method, *_rest in got)
@@ -1029,7 +957,6 @@ class AmqpTransport:
         """Publish the held puts (confirmed), then acknowledge the gets: a crash in between
         redelivers the input and its outputs are sent again (at least once, never lost)."""
         self.pipelined = 0
-        self._settle()
         try:
             self.publish_held()
         except Exception as exc:
@@ -1049,28 +976,7 @@ class AmqpTransport:
             raise _refusal(exc, "a commit") from None
 
     def commit_and_get(self, queue: str, max_messages: int, *, wait: float = 0) -> list[Message]:
-        """Commit, then get the next batch under syncpoint. A unit of work with several puts and
-        gets is committed ahead: its transaction is sent, the next batch taken at once, and its
-        gets acknowledged when the broker has answered (see :meth:`_settle`); a refusal found then
-        backs out the unit of work of that moment too."""
-        if not (PIPELINED_COMMITS and len(self._held) > 1 and self._got):
-            self.commit()
-            return self.get_many(queue, max_messages, wait=wait, syncpoint=True)
-        self.pipelined = 0
-        self._settle()
-        try:
-            self._commit_ahead()
-        except Exception as exc:
-            refusal = _refusal(exc, "a put of the unit of work")
-            self._got = (self._pending or []) + self._got
-            self._pending, self._pending_ok = None, None
-            try:
-                self._return_got()
-            except Exception:
-                pass  # a lost connection returns them anyway
-            raise TransportError(
-                RC_BACKED_OUT, f"the unit of work was backed out: {refusal.reason}"
-            ) from None
+        self.commit()
         return self.get_many(queue, max_messages, wait=wait, syncpoint=True)
 
     def backout(self, notes: dict[str, str] | None = None) -> None:
@@ -1078,12 +984,6 @@ class AmqpTransport:
         self.pipelined = 0
         self._held = []
         try:
-            try:
-                self._settle()
-            except TransportError as exc:
-                if exc.reason_code != RC_BACKED_OUT:
-                    raise
-                return  # the gets of both units of work are back on their queues
             self._return_got()
         except TransportError:
             raise
@@ -1128,15 +1028,9 @@ class AmqpTransport:
             self._channel.basic_nack(last, multiple=True, requeue=True)
 
     def close(self) -> None:
-        """Close, once a commit sent ahead is settled; the broker returns every unacknowledged
-        delivery to its queue."""
+        """Close; the broker returns every unacknowledged delivery to its queue."""
         self._held = []
         self._got = []
-        try:
-            self._settle()
-        except Exception:
-            pass  # its gets were returned, or come back with the connection
-        self._pending, self._pending_ok = None, None
         try:
             if self._conn.is_open:
                 self._conn.close()
