@@ -4,7 +4,9 @@
 flow thread of MQInput → Compute (ESQL) → MQOutput over them twice (once plain, for the CPU per
 message, once under cProfile) and prints the profile's self time sorted into the stages of a
 message's life; with ``--transport mqtt`` the flow is scenario A's MQTTSubscribe → Compute →
-MQTTPublish on a private Mosquitto, fed by the peers' closed-loop load generator. The stages: receive, parse, tree, ESQL, serialize, send, commit, statistics and the engine
+MQTTPublish on a private Mosquitto, fed by the peers' closed-loop load generator; with
+``--transport amqp-classic`` or ``amqp-quorum`` the queue flows run on RabbitMQ queues of that type
+(``--amqp-url``), beam.smp's CPU given where RabbitMQ runs on this machine. The stages: receive, parse, tree, ESQL, serialize, send, commit, statistics and the engine
 around them. Time spent in a library or built-in function (a socket call, ``orjson.loads``) goes
 to the stages of its callers in proportion to what each caller spent in it, so every stage holds
 the C code it drives. The per-message figures scale the profile's shares to the plain run's CPU,
@@ -32,6 +34,13 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("statistics", "/runtime/engine.py", r"^(statistics|record_\w+)$"),
     ("commit + next get", "/runtime/engine.py", r"^(commit_and_prefetch|commit_and_get)$"),
     ("commit + next get", "/transports/qm.py", r"^commit_and_get$"),
+    ("commit + next get", "/transports/amqp.py", r"^commit_and_get$"),
+    # the RabbitMQ transport's own publish marshalling is sending, wherever the commit drives it
+    ("send", "/transports/amqp.py", r"^(_publish_frames|send_message|output|produce_joined)$"),
+    ("commit", "/transports/amqp.py", r"^(commit|publish_held|acknowledge|_on_return)$"),
+    ("receive", "/transports/amqp.py", r"^(get_many|get|_consume|on_message|from_amqp|_counted|ready)$"),
+    ("receive", "/transports/amqp_codec.py", r""),
+    ("send", "/transports/amqp.py", r"^(put|publish|_properties|to_amqp|_send|_check_queue)$"),
     ("commit + next get", "/qm/client.py", r"^commit_and_get$"),
     ("commit", "/runtime/engine.py", r"^(commit|begin|in_transaction)$"),
     ("commit", "/transports/qm.py", r"^commit$"),
@@ -239,41 +248,113 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class _QueueManagerSide:
+    """The queues, connections and CPU of a queue manager process."""
+
+    def __init__(self, qm: Any) -> None:
+        self.qm = qm
+
+    def define(self, name: str, max_depth: int) -> str:
+        with self.qm.client() as control:
+            control.define_queue(name, replace=True, max_depth=max_depth)
+        return name
+
+    def put_many(self, queue: str, bodies: list[bytes], md: Any) -> None:
+        with self.qm.client() as control:
+            control.put_many(queue, bodies, md)
+
+    def connect(self) -> Any:
+        from flowbroker.runtime.transports.qm import QueueConnection
+
+        return QueueConnection.open(self.qm.url, data_dir=str(self.qm.data_dir))
+
+    def depth_watcher(self, queue: str) -> Any:
+        client = self.qm.client()
+        control = client.__enter__()
+        return lambda: int(control.inquire_queue(queue).get("current_depth", 0)), lambda: client.__exit__(
+            None, None, None
+        )
+
+    def cpu(self) -> float:
+        return _cpu_seconds(self.qm.pid)
+
+
+class _RabbitSide:
+    """The run's queues on RabbitMQ (deleted at the end), its connections and beam.smp's CPU."""
+
+    def __init__(self, url: str, kind: str) -> None:
+        from flowbroker_bench.qm_vs_rabbitmq import rabbit_pid
+        from flowbroker_bench.seed004_amqp import RabbitSide, _local
+
+        self.side = RabbitSide(url, kind)
+        self.beam = rabbit_pid() if _local(url) else None
+        for key, value in self.side.env().items():
+            os.environ[key] = value
+
+    def define(self, name: str, _max_depth: int) -> str:
+        # PROFILE.PLAIN.IN as P.PL.IN: the run's suffix must leave the name within 48 characters
+        _, tag, end = name.split(".")
+        short = f"P.{tag[:2]}.{end}"
+        real = self.side.define(short)
+        self.side.purge(short)
+        return real
+
+    def put_many(self, queue: str, bodies: list[bytes], md: Any) -> None:
+        from flowbroker.runtime.transports.amqp import to_amqp
+
+        channel = self.side._channel
+        for body in bodies:
+            channel.basic_publish("", queue, body, to_amqp(md, None))
+
+    def connect(self) -> Any:
+        return self.side.connect()
+
+    def depth_watcher(self, queue: str) -> Any:
+        import pika
+
+        conn = pika.BlockingConnection(pika.URLParameters(self.side.url))
+        channel = conn.channel()
+        return lambda: int(channel.queue_declare(queue, passive=True).method.message_count), conn.close
+
+    def cpu(self) -> float:
+        return _cpu_seconds(self.beam) if self.beam else 0.0
+
+    def close(self) -> None:
+        self.side.close()
+
+
 def _pass(
-    qm: Any, args: argparse.Namespace, tag: str, profiler: cProfile.Profile | None
+    server: Any, args: argparse.Namespace, tag: str, profiler: cProfile.Profile | None
 ) -> tuple[float, float, float, int]:
-    """One run over ``args.messages`` messages: flow-thread CPU s, queue-manager CPU s, wall s, errors."""
+    """One run over ``args.messages`` messages: flow-thread CPU s, server CPU s, wall s, errors."""
     from flowbroker.qm.protocol import MessageDescriptor
     from flowbroker.runtime.compiler import compile_flow
     from flowbroker.runtime.datasources import DataSources
     from flowbroker.runtime.engine import DeployedFlow, FlowThread
-    from flowbroker.runtime.transports.qm import QueueConnection
     from flowbroker.runtime.usertrace import UserTrace
 
     from flowbroker_bench.peers.workloads import json_message, xml_order
 
-    in_queue, out_queue = f"PROFILE.{tag}.IN", f"PROFILE.{tag}.OUT"
+    in_queue = server.define(f"PROFILE.{tag}.IN", args.messages + 10)
+    out_queue = server.define(f"PROFILE.{tag}.OUT", args.messages + 10)
     case = _case(args.case) if args.case else None
-    with qm.client() as control:
-        for name in (in_queue, out_queue):
-            control.define_queue(name, replace=True, max_depth=args.messages + 10)
-        persistence = 1 if args.persistent else 0
-        md = MessageDescriptor(persistence=persistence)
-        if case is not None:
-            # the Appendix B case's own request, as its requesters send it
-            size = args.size if args.size != 1024 else case.size
-            body, fields = case.body(size, 0)
-            case_md = MessageDescriptor(**{**fields, "persistence": persistence})
-            for start in range(0, args.messages, 500):
-                control.put_many(in_queue, [body] * min(500, args.messages - start), case_md)
-        else:
-            for start in range(0, args.messages, 500):
-                numbers = range(start, min(args.messages, start + 500))
-                if args.flow == "scenario-b":
-                    bodies = [xml_order(n) for n in numbers]
-                else:
-                    bodies = [json_message(n, args.size) for n in numbers]
-                control.put_many(in_queue, bodies, md)
+    persistence = 1 if args.persistent else 0
+    md = MessageDescriptor(persistence=persistence)
+    if case is not None:
+        # the Appendix B case's own request, as its requesters send it
+        size = args.size if args.size != 1024 else case.size
+        body, fields = case.body(size, 0)
+        case_md = MessageDescriptor(**{**fields, "persistence": persistence})
+        for start in range(0, args.messages, 500):
+            server.put_many(in_queue, [body] * min(500, args.messages - start), case_md)
+    else:
+        for start in range(0, args.messages, 500):
+            numbers = range(start, min(args.messages, start + 500))
+            if args.flow == "scenario-b":
+                bodies = [xml_order(n) for n in numbers]
+            else:
+                bodies = [json_message(n, args.size) for n in numbers]
+            server.put_many(in_queue, bodies, md)
 
     if case is not None:
         compiled = compile_flow(_case_document(case, in_queue, out_queue))
@@ -282,23 +363,26 @@ def _pass(
             _document(in_queue, out_queue, args.transaction_mode, args.read_ahead, args.flow)
         )
 
-    def connect() -> Any:
-        return QueueConnection.open(qm.url, data_dir=str(qm.data_dir))
-
-    deployed = DeployedFlow(compiled, connect, DataSources(None), UserTrace(Path("/dev/null"), level="none"))
+    deployed = DeployedFlow(
+        compiled, server.connect, DataSources(None), UserTrace(Path("/dev/null"), level="none")
+    )
     thread = FlowThread(deployed, compiled.nodes["in"], 0)
     deployed.threads = [thread]
 
+    depth, done = server.depth_watcher(out_queue)
+
     def watch() -> None:
-        with qm.client() as watcher:
+        try:
             while not deployed.stop_event.is_set():
-                if int(watcher.inquire_queue(out_queue).get("current_depth", 0)) >= args.messages:
+                if depth() >= args.messages:
                     deployed.stop_event.set()
                     return
                 time.sleep(0.05)
+        finally:
+            done()
 
     watcher = threading.Thread(target=watch, daemon=True)
-    qm_before = _cpu_seconds(qm.pid)
+    qm_before = server.cpu()
     wall = time.perf_counter()
     cpu = time.thread_time()
     watcher.start()
@@ -312,7 +396,7 @@ def _pass(
             profiler.disable()
     cpu = time.thread_time() - cpu
     wall = time.perf_counter() - wall
-    qm_cpu = _cpu_seconds(qm.pid) - qm_before
+    qm_cpu = server.cpu() - qm_before
     watcher.join(5)
     stats = deployed.statistics()
     return cpu, qm_cpu, wall, int(stats.get("errors", 0) or 0)
@@ -392,12 +476,27 @@ def _measure_qm(args: argparse.Namespace) -> tuple[float, float, float, int, cPr
     with tempfile.TemporaryDirectory(prefix="fb-bench-profile-") as tmp:
         qm_core = args.load_core if args.load_core < (os.cpu_count() or 1) else None
         with QueueManagerProcess(Path(tmp), fsync=not args.no_fsync, cpu=qm_core) as qm:
-            _pass(qm, args, "WARM", None)  # imports, compiled ESQL, caches
-            cpu, qm_cpu, wall, errors = _pass(qm, args, "PLAIN", None)
-            # CPU time of this thread, not wall time: a get blocked on the socket costs nothing
-            profiler = cProfile.Profile(time.thread_time)
-            _pass(qm, args, "PROFILED", profiler)
+            return _three_passes(_QueueManagerSide(qm), args)
+
+
+def _three_passes(server: Any, args: argparse.Namespace) -> tuple[float, float, float, int, cProfile.Profile]:
+    _pass(server, args, "WARM", None)  # imports, compiled ESQL, caches
+    cpu, qm_cpu, wall, errors = _pass(server, args, "PLAIN", None)
+    # CPU time of this thread, not wall time: a get blocked on the socket costs nothing
+    profiler = cProfile.Profile(time.thread_time)
+    _pass(server, args, "PROFILED", profiler)
     return cpu / args.messages, qm_cpu / args.messages, args.messages / wall, errors, profiler
+
+
+def _measure_amqp(args: argparse.Namespace) -> tuple[float, float, float, int, cProfile.Profile]:
+    """The same three passes with RabbitMQ as the transport (its queues of the kind asked for)."""
+    from flowbroker_bench.seed004_amqp import DEFAULT_URL
+
+    rabbit = _RabbitSide(args.amqp_url or DEFAULT_URL, args.transport.removeprefix("amqp-"))
+    try:
+        return _three_passes(rabbit, args)
+    finally:
+        rabbit.close()
 
 
 def _measure_mqtt(args: argparse.Namespace) -> tuple[float, float, float, int, cProfile.Profile]:
@@ -433,13 +532,19 @@ def run(args: argparse.Namespace) -> list[Row]:
     core = args.engine_core if args.engine_core < (os.cpu_count() or 1) else None
     if core is not None:
         os.sched_setaffinity(0, {core})
-    measure = _measure_mqtt if args.transport == "mqtt" else _measure_qm
+    measures = {"mqtt": _measure_mqtt, "amqp-classic": _measure_amqp, "amqp-quorum": _measure_amqp}
+    measure = measures.get(args.transport, _measure_qm)
     cpu_per_msg, server_per_msg, rate, errors, profiler = measure(args)
     raw = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     seconds = breakdown(raw)
     profiled = sum(seconds.values()) or 1.0
     per_msg_us = cpu_per_msg * 1e6
-    server = "Mosquitto (private)" if args.transport == "mqtt" else "queue manager process"
+    servers = {
+        "mqtt": "Mosquitto (private)",
+        "amqp-classic": "RabbitMQ (beam.smp)",
+        "amqp-quorum": "RabbitMQ (beam.smp)",
+    }
+    server = servers.get(args.transport, "queue manager process")
     rows: list[Row] = [
         {
             "stage": stage,
@@ -471,9 +576,15 @@ def run(args: argparse.Namespace) -> list[Row]:
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--transport",
-        choices=("qm", "mqtt"),
+        choices=("qm", "mqtt", "amqp-classic", "amqp-quorum"),
         default="qm",
-        help="qm: MQInput -> Compute -> MQOutput on a queue manager; mqtt: a peer scenario through Mosquitto",
+        help="qm: MQInput -> Compute -> MQOutput on a queue manager; mqtt: a peer scenario through Mosquitto; "
+        "amqp-classic / amqp-quorum: the qm flows on RabbitMQ queues of that type (--amqp-url)",
+    )
+    parser.add_argument(
+        "--amqp-url",
+        default="",
+        help="amqp-*: the RabbitMQ to use (default amqp://guest:guest@127.0.0.1:5672/)",
     )
     parser.add_argument(
         "--scenario",

@@ -31,6 +31,20 @@ def test_library_time_goes_to_the_stages_of_its_callers() -> None:
     assert set(seconds) == set(profile.STAGES)
 
 
+def test_the_rabbitmq_transports_functions_have_their_stages() -> None:
+    transport = "/s/backend/flowbroker/runtime/transports/amqp.py"
+    assert profile.stage_of(transport, "get_many") == "receive"
+    assert (
+        profile.stage_of("/s/backend/flowbroker/runtime/transports/amqp_codec.py", "data_received")
+        == "receive"
+    )
+    # the commit publishes the held puts: their marshalling is sending, the rest of it committing
+    assert profile.stage_of(transport, "_publish_frames") == "send"
+    assert profile.stage_of(transport, "publish_held") == "commit"
+    assert profile.stage_of(transport, "commit_and_get") == "commit + next get"
+    assert profile.stage_of(transport, "put") == "send"
+
+
 def test_stage_rules() -> None:
     assert profile.stage_of("~", "<built-in method time.thread_time_ns>") == "statistics"
     assert (
