@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from esql.tree import Element
 from flowbroker.formats import assembly as formats_assembly
-from flowbroker.formats import rfh2
+from flowbroker.formats import mqmd, rfh2
 from flowbroker.qm.protocol import (
     Message,
     MessageDescriptor,
@@ -182,10 +182,19 @@ def test_a_changed_mqrfh2_is_not_relayed() -> None:
 
 
 def test_a_root_built_without_its_message_is_never_relayed() -> None:
-    # a message made here (no wire form) and a Root an output node built from nothing
-    made = Message(MessageDescriptor(), {}, b"made")
-    assert formats_assembly.relay_of(_root(made)) is None
+    # a Root an output node built from nothing
     assert formats_assembly.relay_of(Element("Root")) is None
+
+
+def test_a_message_with_no_wire_form_relays_its_own_parts() -> None:
+    # as a RabbitMQ delivery is: no bytes to put again, but its descriptor fields and body are
+    # what writing the untouched Root out gives
+    made = Message(MessageDescriptor(format="", priority=6, correl_id=b"K" * 24), {}, b"made")
+    root = _root(made)
+    relay = formats_assembly.relay_of(root)
+    assert relay is not None and relay.message is made
+    fields, body = assemblies.to_message(root)
+    assert mqmd.descriptor_fields(made.md) == fields and body == made.body
 
 
 def test_relay_encoding_takes_the_put_s_own_fields() -> None:

@@ -261,3 +261,95 @@ def test_an_aggregation_fans_out_and_in_on_either_transport(side: Side, group: E
         side.probe.commit()
     got = side.get_all(dst, 3)
     assert sorted(m.body for m in got) == [f"<r><a>a{i}</a><b>b{i}</b></r>".encode() for i in range(3)]
+
+
+READ_MQMD = """CREATE COMPUTE MODULE ReadMqmd
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    SET OutputRoot = InputRoot;
+    -- reading the descriptor and header makes the output Root written out, never relayed
+    SET OutputRoot.MQMD.Priority = InputRoot.MQMD.Priority;
+    SET OutputRoot.MQRFH2.usr.Region = InputRoot.MQRFH2.usr.Region;
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
+
+
+def _rfh2_message(region: str) -> bytes:
+    from esql.tree import Element
+    from flowbroker.formats import rfh2
+
+    header = Element("MQRFH2")
+    header.add("Format", "MQSTR   ")
+    usr = header.add("usr", type=0x01000000)
+    usr.add("Route", "yes")
+    usr.add("Region", region)
+    return rfh2.serialize(header, encoding=546, ccsid=1208) + b"payload after the header"
+
+
+@pytest.mark.parametrize("fmt", ["", "MQSTR   ", "MQHRF2  "])
+def test_an_untouched_message_goes_out_as_a_written_out_one_would(
+    side: Side, group: ExecutionGroupRuntime, fmt: str
+) -> None:
+    """A passthrough puts the message it got (the relay); a flow that reads the descriptor writes
+    its Root out: both outputs carry the same descriptor, properties and body."""
+    src_a, dst_a = side.make_queue("RELAY.IN"), side.make_queue("RELAY.OUT")
+    src_b, dst_b = side.make_queue("WRITE.IN"), side.make_queue("WRITE.OUT")
+    tag = abs(hash(src_a)) % 100000
+    group.deploy(
+        flow(
+            {"in": ("MQInput", {"queueName": src_a}), "out": ("MQOutput", {"queueName": dst_a})},
+            ["in.out -> out"],
+            name=f"Relay{tag}",
+        )
+    )
+    group.deploy(
+        flow(
+            {
+                "in": ("MQInput", {"queueName": src_b}),
+                "c": ("Compute", {"esql": READ_MQMD}),
+                "out": ("MQOutput", {"queueName": dst_b}),
+            },
+            ["in.out -> c", "c.out -> out"],
+            name=f"Written{tag}",
+        )
+    )
+    body = _rfh2_message("north") if fmt == "MQHRF2  " else b'{"a": 1, "b": "two"}'
+    md = MessageDescriptor(
+        persistence=0,
+        correl_id=b"C" * 24,
+        reply_to_q="REPLY.Q",
+        reply_to_q_mgr="QM2",
+        format=fmt,
+        priority=7,
+        expiry=6000,
+        # the header is written in the descriptor's encoding and CCSID: only a plain body has others
+        encoding=273 if fmt != "MQHRF2  " else 546,
+        coded_char_set_id=819 if fmt != "MQHRF2  " else 1208,
+    )
+    for src in (src_a, src_b):
+        side.probe.put(src, body, md, properties={"order": 3, "colour": "red"})
+    relayed = side.get_all(dst_a, 1)[0]
+    written = side.get_all(dst_b, 1)[0]
+    assert relayed.body == written.body == body
+    assert relayed.properties == written.properties
+    assert relayed.properties["colour"] == "red" and relayed.properties["order"] == 3
+    if fmt == "MQHRF2  ":
+        assert relayed.properties["Region"] == "north" and relayed.properties["Route"] == "yes"
+    for field in (
+        "correl_id",
+        "reply_to_q",
+        "reply_to_q_mgr",
+        "format",
+        "priority",
+        "persistence",
+        "encoding",
+        "coded_char_set_id",
+        "backout_count",
+        "group_id",
+    ):
+        assert getattr(relayed.md, field) == getattr(written.md, field), field
+    # expiry counts down while the message waits; both were put with the one the input had left
+    assert 0 < relayed.md.expiry <= 6000 and 0 < written.md.expiry <= 6000
+    assert relayed.md.msg_id != md.msg_id and relayed.md.msg_id != written.md.msg_id

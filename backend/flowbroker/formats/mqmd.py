@@ -81,6 +81,13 @@ def _id(value: Any, field: str) -> bytes:
     return bytes(value).ljust(24, b"\x00")
 
 
+def descriptor_fields(descriptor: Any) -> dict[str, Any]:
+    """The attributes :func:`fields` gives for an unread ``MQMD`` folder built from ``descriptor``."""
+    out = {attr: getattr(descriptor, attr, default) for _name, attr, default in _FIELDS}
+    out["group_id"] = getattr(descriptor, "group_id", ZERO_ID)
+    return out
+
+
 def fields(md: Element | None) -> dict[str, Any]:
     """Descriptor attributes from an ``MQMD`` folder (absent fields are left out)."""
     out: dict[str, Any] = {}
@@ -88,11 +95,7 @@ def fields(md: Element | None) -> dict[str, Any]:
         return out
     lazy = md.lazy
     if lazy is not None and isinstance(lazy.parser, _FromDescriptor):
-        descriptor = lazy.options["descriptor"]
-        for _name, attr, default in _FIELDS:
-            out[attr] = getattr(descriptor, attr, default)
-        out["group_id"] = getattr(descriptor, "group_id", ZERO_ID)
-        return out
+        return descriptor_fields(lazy.options["descriptor"])
     for name, attr, _default in _FIELDS:
         kid = md.child(name)
         if kid is None or kid.value is None:

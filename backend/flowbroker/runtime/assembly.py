@@ -53,7 +53,7 @@ def build_root(message: Any, template: dict[str, str], *, transactional: bool = 
         message.body,
         template_of(template),
         transactional=transactional,
-        relay=message if getattr(message, "raw", None) else None,
+        relay=message if getattr(message, "md", None) is not None else None,
     )
 
 

@@ -45,7 +45,7 @@ from flowbroker_nodes.base import (
     trace_nodes,
 )
 
-from flowbroker.formats import rfh2
+from flowbroker.formats import mqmd, rfh2
 from flowbroker.pubsub import rules as pubsub_rules
 from flowbroker.qm.protocol import QMError, pad_id, relay_encoding
 from flowbroker.runtime import assembly as assemblies
@@ -596,8 +596,11 @@ class FlowThread(threading.Thread):
         """Put ``root`` as a message; the MsgId it was put with."""
         relayed = self._relay_put(queue, root, syncpoint, persistence, new_msg_id, new_correl_id, correl_id)
         if relayed is not None:
-            return relayed
-        md, properties, body = self.message_parts(root)
+            if type(relayed) is bytes:
+                return relayed
+            md, properties, body = relayed
+        else:
+            md, properties, body = self.message_parts(root)
         if new_msg_id or not md.msg_id or md.msg_id == _ZERO_ID:
             md.msg_id = _IDS.next()
         if new_correl_id:
@@ -628,17 +631,23 @@ class FlowThread(threading.Thread):
         new_msg_id: bool,
         new_correl_id: bool,
         correl_id: bytes | None,
-    ) -> bytes | None:
+    ) -> bytes | tuple[Any, dict[str, Any] | None, bytes] | None:
         """Put an untouched Root of the message this thread is processing as that message's own
         bytes, with the MsgId, CorrelId, persistence and backout count a put gives it; None when
-        the Root or the transport does not allow it (then :meth:`put` writes the Root out)."""
-        put_encoded = getattr(self.transport, "put_encoded", None)
+        the Root does not allow it (then :meth:`put` writes the Root out).
+
+        A transport that cannot put a message as its bytes (RabbitMQ) gets back the descriptor,
+        properties and body :meth:`message_parts` would give, taken from the message instead of
+        the tree, for :meth:`put` to put as it puts any other."""
         message = self._relay_message
-        if put_encoded is None or message is None:
+        if message is None:
             return None
         relay = assemblies.relay_of(root)
         if relay is None or relay.message is not message:
             return None
+        put_encoded = getattr(self.transport, "put_encoded", None)
+        if put_encoded is None or not getattr(message, "raw", None):
+            return self._relay_parts(root, message, relay)
         properties = None
         if relay.header is not None:
             # the simple fields of the MQRFH2 usr folder become properties, as they do when written
@@ -673,6 +682,25 @@ class FlowThread(threading.Thread):
         self.uncommitted = self.uncommitted or sync
         put_encoded(queue, encoded, syncpoint=sync, pipeline=sync and self.batching)
         return msg_id
+
+    def _relay_parts(
+        self, root: Element, message: QueueMessage, relay: Any
+    ) -> tuple[Any, dict[str, Any], bytes]:
+        """(descriptor, properties, body) of an untouched Root, as :meth:`message_parts` writes
+        them out, from the message it was built from: the fields of its unread MQMD, the format
+        writing out gives, its properties overlaid by the header's ``usr`` fields, its body."""
+        fields = mqmd.descriptor_fields(message.md)
+        if relay.format is not None:
+            fields["format"] = relay.format
+        properties = dict(self.input_properties)
+        if relay.header is not None:
+            header = root.child("MQRFH2")
+            usr = rfh2.pristine_usr_fields(header) if header is not None else None
+            if usr is None:
+                self._usr_overlay(root, properties)
+            else:
+                properties.update(usr)
+        return descriptor(**fields), properties, message.body
 
     @staticmethod
     def _usr_overlay(root: Element, properties: dict[str, Any]) -> dict[str, Any]:
@@ -940,10 +968,9 @@ class FlowThread(threading.Thread):
             if given
             else {}
         )
-        # an untouched Root of this message may be put as the message's bytes when they carry
+        # an untouched Root of this message may be put as the message itself when it carries
         # exactly the properties the written-out Root would
-        relay = getattr(message, "raw", None) and len(self.input_properties) == len(given)
-        self._relay_message = message if relay else None
+        self._relay_message = message if len(self.input_properties) == len(given) else None
         return Assembly(assemblies.build_root(message, template, transactional=self.transactional))
 
     def reset_body(self, root: Element, template: dict[str, str]) -> None:
