@@ -596,7 +596,7 @@ class FlowThread(threading.Thread):
         """Put ``root`` as a message; the MsgId it was put with."""
         relayed = self._relay_put(queue, root, syncpoint, persistence, new_msg_id, new_correl_id, correl_id)
         if relayed is not None:
-            if type(relayed) is bytes:
+            if isinstance(relayed, bytes):
                 return relayed
             md, properties, body = relayed
         else:
@@ -631,7 +631,7 @@ class FlowThread(threading.Thread):
         new_msg_id: bool,
         new_correl_id: bool,
         correl_id: bytes | None,
-    ) -> bytes | tuple[Any, dict[str, Any] | None, bytes] | None:
+    ) -> bytes | tuple[Any, dict[str, Any], bytes] | None:
         """Put an untouched Root of the message this thread is processing as that message's own
         bytes, with the MsgId, CorrelId, persistence and backout count a put gives it; None when
         the Root does not allow it (then :meth:`put` writes the Root out).
