@@ -21,7 +21,10 @@ from test_worker import _group, _passthrough, _queues
 
 pytestmark = pytest.mark.timeout(240)
 
-GROUP = "replicated"
+#: One name per test process: the Celery broker (the shared RabbitMQ) routes control tasks by
+#: broker and group name, so tests on other xdist workers (each with its own repository, whose
+#: deployment ids start at 1 too) must not share the group's fanout exchange.
+GROUP = f"replicated{os.getpid()}"
 
 
 def _flows(data: Path) -> dict[str, Any]:
