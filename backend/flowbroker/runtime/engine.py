@@ -650,15 +650,7 @@ class FlowThread(threading.Thread):
             return self._relay_parts(root, message, relay)
         properties = None
         if relay.header is not None:
-            # the simple fields of the MQRFH2 usr folder become properties, as they do when written
-            # out; relay_of found the header unread or as parsed, so they are those of its parse
-            header = root.child("MQRFH2")
-            fields = rfh2.pristine_usr_fields(header) if header is not None else None
-            if fields is None:
-                overlaid = self._usr_overlay(root, dict(self.input_properties))
-            else:
-                overlaid = dict(self.input_properties)
-                overlaid.update(fields)
+            overlaid = self._relay_properties(root, relay)
             if overlaid != self.input_properties:
                 properties = overlaid
         md = message.md
@@ -692,6 +684,12 @@ class FlowThread(threading.Thread):
         fields = mqmd.descriptor_fields(message.md)
         if relay.format is not None:
             fields["format"] = relay.format
+        return descriptor(**fields), self._relay_properties(root, relay), message.body
+
+    def _relay_properties(self, root: Element, relay: Any) -> dict[str, Any]:
+        """A copy of the input properties overlaid by the simple fields of the MQRFH2 usr folder,
+        as writing the Root out makes them; relay_of found the header unread or as parsed, so
+        they are those of its parse (worked out once per header layout)."""
         properties = dict(self.input_properties)
         if relay.header is not None:
             header = root.child("MQRFH2")
@@ -700,7 +698,7 @@ class FlowThread(threading.Thread):
                 self._usr_overlay(root, properties)
             else:
                 properties.update(usr)
-        return descriptor(**fields), properties, message.body
+        return properties
 
     @staticmethod
     def _usr_overlay(root: Element, properties: dict[str, Any]) -> dict[str, Any]:
