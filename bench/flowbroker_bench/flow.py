@@ -29,7 +29,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from flowbroker_bench import appendix_b, bodies, seed004_amqp
+from flowbroker_bench import appendix_b, bodies, native, seed004_amqp
 from flowbroker_bench.appendix_b import CASES, Case
 from flowbroker_bench.core import Row, Scenario
 
@@ -617,7 +617,71 @@ async def _drive(
         "get_ms": 1000 * median(get_times) if get_times else None,
         "put_ms": 1000 * median(put_times) if put_times else None,
         "fanout": fanout,
+        "requesters": "Python",
     }
+
+
+def _drive_native(
+    bench: Bench, case: Case, persistent: bool, size: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """:func:`_drive` with the requesters in C (:mod:`flowbroker_bench.native`): same loop, same figures."""
+    from flowbroker.qm.client import resolve_address
+
+    asynchronous = not persistent and not getattr(args, "sync_puts", False)
+    descriptors: dict[tuple[tuple[str, Any], ...], Any] = {}
+
+    def request(index: int, k: int) -> tuple[bytes, Any]:
+        body, fields = case.body(size, index * 10_000_000 + k + 1)
+        key = tuple(fields.items())
+        md = descriptors.get(key)
+        if md is None:
+            md = descriptors[key] = _descriptor(persistent, fields)
+        return body, md
+
+    address, user, password = resolve_address(bench.qm.url, str(bench.data), None, None)
+    plan = native.plan(
+        address=address,
+        user=user,
+        password=password,
+        in_queue=case.in_queue,
+        out_queue=case.out_queue,
+        requests=request,
+        clients=args.clients,
+        warmup=args.warmup,
+        seconds=args.seconds,
+        empty_limit=EMPTY_WINDOW_LIMIT_S,
+        asynchronous=asynchronous,
+    )
+    pids = {"eg": [w.pid for w in bench.workers.values()], "qm": [bench.qm.pid]}
+    cpu: list[dict[str, float]] = []
+
+    def sample() -> None:
+        cpu.append({k: sum(_cpu_seconds(p) for p in v) for k, v in pids.items()})
+
+    result = native.run(
+        plan,
+        on_measuring=sample,
+        on_stopped=sample,
+        timeout=args.warmup + args.seconds + EMPTY_WINDOW_LIMIT_S + 60,
+    )
+    if len(cpu) != 2:
+        raise native.NativeDriverError("the requesters ended without a measuring window")
+    return {
+        **result,
+        "eg_cpu": cpu[1]["eg"] - cpu[0]["eg"],
+        "qm_cpu": cpu[1]["qm"] - cpu[0]["qm"],
+        "fanout": "",
+        "requesters": "C",
+    }
+
+
+def _native_driver(args: argparse.Namespace, bench: Bench, case: Case) -> bool:
+    """Whether this cell's requesters run in C: ``--driver`` (auto: when it can be built), and not
+    for drained subscribers (the Python driver drains them) or RabbitMQ."""
+    choice = getattr(args, "driver", "python")
+    if choice == "python" or bench.rabbit is not None or bench.fanout_queues:
+        return False
+    return choice == "c" or native.available()
 
 
 def _run_driver(driver: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
@@ -681,6 +745,8 @@ def _row(
             "driver CPU-ms/msg": round(result["driver_cpu"] * 1000 / msgs, 3),
         }
     )
+    if result.get("requesters"):
+        row["requesters"] = result["requesters"]
     if case.subscribers > 1:
         row["Deliveries/Sec"] = round(rate / 2 * case.subscribers, 1)
         row["fan-out"] = result["fanout"]
@@ -735,6 +801,8 @@ def run_cases(cases: list[Case], args: argparse.Namespace) -> list[Row]:
 def _measure(
     bench: Bench, case: Case, persistent: bool, size: int, args: argparse.Namespace
 ) -> dict[str, Any]:
+    if _native_driver(args, bench, case):
+        return _drive_native(bench, case, persistent, size, args)
     if bench.rabbit is None:
         return _run_driver(_drive(bench, case, persistent, size, args))
     pids = [w.pid for w in bench.workers.values()]
@@ -902,6 +970,14 @@ def add_arguments(p: argparse.ArgumentParser, *, sizes: str = "all", persistence
         help="requesters wait for the reply of every put; by default a non-persistent request is put "
         "asynchronously (MQPMO_ASYNC_RESPONSE: only a refusal is answered, raised at the get), and "
         "its Put is the time to send it",
+    )
+    p.add_argument(
+        "--driver",
+        choices=("auto", "c", "python"),
+        default="auto",
+        help="the requesters' program: c (built with the machine's C compiler on first use, as "
+        "seed 004's requesters were a C program), python (asyncio), or auto (c when a compiler is "
+        "there; python for cases with drained subscribers and on RabbitMQ)",
     )
     p.add_argument("--seconds", type=float, default=10.0, help="measurement window per row")
     p.add_argument("--warmup", type=float, default=3.0)
