@@ -792,6 +792,8 @@ def run_cases(cases: list[Case], args: argparse.Namespace) -> list[Row]:
         raise ValueError("no cell of the selected cases has the selected sizes and persistence")
     if getattr(args, "load_core", None) is not None and args.load_core < (os.cpu_count() or 1):
         os.sched_setaffinity(0, {args.load_core})
+    if getattr(args, "driver", "python") == "c":
+        native.binary()  # built (or said why not) before any process is started
     rows: list[Row] = []
     for transport in list(dict.fromkeys(getattr(args, "transport", None) or ["qm"])):
         rows.extend(_run_transport(plan, args, transport))

@@ -207,3 +207,20 @@ def test_bench_flow_runs_its_requesters_in_c_or_in_python(capsys: pytest.Capture
     for driver, label in (("c", "C"), ("python", "Python")):
         assert [(r["persistence"], r["requesters"]) for r in rows[driver]] == [("np", label), ("p", label)]
         assert all(r["Msgs/Sec"] and r["EG CPU-ms/msg"] and r["QM CPU-ms/msg"] for r in rows[driver])
+
+
+def test_no_compiler_or_a_failed_build_is_said_plainly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # nothing built yet
+    monkeypatch.setattr(native, "compiler", lambda: None)
+    assert not native.available()
+    with pytest.raises(native.NativeDriverError, match="no C compiler"):
+        native.binary()
+    # `bench flow --driver c` says so in one line instead of measuring with other requesters
+    assert main(["bench", "flow", "--case", "passthrough", "--sizes", "first", "--driver", "c"]) == 1
+    assert "no C compiler" in capsys.readouterr().err
+    monkeypatch.setattr(native, "compiler", lambda: "false")  # a compiler that fails
+    with pytest.raises(native.NativeDriverError, match="building the requesters failed"):
+        native.binary()
+    assert not list((tmp_path / "cache" / "flowbroker-bench").iterdir())  # no half-built binary
