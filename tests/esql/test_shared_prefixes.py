@@ -289,3 +289,24 @@ def test_a_source_of_the_targets_own_tree_is_copied_before_the_target_changes() 
     assert head is not None
     assert head.to_data() == {"Id": "7", "Copy": {"Id": "7"}}
     assert ctx.output_root.child("XMLNSC").child("Doc").child("Leaf").value == "7"  # type: ignore[union-attr]
+
+
+def test_a_source_in_a_disjoint_subtree_is_copied_once_into_the_target() -> None:
+    # Doc.Out and Doc.List differ at a named step: creating Out cannot reach the source, so the
+    # source is not snapshot; a source that contains the target's parent still is
+    source = _program(
+        "SET OutputRoot = InputRoot;\n"
+        "SET OutputRoot.XMLNSC.Doc.Out.Item = OutputRoot.XMLNSC.Doc.List.Item[2];\n"
+        "SET OutputRoot.XMLNSC.Doc.List.Item[3].Inner.Copy = OutputRoot.XMLNSC.Doc.List.Item[3];"
+    )
+    program = compile_program(source, "disjoint.esql", use_cache=False)
+    code = program.python_source
+    assert code.count("_snapshot_own(") == 1
+    ctx = ExecutionContext(input_root=_input())
+    program.main_module().run(ctx)
+    doc = ctx.output_root.child("XMLNSC").child("Doc")  # type: ignore[union-attr]
+    assert doc is not None
+    assert doc.child("Out").to_data() == {"Item": {"v": "b", "w": "2"}}  # type: ignore[union-attr]
+    third = doc.child("List").child("Item", 3)  # type: ignore[union-attr]
+    assert third is not None
+    assert third.to_data() == {"v": "c", "w": "3", "Inner": {"Copy": {"v": "c", "w": "3"}}}

@@ -255,6 +255,17 @@ class PathCache(GeneratorBase):
             return True
         return len(elems) == len(steps)
 
+    def disjoint_paths(self, a: ast.FieldRef, b: ast.FieldRef) -> bool:
+        """Whether two references from one root certainly name fields in disjoint subtrees: they
+        take the same steps up to one where both name fields, of different names."""
+        for ea, eb in zip(a.elems, b.elems, strict=False):
+            sa = self.prefix_step(ea)
+            if sa is not None and sa == self.prefix_step(eb):
+                continue
+            na, nb = self.step_name(ea), self.step_name(eb)
+            return na is not None and nb is not None and na != nb
+        return False
+
     # -- the code
 
     def cached_walk(

@@ -408,6 +408,10 @@ class Statements(GeneratorBase):
         if isinstance(expr, ast.FieldRef):
             root = self.prefix_root(target)
             if root is not None and root == self.prefix_root(expr):
+                if self.disjoint_paths(target, expr):
+                    # fields of different names below one element: creating and setting the
+                    # target cannot reach the source, which is taken as it is
+                    return code
                 return f"_snapshot_own({code})"
         return f"_snapshot({code}, {self.root_code(target)})"
 
