@@ -487,6 +487,31 @@ def step(
     return None
 
 
+def peek_child(e: Element | None, name: str) -> Element | None:
+    """:func:`child` when it parses nothing: None when ``e`` is None or its children are unparsed.
+
+    What a loop's shared path prefix is resolved with before a statement (esql.codegen.pathcache):
+    the statement itself then walks the step, parsing or not, as it always would.
+    """
+    if e is None or e._lazy is not None:
+        return None
+    node = e._first
+    while node is not None:
+        if node.name == name and not node.namespace:
+            return node
+        node = node.next_sibling
+    return None
+
+
+def peek_step(e: Element | None, name: str, index: Any) -> Element | None:
+    """``step(e, name, '', index, None)`` when it parses nothing and cannot fail: None when ``e``
+    is None or unparsed, or ``index`` is not an INTEGER of at least 1 (the statement's own walk
+    then raises as it always would)."""
+    if e is None or e._lazy is not None or index.__class__ is not int or index < 1:
+        return None
+    return step(e, name, "", index, None)
+
+
 def step_all(e: Element | None, name: str | None, ns: str | None, ftype: int | None) -> list[Element]:
     if e is None:
         return []
@@ -713,6 +738,15 @@ def assign_member_tree(e: Element, name: str, source: Element) -> None:
     assign_tree(ensure_child(e, name), source)
 
 
+def assign_member_own(e: Element, name: str, source: Element) -> None:
+    """:func:`assign_member_tree` of what :func:`snapshot_own` gave: a leaf (the source itself or
+    not, its value and type are taken), else a private copy whose children move in."""
+    if source._first is None and source._lazy is None:
+        assign_member_tree(e, name, source)
+        return
+    adopt_tree(ensure_child(e, name), source)
+
+
 def _created_type(parent: Element) -> int:
     """The type of a field SET creates: a header or body folder (IBM's Name type) below a message
     Root, a name-value field anywhere else."""
@@ -917,6 +951,14 @@ def snapshot(source: Element | None, target_base: Element | None) -> Element | N
     if source.root() is target_base.root():
         return source.copy()
     return source
+
+
+def snapshot_own(source: Element | None) -> Element | None:
+    """:func:`snapshot` of a source the compiler knows lives in the target's tree (both walked
+    from one correlation name): a copy when it has descendants, without finding the roots."""
+    if source is None or (source._first is None and source._lazy is None):
+        return source
+    return source.copy()
 
 
 def copy_children(target: Element, source: Element) -> None:

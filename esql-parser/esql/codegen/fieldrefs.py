@@ -175,6 +175,10 @@ class FieldRefs(GeneratorBase):
         """
         code, elems = self._path_start(node, upto, base)
         start = node.start
+        if base is None and self.prefix_cache is not None:
+            cached = self.cached_walk(node, elems, upto, create=False)
+            if cached is not None:
+                code, elems = cached[0], elems[cached[1] :]
         if base is None and start.index is not None:
             code = (
                 f"_step({code}.parent, {code}.name, {code}.namespace, {self.index_code(start.index)}, None)"
@@ -210,6 +214,10 @@ class FieldRefs(GeneratorBase):
         """Code evaluating to the Element a field reference names, creating missing fields."""
         code, elems = self._path_start(node, upto, base)
         start = node.start
+        if base is None and self.prefix_cache is not None:
+            cached = self.cached_walk(node, elems, upto, create=True)
+            if cached is not None:
+                code, elems = cached[0], elems[cached[1] :]
         if base is None and start.index is not None:
             self.error(start, "an index on the first name of a target reference is not supported")
         for elem in elems:

@@ -18,6 +18,7 @@ from esql.codegen.model import (
     Var,
     mangle,
 )
+from esql.codegen.pathcache import PathCache
 from esql.codegen.statements import Statements
 
 
@@ -72,7 +73,7 @@ def generate_eval(parent: Generator, tree: Any, site: EvalSite, statement: bool,
     return gen
 
 
-class Generator(Statements, Expressions, FieldRefs):
+class Generator(Statements, Expressions, FieldRefs, PathCache):
     """Generates one Python module for all the files of an ESQL project."""
 
     # ------------------------------------------------------------------ collection

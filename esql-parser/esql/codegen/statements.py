@@ -206,6 +206,8 @@ class Statements(GeneratorBase):
             lines = [indent + p for p in pre]
             self.out.lines[start:start] = lines
             self.out.positions[start:start] = [self.out.where] * len(lines)
+        if self.prefix_cache is not None:
+            self.prefix_resets(stmt)
 
     def block(self, node: ast.Statements | None) -> None:
         self.scopes.append({})
@@ -299,7 +301,7 @@ class Statements(GeneratorBase):
             items = self.list_value(expr)
             self.out.line(f"_assign_list({parent}, {nm}, {ns}, {ftype}, {items}, _to_element_value)")
             return
-        shared = self.shared_prefix(target, expr)
+        shared = self.shared_prefix(target, expr) if self.prefix_cache is None else 0
         if shared:
             self.set_with_shared_prefix(target, expr, shared)
             return
@@ -311,15 +313,20 @@ class Statements(GeneratorBase):
             member = self.member_target(target)
             if member is not None:
                 # The source is read before the target is created; snapshot it when both share a tree.
-                self.out.line(f"{tmp} = _snapshot({code}, {self.root_code(target)})")
+                snapshot = self.snapshot_code(code, target, expr)
+                # a copy _snapshot_own made is moved in, not copied again
+                assign = (
+                    "_assign_member_own" if snapshot.startswith("_snapshot_own(") else "_assign_member_tree"
+                )
+                self.out.line(f"{tmp} = {snapshot}")
                 self.out.line(f"if {tmp} is None:")
                 self.out.line(f"    _delete({self.element(target)})")
                 self.out.line("else:")
-                self.out.line(f"    _assign_member_tree({member[0]}, {member[1]}, {tmp})")
+                self.out.line(f"    {assign}({member[0]}, {member[1]}, {tmp})")
                 return
             src = self.fresh("_s")
             self.out.line(f"{src} = {code}")
-            self.out.line(f"{tmp} = _snapshot({src}, {self.root_code(target)})")
+            self.out.line(f"{tmp} = {self.snapshot_code(src, target, expr)}")
             self.out.line(f"if {tmp} is None:")
             self.out.line(f"    _delete({self.element(target)})")
             self.assign_snapshot(self.target(target), tmp, src)
@@ -386,11 +393,27 @@ class Statements(GeneratorBase):
         self.out.line(
             f"{src} = {self.element(expr, base=(prefix, shared))} if {prefix} is not None else None"
         )
-        self.out.line(f"{source} = _snapshot({src}, {self.root_code(target)})")
+        self.out.line(f"{source} = {self.snapshot_code(src, target, expr)}")
         self.out.line(f"if {source} is None:")
         self.out.line(f"    if {prefix} is not None:")
         self.out.line(f"        _delete({self.element(target, base=(prefix, shared))})")
         self.assign_snapshot(self.target(target, base=(prefix, shared)), source, src)
+
+    def snapshot_code(self, code: str, target: ast.FieldRef, expr: Node) -> str:
+        """Code for the source of SET field = field as the target may take it (see ``_snapshot``).
+
+        A source walked from the target's own correlation name is in the target's tree: it is
+        copied when it has descendants without comparing the two trees' roots.
+        """
+        if isinstance(expr, ast.FieldRef):
+            root = self.prefix_root(target)
+            if root is not None and root == self.prefix_root(expr):
+                if self.disjoint_paths(target, expr):
+                    # fields of different names below one element: creating and setting the
+                    # target cannot reach the source, which is taken as it is
+                    return code
+                return f"_snapshot_own({code})"
+        return f"_snapshot({code}, {self.root_code(target)})"
 
     def assign_snapshot(self, target: str, snap: str, src: str) -> None:
         """The not-NULL branch of SET field = field: a copy the snapshot made is moved in, not copied again."""
@@ -554,13 +577,26 @@ class Statements(GeneratorBase):
 
     def gen_while_stmt(self, node: ast.WhileStmt) -> None:
         self.check_end_label(node, node.end_label)
-        self.out.line("while True:")
-        self.out.indent += 1
-        self.out.line("_tick()")
-        self.out.line(f"if not ({self.condition(node.condition)}):")
-        self.out.line("    break")
-        self.loop_body(node.body)
-        self.out.indent -= 1
+        cache = self.loop_prefixes(node)
+        if cache is not None:
+            # the loop's shared path prefixes (codegen.pathcache): unknown on entry
+            for var in cache.names.values():
+                self.out.line(f"{var} = None")
+            self.prefix_cache = cache
+        try:
+            self.out.line("while True:")
+            self.out.indent += 1
+            self.out.line("_tick()")
+            self.pre.append([])
+            condition = self.condition(node.condition)
+            for line in self.pre.pop():
+                self.out.line(line)
+            self.out.line(f"if not ({condition}):")
+            self.out.line("    break")
+            self.loop_body(node.body)
+            self.out.indent -= 1
+        finally:
+            self.prefix_cache = None
 
     def gen_loop_stmt(self, node: ast.LoopStmt) -> None:
         self.check_end_label(node, node.end_label)
