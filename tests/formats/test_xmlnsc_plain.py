@@ -65,6 +65,8 @@ PLAIN = [
     b'<?xml version="1.0" encoding="UTF-8"?>\n<a>1</a>',
     b"<?xml version='1.0' encoding='utf-8' standalone='yes'?><a>1</a>",
     b'<?xml version="1.0" standalone="no" ?><a>1</a>',
+    b'<?xml version="1.0" encoding="UTF-16"?><a>1</a>',  # the CCSID decides, not the declaration
+    b'<?xml version="1.0" encoding="ISO-8859-1"?><a>1</a>',
     b"  <a>1</a>  \n",
     b"<r>\r\n<a>x\r\ny</a>\r\n</r>",
     b"<r><x-y.z_1>1</x-y.z_1><_u>2</_u><xml>3</xml></r>",
@@ -86,6 +88,8 @@ def test_plain_documents_take_the_fast_path_and_build_what_lxml_builds(
 NOT_PLAIN = [
     b'<o:r xmlns:o="urn:o"><o:a>1</o:a></o:r>',  # namespaces
     b'<r xmlns="urn:d"><a>1</a></r>',
+    b'<r xml:lang="en"><a xml:space="preserve">  </a></r>',  # the xml prefix needs no declaration
+    b"<xml:r><a>1</a></xml:r>",
     b"<r><a>Pen &amp; ink</a><b>&#65;</b></r>",  # entities, character references
     b"<r><a><![CDATA[<x>]]></a></r>",  # CDATA
     b"<r><!-- c --><a>1</a></r>",  # comment

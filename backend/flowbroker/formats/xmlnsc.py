@@ -126,9 +126,9 @@ class _NotPlain(Exception):
 
 
 def _plain_document(data: bytes, ccsid: int) -> bool:
-    """Whether ``data`` may be read by :func:`_fill_plain`: UTF-8 in ASCII with no namespace, comment,
-    DOCTYPE, CDATA section, entity or character reference, and no PI but an XML declaration at the
-    start; within the fast path's size and the element limit."""
+    """Whether ``data`` may be read by :func:`_fill_plain`: UTF-8 in ASCII with no namespace (nor the
+    xml prefix), comment, DOCTYPE, CDATA section, entity or character reference, and no PI but an XML
+    declaration at the start; within the fast path's size and the element limit."""
     if (
         len(data) > _FAST_MAX_BYTES
         or not data.isascii()
@@ -136,6 +136,7 @@ def _plain_document(data: bytes, ccsid: int) -> bool:
         or b"<!" in data
         or data.find(b"<?", 1) >= 0
         or b"xmlns" in data
+        or b"xml:" in data  # the one prefix bound without a declaration (xml:space changes blank text)
         or ccsids.codec(ccsid) != "utf-8"
     ):
         return False
