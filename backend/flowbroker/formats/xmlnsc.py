@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from xml.etree import ElementTree
 
 from esql.tree import Element, LazyContent
 from lxml import etree
@@ -104,6 +106,129 @@ def _fill_folder(
             el.append_new(Element("", tail, type=VALUE))
 
 
+#: The fast path's limits: a larger, deeper or attribute-heavier document is read by lxml, so libxml2's
+#: own limits (depth 256, text and name lengths) and the attribute check decide it as before.
+_FAST_MAX_BYTES = 1 << 20
+_FAST_MAX_DEPTH = 100
+_FAST_MAX_ATTRIBUTES = xmlcore._FEW_ATTRIBUTES
+_S = "[ \t\n]"
+#: The only XML declaration the fast path takes (version 1.0), as :func:`xmlcore.declaration` reads it.
+_DECLARATION = re.compile(
+    rf"<\?xml{_S}+version{_S}*={_S}*(?:\"1\.0\"|'1\.0')"
+    rf"(?:{_S}+encoding{_S}*={_S}*(?:\"([A-Za-z][\w.-]*)\"|'([A-Za-z][\w.-]*)'))?"
+    rf"(?:{_S}+standalone{_S}*={_S}*(?:\"(yes|no)\"|'(yes|no)'))?{_S}*\?>",
+    re.ASCII,
+)
+
+
+class _NotPlain(Exception):
+    """The document is not one the fast path takes whole: lxml reads it instead."""
+
+
+def _plain_document(data: bytes, ccsid: int) -> bool:
+    """Whether ``data`` may be read by :func:`_fill_plain`: UTF-8 in ASCII with no namespace (nor the
+    xml prefix), comment, DOCTYPE, CDATA section, entity or character reference, and no PI but an XML
+    declaration at the start; within the fast path's size and the element limit."""
+    if (
+        len(data) > _FAST_MAX_BYTES
+        or not data.isascii()
+        or b"&" in data
+        or b"<!" in data
+        or data.find(b"<?", 1) >= 0
+        or b"xmlns" in data
+        or b"xml:" in data  # the one prefix bound without a declaration (xml:space changes blank text)
+        or ccsids.codec(ccsid) != "utf-8"
+    ):
+        return False
+    most = xmlcore.limits()[1]
+    return not most or len(data) <= most or data.count(b"<") <= most
+
+
+def _fill_plain(element: Element, data: bytes) -> bool:
+    """Build the tree of a plain document (see :func:`_plain_document`) below ``element`` as the lxml
+    walk builds it, from the C ElementTree parser's tree (expat: no per-element proxy objects to make
+    as lxml's are); False, with nothing added, for a document this does not take whole (lxml then
+    reads it and says what is wrong with it)."""
+    declaration: dict[str, str] | None = None
+    if data.startswith(b"<?"):
+        found = _DECLARATION.match(data[:400].decode("ascii"))
+        if found is None:
+            return False
+        declaration = {"Version": "1.0"}
+        encoding = found.group(1) or found.group(2)
+        if encoding is not None:
+            declaration["Encoding"] = encoding
+        standalone = found.group(3) or found.group(4)
+        if standalone is not None:
+            declaration["StandAlone"] = standalone
+    parser = ElementTree.XMLParser(encoding="utf-8")
+    try:
+        parser.feed(data)
+        node = parser.close()
+    except ElementTree.ParseError:
+        return False
+    root = Element(node.tag, type=FIELD)
+    try:
+        if node.keys():
+            _plain_attributes(root, node)
+        if len(node) == 0:
+            root.value = node.text if node.text is not None else ""
+        else:
+            root.type = FOLDER
+            _fill_plain_folder(root, node, node.text, 1)
+    except _NotPlain:
+        return False
+    if declaration is not None:
+        holder = element.add("XmlDeclaration", type=XML_DECL)
+        for key, val in declaration.items():
+            holder.add(key, val, type=ATTRIBUTE)
+    element.append_new(root)
+    return True
+
+
+def _plain_attributes(el: Element, node: Any) -> None:
+    items = node.items()
+    if len(items) > _FAST_MAX_ATTRIBUTES:
+        raise _NotPlain
+    for key, val in items:
+        el.append_new(Element(key, val, type=ATTRIBUTE))
+
+
+def _fill_plain_folder(el: Element, node: Any, text: str | None, depth: int) -> None:
+    """:func:`_fill_folder` for an ElementTree ``node`` of a plain document."""
+    if depth > _FAST_MAX_DEPTH:
+        raise _NotPlain
+    if text and not text.isspace():
+        el.append_new(Element("", text, type=VALUE))
+    new = _new_element
+    for kid in node:
+        field = new(Element)
+        field.name = kid.tag
+        field.namespace = ""
+        field._first = field._last = field._lazy = field.next_sibling = None
+        last = el._last
+        field.parent = el
+        field.prev_sibling = last
+        if last is None:
+            el._first = field
+        else:
+            last.next_sibling = field
+        el._last = field
+        if kid.keys():
+            _plain_attributes(field, kid)
+        field_text = kid.text
+        if len(kid):
+            field.type = FOLDER
+            field.value = None
+            _fill_plain_folder(field, kid, field_text, depth + 1)
+        else:
+            field.type = FIELD
+            field.value = field_text if field_text is not None else ""
+        tail = kid.tail
+        if tail and not tail.isspace():
+            el.append_new(Element("", tail, type=VALUE))
+
+
 def _mark_cdata(element: Element, data: bytes, ccsid: int) -> None:
     """Give fields read from CDATA sections the type XMLNSC.CDataField, as ACE does."""
     ordinals = xmlcore.cdata_sections(data, ccsid)
@@ -129,6 +254,8 @@ class XmlnscParser:
         element.set_lazy(LazyContent(self, bytes(data), ccsid=ccsid, encoding=encoding, options=options))
 
     def fill(self, element: Element, content: LazyContent) -> None:
+        if _plain_document(content.data, content.ccsid) and _fill_plain(element, content.data):
+            return
         root, head = xmlcore.parse(content.data, content.ccsid, "XMLNSC", element.path())
         decl = xmlcore.declaration(head, root)
         if decl is not None:
