@@ -50,3 +50,24 @@ def test_the_interval_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch
     assert heap.interval() == 0.0
     monkeypatch.setenv("FLOWBROKER_HEAP_SETTLE_INTERVAL", "soon")
     assert heap.interval() == 300.0
+
+
+def test_a_settle_sets_the_young_generations_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = gc.get_threshold()
+    try:
+        monkeypatch.delenv("FLOWBROKER_GC_YOUNG_THRESHOLD", raising=False)
+        heap.settle()
+        assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, before[1], before[2])
+        monkeypatch.setenv("FLOWBROKER_GC_YOUNG_THRESHOLD", "700")
+        heap.settle()
+        assert gc.get_threshold()[0] == heap.PYTHON_YOUNG_THRESHOLD
+        for wrong, expected in (
+            ("0", 1),
+            ("-3", 1),
+            ("often", heap.YOUNG_THRESHOLD),
+            (" ", heap.YOUNG_THRESHOLD),
+        ):
+            monkeypatch.setenv("FLOWBROKER_GC_YOUNG_THRESHOLD", wrong)
+            assert heap.young_threshold() == expected, wrong
+    finally:
+        gc.set_threshold(*before)

