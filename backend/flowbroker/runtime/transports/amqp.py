@@ -555,6 +555,12 @@ _CONTENT = struct.Struct(">BHIHHQ")  # a header frame's head, class, weight and 
 _FRAME_END = b"\xce"
 
 
+#: The method frame of a ``basic.publish`` by channel, exchange, routing key and flags: a flow
+#: thread publishes to a few queues, again and again (bounded: emptied when full).
+_METHOD_FRAMES: dict[tuple[int, str, str, int], bytes] = {}
+_METHOD_FRAMES_MOST = 1024
+
+
 def _publish_frames(
     channel: int, method: Basic.Publish, props: BasicProperties, body: bytes, most: int
 ) -> bytes | None:
@@ -564,21 +570,32 @@ def _publish_frames(
     exchange, key = method.exchange, method.routing_key
     if type(exchange) is not str or type(key) is not str or type(body) is not bytes:
         return None
-    exchange_b, key_b = exchange.encode(), key.encode()
-    if len(exchange_b) > 255 or len(key_b) > 255:
-        return None
     bits = (1 if method.mandatory else 0) | (2 if method.immediate else 0)
-    args = b"".join((bytes((len(exchange_b),)), exchange_b, bytes((len(key_b),)), key_b, bytes((bits,))))
+    head = _METHOD_FRAMES.get((channel, exchange, key, bits))
+    if head is None:
+        exchange_b, key_b = exchange.encode(), key.encode()
+        if len(exchange_b) > 255 or len(key_b) > 255:
+            return None
+        args = b"".join((bytes((len(exchange_b),)), exchange_b, bytes((len(key_b),)), key_b, bytes((bits,))))
+        head = b"".join((_PUBLISH.pack(1, channel, 6 + len(args), 60, 40, 0), args, _FRAME_END))
+        if len(_METHOD_FRAMES) >= _METHOD_FRAMES_MOST:
+            _METHOD_FRAMES.clear()
+        _METHOD_FRAMES[(channel, exchange, key, bits)] = head
     properties = props.data if type(props) is EncodedProperties else b"".join(props.encode())
     length = len(body)
-    parts = [
-        _PUBLISH.pack(1, channel, 6 + len(args), 60, 40, 0),
-        args,
-        _FRAME_END,
-        _CONTENT.pack(2, channel, 12 + len(properties), 60, 0, length),
-        properties,
-        _FRAME_END,
-    ]
+    if 0 < length <= most:  # the usual case: the body in one frame
+        return b"".join(
+            (
+                head,
+                _CONTENT.pack(2, channel, 12 + len(properties), 60, 0, length),
+                properties,
+                _FRAME_END,
+                _FRAME.pack(3, channel, length),
+                body,
+                _FRAME_END,
+            )
+        )
+    parts = [head, _CONTENT.pack(2, channel, 12 + len(properties), 60, 0, length), properties, _FRAME_END]
     for start in range(0, length, most):
         chunk = body[start : start + most]
         parts += (_FRAME.pack(3, channel, len(chunk)), chunk, _FRAME_END)
