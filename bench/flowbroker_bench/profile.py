@@ -36,7 +36,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("commit + next get", "/transports/qm.py", r"^commit_and_get$"),
     ("commit + next get", "/transports/amqp.py", r"^commit_and_get$"),
     # the RabbitMQ transport's own publish marshalling is sending, wherever the commit drives it
-    ("send", "/transports/amqp.py", r"^(_publish_frames|send_message|output|produce_joined)$"),
+    ("send", "/transports/amqp.py", r"^(_publish_frames|_frames|send_message|output|produce_joined)$"),
     ("commit", "/transports/amqp.py", r"^(commit|publish_held|acknowledge|_on_return)$"),
     ("receive", "/transports/amqp.py", r"^(get_many|get|_consume|on_message|from_amqp|_counted|ready)$"),
     ("receive", "/transports/amqp_codec.py", r""),

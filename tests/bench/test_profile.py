@@ -40,6 +40,7 @@ def test_the_rabbitmq_transports_functions_have_their_stages() -> None:
     )
     # the commit publishes the held puts: their marshalling is sending, the rest of it committing
     assert profile.stage_of(transport, "_publish_frames") == "send"
+    assert profile.stage_of(transport, "_frames") == "send"
     assert profile.stage_of(transport, "publish_held") == "commit"
     assert profile.stage_of(transport, "commit_and_get") == "commit + next get"
     assert profile.stage_of(transport, "put") == "send"

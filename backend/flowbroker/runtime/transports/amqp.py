@@ -567,10 +567,17 @@ def _publish_frames(
     """A ``basic.publish`` command as the bytes of its frames (method, content header, body), or
     None when pika must marshal it itself (a name over 255 bytes or of the wrong type: pika says
     what is wrong)."""
-    exchange, key = method.exchange, method.routing_key
+    bits = (1 if method.mandatory else 0) | (2 if method.immediate else 0)
+    return _frames(channel, method.exchange, method.routing_key, bits, props, body, most)
+
+
+def _frames(
+    channel: int, exchange: str, key: str, bits: int, props: BasicProperties, body: bytes, most: int
+) -> bytes | None:
+    """:func:`_publish_frames` of a publish given by its exchange, routing key and flags (1:
+    mandatory, 2: immediate)."""
     if type(exchange) is not str or type(key) is not str or type(body) is not bytes:
         return None
-    bits = (1 if method.mandatory else 0) | (2 if method.immediate else 0)
     head = _METHOD_FRAMES.get((channel, exchange, key, bits))
     if head is None:
         exchange_b, key_b = exchange.encode(), key.encode()
@@ -621,6 +628,7 @@ def _marshal_publishes(impl: Any, output: Any) -> None:
             output((data,))
 
     impl._send_message = send_message
+    impl._flowbroker_publish_output = output
 
 
 #: The most bytes of queued commands joined into one socket write.
@@ -1177,8 +1185,21 @@ class AmqpTransport:
         # queues the frames, so the batch goes out with the commit's single flush (pika is pinned
         # in constraints.txt for this)
         queued = getattr(channel, "_impl", channel)
-        for exchange, key, body, props, mandatory in held:
-            queued.basic_publish(exchange, key, body, props, mandatory=mandatory)
+        impl: Any = getattr(self._conn, "_impl", None)
+        output = getattr(impl, "_flowbroker_publish_output", None)
+        if output is None or not queued.is_open or not impl._body_max_length:
+            for exchange, key, body, props, mandatory in held:
+                queued.basic_publish(exchange, key, body, props, mandatory=mandatory)
+        else:
+            # marshalled here and queued as pika's basic_publish would (the channel is open and
+            # stays so: nothing is read before the commit), without its method object per put
+            number, most = queued.channel_number, impl._body_max_length
+            for exchange, key, body, props, mandatory in held:
+                data = _frames(number, exchange, key, 1 if mandatory else 0, props, body, most)
+                if data is None:  # pika's to marshal, or refuse
+                    queued.basic_publish(exchange, key, body, props, mandatory=mandatory)
+                else:
+                    output((data,))
         channel.tx_commit()
         # RabbitMQ returns an unroutable put (its queue deleted since it was checked) before it
         # answers the commit; a returned put must not let the gets be acknowledged
