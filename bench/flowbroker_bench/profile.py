@@ -36,11 +36,15 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("commit + next get", "/transports/qm.py", r"^commit_and_get$"),
     ("commit + next get", "/transports/amqp.py", r"^commit_and_get$"),
     # the RabbitMQ transport's own publish marshalling is sending, wherever the commit drives it
-    ("send", "/transports/amqp.py", r"^(_publish_frames|send_message|output|produce_joined)$"),
+    ("send", "/transports/amqp.py", r"^(_publish_frames|_frames|send_message|output|produce_joined)$"),
     ("commit", "/transports/amqp.py", r"^(commit|publish_held|acknowledge|_on_return)$"),
     ("receive", "/transports/amqp.py", r"^(get_many|get|_consume|on_message|from_amqp|_counted|ready)$"),
     ("receive", "/transports/amqp_codec.py", r""),
-    ("send", "/transports/amqp.py", r"^(put|publish|_properties|to_amqp|_send|_check_queue)$"),
+    (
+        "send",
+        "/transports/amqp.py",
+        r"^(put|put_relayed|publish|_properties|to_amqp|encode_properties|_field|_short|_send|_check_queue)$",
+    ),
     ("commit + next get", "/qm/client.py", r"^commit_and_get$"),
     ("commit", "/runtime/engine.py", r"^(commit|begin|in_transaction)$"),
     ("commit", "/transports/qm.py", r"^commit$"),
@@ -52,7 +56,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     (
         "send",
         "/runtime/engine.py",
-        r"^(put|put_raw|publish|message_parts|message_body|_relay_put|_usr_overlay)$",
+        r"^(put|put_raw|publish|message_parts|message_body|_relay_put|_relay_fields|_usr_overlay)$",
     ),
     ("send", "/transports/qm.py", r"^(put|publish)$"),
     ("send", "/qm/client.py", r"put|publish|_send|_write"),

@@ -40,9 +40,14 @@ def test_the_rabbitmq_transports_functions_have_their_stages() -> None:
     )
     # the commit publishes the held puts: their marshalling is sending, the rest of it committing
     assert profile.stage_of(transport, "_publish_frames") == "send"
+    assert profile.stage_of(transport, "_frames") == "send"
     assert profile.stage_of(transport, "publish_held") == "commit"
     assert profile.stage_of(transport, "commit_and_get") == "commit + next get"
     assert profile.stage_of(transport, "put") == "send"
+    # an untouched message put again, its properties packed in one pass
+    assert profile.stage_of(transport, "put_relayed") == "send"
+    assert profile.stage_of(transport, "encode_properties") == "send"
+    assert profile.stage_of(transport, "_field") == "send"
 
 
 def test_stage_rules() -> None:
@@ -109,6 +114,7 @@ def test_profile_refuses_a_case_it_cannot_run(capsys: pytest.CaptureFixture[str]
 
 def test_stage_rules_of_the_relay() -> None:
     assert profile.stage_of("/s/backend/flowbroker/runtime/engine.py", "_relay_put") == "send"
+    assert profile.stage_of("/s/backend/flowbroker/runtime/engine.py", "_relay_fields") == "send"
     assert profile.stage_of("/s/backend/flowbroker/qm/protocol.py", "relay_encoding") == "send"
     assert profile.stage_of("/s/backend/flowbroker/formats/assembly.py", "relay_of") == "serialize"
 

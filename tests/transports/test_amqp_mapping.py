@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from flowbroker.qm.protocol import Message, MessageDescriptor
 from flowbroker.runtime.transports import amqp
-from flowbroker.runtime.transports.amqp import _MQ, _id_bytes, backout_count, from_amqp, to_amqp, topic_string
+from flowbroker.runtime.transports.amqp import (
+    _MQ,
+    ZERO_ID,
+    EncodedProperties,
+    _id_bytes,
+    backout_count,
+    encode_properties,
+    from_amqp,
+    to_amqp,
+    topic_string,
+)
 from pika.spec import BasicProperties
 
 
@@ -124,3 +137,46 @@ def test_a_descriptor_and_its_properties_survive_the_mapping(
     back = from_amqp(to_amqp(md, props), b"")
     assert back.md == md
     assert back.properties == {k: v for k, v in (props or {}).items() if not k.startswith("x-")}
+
+
+OVERRIDES: list[dict[str, Any]] = [
+    {},
+    {"msg_id": b"N" * 24, "put_time": 1764076801.25},
+    {"correl_id": ZERO_ID, "persistence": 0, "format": "MQSTR   "},
+    {"correl_id": b"short", "persistence": 1, "format": "", "msg_id": b"m"},
+    {"persistence": 7, "put_time": 0.0},
+]
+MORE_PROPERTIES: list[dict[str, Any] | None] = [
+    {"edge": 2**31 - 1, "over": 2**31, "under": -(2**31), "below": -(2**31) - 1, "empty": "", "no": False},
+    {"when": datetime(2026, 1, 2, tzinfo=UTC), "price": Decimal("1.50"), "none": None, "whole": 1.0},
+]
+
+
+@pytest.mark.parametrize("md", DESCRIPTORS)
+@pytest.mark.parametrize("props", PROPERTY_SETS + MORE_PROPERTIES)
+@pytest.mark.parametrize("changed", OVERRIDES)
+def test_properties_encoded_in_one_pass_are_pikas_encoding_of_to_amqp(
+    md: MessageDescriptor, props: dict | None, changed: dict[str, Any]
+) -> None:
+    """encode_properties(md, props, **changed) is what pika encodes to_amqp of md so changed to."""
+    want = b"".join(to_amqp(replace(md, **changed), props).encode())
+    assert encode_properties(md, props, **changed) == want
+    assert b"".join(EncodedProperties(want).encode()) == want
+
+
+@pytest.mark.parametrize(
+    ("md", "props"),
+    [
+        (MessageDescriptor(reply_to_q="R" * 256), None),  # over a short string's 255 bytes
+        (MessageDescriptor(msg_id=b"M" * 25), None),  # over an id's 24 bytes
+        (MessageDescriptor(put_time=-5.0), None),  # a timestamp AMQP cannot carry
+        (MessageDescriptor(priority=True), None),  # type: ignore[arg-type]
+        (MessageDescriptor(), {"k" * 256: 1}),
+        (MessageDescriptor(), {"nested": {"f": 1.5}}),  # a float pika cannot put in a table
+        (MessageDescriptor(), {"text": "\udcff"}),  # not encodable as UTF-8
+    ],
+)
+def test_what_one_pass_does_not_pack_is_left_to_pika(md: MessageDescriptor, props: dict | None) -> None:
+    """None: the transport then encodes to_amqp's properties with pika, which refuses them (or
+    packs the value as it always did) when the put is sent."""
+    assert encode_properties(md, props) is None

@@ -6,10 +6,13 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
+from typing import Any
 
 import pytest
 from flowbroker.qm.protocol import MessageDescriptor
 from flowbroker.runtime import transports
+from flowbroker.runtime.transports import amqp
 from flowbroker.runtime.transports.amqp import AmqpTransport, routing_key, topic_string
 from transport_support import wait_for
 
@@ -285,7 +288,7 @@ def test_a_publish_is_marshalled_as_pika_marshals_it() -> None:
     non-ASCII routing key, an empty body, a body split over several frames."""
     import math
 
-    from flowbroker.runtime.transports.amqp import _publish_frames
+    from flowbroker.runtime.transports.amqp import EncodedProperties, _publish_frames
     from pika import frame
     from pika.spec import Basic, BasicProperties
 
@@ -322,8 +325,16 @@ def test_a_publish_is_marshalled_as_pika_marshals_it() -> None:
         (2, Basic.Publish(exchange="x", routing_key="k" * 255, immediate=True), every, b"y" * 10_000, 4088),
         (3, Basic.Publish(exchange="", routing_key="Q"), BasicProperties(), b"z" * 4088, 4088),
     ]
-    for case in cases:
+    # twice: the second time the method frames are the ones kept from the first
+    for case in cases + cases:
         assert _publish_frames(*case) == pikas(*case)
+    # properties encoded already go out as they are, as pika's marshalling sends them too
+    encoded = EncodedProperties(b"".join(every.encode()))
+    for channel, method, _props, body, most in cases:
+        assert _publish_frames(channel, method, encoded, body, most) == pikas(
+            channel, method, every, body, most
+        )
+        assert pikas(channel, method, encoded, body, most) == pikas(channel, method, every, body, most)
     # a name AMQP cannot carry is left to pika, which refuses it
     assert _publish_frames(1, Basic.Publish(exchange="", routing_key="k" * 256), every, b"", 4088) is None
 
@@ -461,3 +472,57 @@ def test_malformed_bytes_from_rabbitmq_break_the_connection_and_lose_nothing(rab
         again.commit()
     finally:
         again.close()
+
+
+RELAY_CHANGES: list[dict[str, Any]] = [
+    {},
+    {"correl_id": b"\x00" * 24},
+    {"correl_id": b"R" * 24, "persistence": 0},
+    {"persistence": 1, "format": "MQSTR   "},
+    {"format": "", "properties": {"text": "changed", "added": 7}},
+    {"properties": {}},
+]
+
+
+@pytest.mark.parametrize("changes", RELAY_CHANGES)
+def test_a_message_put_again_carries_the_fields_a_put_of_its_descriptor_would(
+    rabbit, monkeypatch: pytest.MonkeyPatch, changes: dict[str, Any]
+) -> None:
+    """put_relayed packs its content header from the message got, naming what changes: the same
+    bytes as a put of the message's descriptor with those fields, field for field (nothing kept
+    from the header it arrived with that the put changes)."""
+    queue = rabbit.queue("RELAY", "classic")
+    properties = {"text": "é", "number": 42, "ratio": 0.1, "flag": True, "raw": b"\x00\x01"}
+    transport = AmqpTransport.open(rabbit.url)
+    try:
+        transport.put(queue, b"body", every_field(), properties=properties)
+        got = transport.get(queue, wait=5, syncpoint=True)
+        assert got is not None
+        monkeypatch.setattr(amqp.time, "time", lambda: 1764080000.5)
+        given = dict(changes)
+        relayed_properties = given.pop("properties", None)
+        transport.put_relayed(queue, got, b"N" * 24, properties=relayed_properties, syncpoint=True, **given)
+        want = replace(got.md, msg_id=b"N" * 24, put_time=0.0, backout_count=0, **given)
+        transport.put(
+            queue,
+            got.body,
+            want,
+            syncpoint=True,
+            properties=got.properties if relayed_properties is None else relayed_properties,
+        )
+        relayed, written = transport._held
+        assert relayed[:3] == written[:3]
+        assert relayed[3].encode() == written[3].encode()
+        monkeypatch.undo()
+        transport.commit()
+        both: list[Any] = []
+        wait_for(lambda: both.extend(transport.get_many(queue, 2, wait=0.2)) or len(both) == 2, 10, "both")
+        first, second = both
+        assert first.md == second.md and first.properties == second.properties
+        assert first.md.msg_id == b"N" * 24
+        for field, value in given.items():
+            assert getattr(first.md, field) == value, field
+        if relayed_properties is not None:
+            assert first.properties == relayed_properties
+    finally:
+        transport.close()

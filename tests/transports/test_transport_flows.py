@@ -353,3 +353,106 @@ def test_an_untouched_message_goes_out_as_a_written_out_one_would(
     # expiry counts down while the message waits; both were put with the one the input had left
     assert 0 < relayed.md.expiry <= 6000 and 0 < written.md.expiry <= 6000
     assert relayed.md.msg_id != md.msg_id and relayed.md.msg_id != written.md.msg_id
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"persistenceMode": "persistent"},
+        {"persistenceMode": "nonPersistent"},
+        {"newCorrelId": True},
+        {"newMsgId": False},
+    ],
+)
+def test_an_untouched_message_put_with_the_output_nodes_options_has_what_they_change(
+    side: Side, group: ExecutionGroupRuntime, options: dict[str, Any]
+) -> None:
+    """What the output node changes of a relayed message (persistence, a new CorrelId, the MsgId
+    kept) is what it changes of a written-out one, not what the message arrived with."""
+    src_a, dst_a = side.make_queue("RELAYO.IN"), side.make_queue("RELAYO.OUT")
+    src_b, dst_b = side.make_queue("WRITEO.IN"), side.make_queue("WRITEO.OUT")
+    tag = abs(hash(src_a)) % 100000
+    group.deploy(
+        flow(
+            {"in": ("MQInput", {"queueName": src_a}), "out": ("MQOutput", {"queueName": dst_a, **options})},
+            ["in.out -> out"],
+            name=f"RelayO{tag}",
+        )
+    )
+    group.deploy(
+        flow(
+            {
+                "in": ("MQInput", {"queueName": src_b}),
+                "c": ("Compute", {"esql": READ_MQMD}),
+                "out": ("MQOutput", {"queueName": dst_b, **options}),
+            },
+            ["in.out -> c", "c.out -> out"],
+            name=f"WrittenO{tag}",
+        )
+    )
+    persistence = 0 if options.get("persistenceMode") == "persistent" else 1
+    md = MessageDescriptor(
+        msg_id=b"I" * 24, persistence=persistence, correl_id=b"C" * 24, reply_to_q="REPLY.Q", priority=3
+    )
+    for src in (src_a, src_b):
+        side.probe.put(src, b"plain text", md, properties={"order": 3})
+    relayed = side.get_all(dst_a, 1)[0]
+    written = side.get_all(dst_b, 1)[0]
+    assert relayed.body == written.body == b"plain text"
+    assert relayed.properties == written.properties
+    for field in ("correl_id", "reply_to_q", "format", "priority", "persistence", "expiry"):
+        assert getattr(relayed.md, field) == getattr(written.md, field), field
+    if "persistenceMode" in options:
+        assert relayed.md.persistence == 1 - persistence
+    if options.get("newCorrelId"):
+        assert relayed.md.correl_id == b"\x00" * 24
+    if options.get("newMsgId") is False:
+        assert relayed.md.msg_id == written.md.msg_id == b"I" * 24
+    else:
+        assert relayed.md.msg_id != md.msg_id
+
+
+@pytest.mark.parametrize(
+    ("change", "check"),
+    [
+        ("SET OutputRoot.MQMD.CorrelId = X'{}';".format("44" * 24), lambda m: m.md.correl_id == b"D" * 24),
+        ("SET OutputRoot.MQMD.Priority = 2;", lambda m: m.md.priority == 2),
+        ("SET OutputRoot.MQMD.Expiry = 900;", lambda m: 0 < m.md.expiry <= 900),
+        ("SET OutputRoot.MQMD.ReplyToQ = 'OTHER.Q';", lambda m: m.md.reply_to_q.strip() == "OTHER.Q"),
+        ("SET OutputRoot.MQMD.Persistence = 1;", lambda m: m.md.persistence == 1),
+        ("SET OutputRoot.MQRFH2.usr.Region = 'south';", lambda m: m.properties["Region"] == "south"),
+    ],
+)
+def test_a_field_a_flow_changes_goes_out_changed(
+    side: Side, group: ExecutionGroupRuntime, change: str, check: Any
+) -> None:
+    """A flow that changes one field of the message it got puts the change, never the field as
+    the message arrived with it (the message is written out, not put again as it came)."""
+    src, dst = side.make_queue("CHANGE.IN"), side.make_queue("CHANGE.OUT")
+    esql = (
+        "CREATE COMPUTE MODULE ChangeOne\n  CREATE FUNCTION Main() RETURNS BOOLEAN\n  BEGIN\n"
+        f"    SET OutputRoot = InputRoot;\n    {change}\n    RETURN TRUE;\n  END;\nEND MODULE;\n"
+    )
+    group.deploy(
+        flow(
+            {
+                "in": ("MQInput", {"queueName": src}),
+                "c": ("Compute", {"esql": esql}),
+                "out": ("MQOutput", {"queueName": dst}),
+            },
+            ["in.out -> c", "c.out -> out"],
+            name=f"Change{abs(hash(src)) % 100000}",
+        )
+    )
+    md = MessageDescriptor(
+        persistence=0,
+        correl_id=b"C" * 24,
+        reply_to_q="REPLY.Q",
+        format="MQHRF2  ",
+        priority=7,
+        expiry=6000,
+    )
+    side.probe.put(src, _rfh2_message("north"), md, properties={"order": 3})
+    out = side.get_all(dst, 1)[0]
+    assert check(out), (change, out.md, out.properties)
+    assert out.properties["order"] == 3

@@ -636,9 +636,11 @@ class FlowThread(threading.Thread):
         bytes, with the MsgId, CorrelId, persistence and backout count a put gives it; None when
         the Root does not allow it (then :meth:`put` writes the Root out).
 
-        A transport that cannot put a message as its bytes (RabbitMQ) gets back the descriptor,
-        properties and body :meth:`message_parts` would give, taken from the message instead of
-        the tree, for :meth:`put` to put as it puts any other."""
+        A transport that cannot put a message as its bytes but puts a message it got again from
+        its descriptor (RabbitMQ's ``put_relayed``) is told only what the put changes
+        (:meth:`_relay_fields`); any other gets back the descriptor, properties and body
+        :meth:`message_parts` would give, taken from the message instead of the tree, for
+        :meth:`put` to put as it puts any other."""
         message = self._relay_message
         if message is None:
             return None
@@ -647,7 +649,21 @@ class FlowThread(threading.Thread):
             return None
         put_encoded = getattr(self.transport, "put_encoded", None)
         if put_encoded is None or not getattr(message, "raw", None):
-            return self._relay_parts(root, message, relay)
+            put_relayed = getattr(self.transport, "put_relayed", None)
+            if put_relayed is None:
+                return self._relay_parts(root, message, relay)
+            return self._relay_fields(
+                put_relayed,
+                queue,
+                root,
+                message,
+                relay,
+                syncpoint,
+                persistence,
+                new_msg_id,
+                correl_id,
+                new_correl_id,
+            )
         properties = None
         if relay.header is not None:
             overlaid = self._relay_properties(root, relay)
@@ -674,6 +690,45 @@ class FlowThread(threading.Thread):
         self.uncommitted = self.uncommitted or sync
         put_encoded(queue, encoded, syncpoint=sync, pipeline=sync and self.batching)
         return msg_id
+
+    def _relay_fields(
+        self,
+        put_relayed: Any,
+        queue: str,
+        root: Element,
+        message: QueueMessage,
+        relay: Any,
+        syncpoint: bool | None,
+        persistence: str,
+        new_msg_id: bool,
+        correl_id: bytes | None,
+        new_correl_id: bool,
+    ) -> bytes:
+        """Put an untouched Root through a transport that puts a message it got again from its
+        descriptor (RabbitMQ: ``put_relayed``), naming only the fields :meth:`put` changes: the
+        MsgId, CorrelId, persistence, the format writing out gives and the properties."""
+        msg_id = message.md.msg_id
+        if new_msg_id or not msg_id or msg_id == _ZERO_ID:
+            msg_id = _IDS.next()
+        if new_correl_id and correl_id is None:
+            correl_id = _ZERO_ID
+        properties = (
+            self._relay_properties(root, relay) if relay.header is not None else self.input_properties
+        )
+        sync = self._syncpoint(syncpoint)
+        self.uncommitted = self.uncommitted or sync
+        put_relayed(
+            queue,
+            message,
+            msg_id,
+            correl_id=correl_id,
+            persistence=_PERSISTENCE.get(persistence),
+            format=relay.format,
+            properties=properties,
+            syncpoint=sync,
+            pipeline=sync and self.batching,
+        )
+        return bytes(msg_id)
 
     def _relay_parts(
         self, root: Element, message: QueueMessage, relay: Any

@@ -43,6 +43,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import pika
 import pika.exceptions
+from pika import data as pika_data
 from pika.adapters.blocking_connection import BlockingChannel
 from pika.spec import Basic, BasicProperties
 
@@ -159,6 +160,176 @@ def to_amqp(md: MessageDescriptor, properties: dict[str, Any] | None) -> BasicPr
         timestamp=int(md.put_time) if md.put_time else None,
         headers=headers,
     )
+
+
+# -- the same properties, encoded in one pass ----------------------------------------------------
+
+_FLAG_HEADERS = 1 << 13
+_FLAG_DELIVERY_MODE = 1 << 12
+_FLAG_PRIORITY = 1 << 11
+_FLAG_CORRELATION_ID = 1 << 10
+_FLAG_REPLY_TO = 1 << 9
+_FLAG_EXPIRATION = 1 << 8
+_FLAG_MESSAGE_ID = 1 << 7
+_FLAG_TIMESTAMP = 1 << 6
+_U32 = struct.Struct(">I")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_U64 = struct.Struct(">Q")
+_UNSET: Any = object()
+
+
+def _key(name: str) -> bytes:
+    raw = name.encode()
+    return bytes((len(raw),)) + raw
+
+
+_PUT_TIME = _key("x-mq-put-time") + b"S"
+_FLOATS = _key("x-mq-floats")
+_PERSISTENCE = _key("x-mq-persistence")
+_PRIORITY = _key("x-mq-priority")
+_EXPIRY = _key("x-mq-expiry")
+_FORMAT = _key("x-mq-format")
+_ENCODING = _key("x-mq-encoding")
+_CCSID = _key("x-mq-ccsid")
+_REPLY_TO_Q_MGR = _key("x-mq-reply-to-q-mgr")
+_GROUP_ID = _key("x-mq-group-id") + b"S"
+_ID_TEXT = b"\x30"  # the length octet of an id as a short string: 48 hex digits
+
+
+class _Unusual(Exception):
+    """A value :func:`encode_properties` leaves to pika's own encoding (which says what is wrong)."""
+
+
+def _field(pieces: list[bytes], value: Any) -> None:
+    """A table field's value as pika encodes it; the common types packed here."""
+    kind = type(value)
+    if kind is str:
+        raw = value.encode()
+        pieces += (b"S", _U32.pack(len(raw)), raw)
+    elif kind is int and -0x80000000 <= value <= 0x7FFFFFFF:
+        pieces += (b"I", _I32.pack(value))
+    else:
+        pika_data.encode_value(pieces, value)
+
+
+def _short(value: Any) -> bytes:
+    """A short string property as pika writes it (text only: other types are pika's)."""
+    if type(value) is not str:
+        raise _Unusual
+    raw = value.encode()
+    if len(raw) > 255:
+        raise _Unusual
+    return bytes((len(raw),)) + raw
+
+
+def encode_properties(
+    md: MessageDescriptor,
+    properties: dict[str, Any] | None,
+    *,
+    msg_id: bytes | None = None,
+    correl_id: bytes | None = None,
+    persistence: int | None = None,
+    format: str | None = None,
+    put_time: float | None = None,
+) -> bytes | None:
+    """The bytes pika encodes ``to_amqp(md, properties)`` to (a content header's property flags and
+    values), ``md``'s message id, correlation id, persistence, format and put time replaced by
+    those given; None where pika must encode the properties itself (a value of a type or size
+    this does not pack: pika's encoding says what is wrong with it, when it is sent).
+
+    One pass of struct packing instead of a :class:`BasicProperties` and pika's encoding of it,
+    the costliest part of a put when profiled; the tests compare the two field for field."""
+    try:
+        pieces: list[bytes] = [b"", b""]  # the flags and the table's size, filled in at the end
+        if properties:
+            floats = []
+            for key, value in properties.items():
+                if key.startswith("x-"):
+                    continue
+                if isinstance(value, float):
+                    floats.append(key)
+                    value = repr(value)
+                pieces.append(_short(key))
+                _field(pieces, value)
+            if floats:
+                pieces.append(_FLOATS)
+                _field(pieces, ",".join(floats))
+        if put_time is None:
+            put_time = md.put_time
+        stamp = repr(float(put_time)).encode()
+        pieces += (_PUT_TIME, _U32.pack(len(stamp)), stamp)
+        if persistence is None:
+            persistence = md.persistence
+        if persistence not in (0, 1):
+            pieces.append(_PERSISTENCE)
+            _field(pieces, persistence)
+        priority = md.priority
+        if not (0 <= priority <= 9 or priority == -1):
+            pieces.append(_PRIORITY)
+            _field(pieces, priority)
+        expiry = md.expiry
+        if expiry <= 0 and expiry != -1:
+            pieces.append(_EXPIRY)
+            _field(pieces, expiry)
+        if format is None:
+            format = md.format
+        if format:
+            pieces.append(_FORMAT)
+            _field(pieces, format)
+        if md.encoding != 546:
+            pieces.append(_ENCODING)
+            _field(pieces, md.encoding)
+        if md.coded_char_set_id != 1208:
+            pieces.append(_CCSID)
+            _field(pieces, md.coded_char_set_id)
+        if md.reply_to_q_mgr:
+            pieces.append(_REPLY_TO_Q_MGR)
+            _field(pieces, md.reply_to_q_mgr)
+        group = pad_id(md.group_id)
+        if group != ZERO_ID:
+            pieces += (_GROUP_ID, b"\x00\x00\x000", group.hex().encode())
+        pieces[1] = _U32.pack(sum(map(len, pieces)))
+        flags = _FLAG_HEADERS | _FLAG_DELIVERY_MODE | _FLAG_MESSAGE_ID
+        # persistence 2 (as the queue says): RabbitMQ queues are durable, so persistent
+        pieces.append(b"\x01" if persistence == 0 else b"\x02")
+        if 0 <= priority <= 9:
+            if type(priority) is not int:
+                raise _Unusual
+            flags |= _FLAG_PRIORITY
+            pieces.append(bytes((priority,)))
+        correl = pad_id(md.correl_id if correl_id is None else correl_id)
+        if correl != ZERO_ID:
+            flags |= _FLAG_CORRELATION_ID
+            pieces += (_ID_TEXT, correl.hex().encode())
+        if md.reply_to_q:
+            flags |= _FLAG_REPLY_TO
+            pieces.append(_short(md.reply_to_q))
+        if expiry > 0:
+            # MQ's expiry counts tenths of a second, AMQP's milliseconds
+            flags |= _FLAG_EXPIRATION
+            pieces.append(_short(str(expiry * 100)))
+        pieces += (_ID_TEXT, pad_id(md.msg_id if msg_id is None else msg_id).hex().encode())
+        if put_time:
+            flags |= _FLAG_TIMESTAMP
+            pieces.append(_U64.pack(int(put_time)))
+        pieces[0] = flags.to_bytes(2, "big")
+        return b"".join(pieces)
+    except Exception:
+        return None
+
+
+class EncodedProperties(BasicProperties):
+    """AMQP properties encoded already (:func:`encode_properties`): a publish sends their bytes
+    as they are, through this transport's marshalling or pika's."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:  # the bytes only: no field is read back
+        self.data = data
+
+    def encode(self) -> list[bytes]:
+        return [self.data]
 
 
 def _text(value: Any) -> str:
@@ -384,30 +555,54 @@ _CONTENT = struct.Struct(">BHIHHQ")  # a header frame's head, class, weight and 
 _FRAME_END = b"\xce"
 
 
+#: The method frame of a ``basic.publish`` by channel, exchange, routing key and flags: a flow
+#: thread publishes to a few queues, again and again (bounded: emptied when full).
+_METHOD_FRAMES: dict[tuple[int, str, str, int], bytes] = {}
+_METHOD_FRAMES_MOST = 1024
+
+
 def _publish_frames(
     channel: int, method: Basic.Publish, props: BasicProperties, body: bytes, most: int
 ) -> bytes | None:
     """A ``basic.publish`` command as the bytes of its frames (method, content header, body), or
     None when pika must marshal it itself (a name over 255 bytes or of the wrong type: pika says
     what is wrong)."""
-    exchange, key = method.exchange, method.routing_key
+    bits = (1 if method.mandatory else 0) | (2 if method.immediate else 0)
+    return _frames(channel, method.exchange, method.routing_key, bits, props, body, most)
+
+
+def _frames(
+    channel: int, exchange: str, key: str, bits: int, props: BasicProperties, body: bytes, most: int
+) -> bytes | None:
+    """:func:`_publish_frames` of a publish given by its exchange, routing key and flags (1:
+    mandatory, 2: immediate)."""
     if type(exchange) is not str or type(key) is not str or type(body) is not bytes:
         return None
-    exchange_b, key_b = exchange.encode(), key.encode()
-    if len(exchange_b) > 255 or len(key_b) > 255:
-        return None
-    bits = (1 if method.mandatory else 0) | (2 if method.immediate else 0)
-    args = b"".join((bytes((len(exchange_b),)), exchange_b, bytes((len(key_b),)), key_b, bytes((bits,))))
-    properties = b"".join(props.encode())
+    head = _METHOD_FRAMES.get((channel, exchange, key, bits))
+    if head is None:
+        exchange_b, key_b = exchange.encode(), key.encode()
+        if len(exchange_b) > 255 or len(key_b) > 255:
+            return None
+        args = b"".join((bytes((len(exchange_b),)), exchange_b, bytes((len(key_b),)), key_b, bytes((bits,))))
+        head = b"".join((_PUBLISH.pack(1, channel, 6 + len(args), 60, 40, 0), args, _FRAME_END))
+        if len(_METHOD_FRAMES) >= _METHOD_FRAMES_MOST:
+            _METHOD_FRAMES.clear()
+        _METHOD_FRAMES[(channel, exchange, key, bits)] = head
+    properties = props.data if type(props) is EncodedProperties else b"".join(props.encode())
     length = len(body)
-    parts = [
-        _PUBLISH.pack(1, channel, 6 + len(args), 60, 40, 0),
-        args,
-        _FRAME_END,
-        _CONTENT.pack(2, channel, 12 + len(properties), 60, 0, length),
-        properties,
-        _FRAME_END,
-    ]
+    if 0 < length <= most:  # the usual case: the body in one frame
+        return b"".join(
+            (
+                head,
+                _CONTENT.pack(2, channel, 12 + len(properties), 60, 0, length),
+                properties,
+                _FRAME_END,
+                _FRAME.pack(3, channel, length),
+                body,
+                _FRAME_END,
+            )
+        )
+    parts = [head, _CONTENT.pack(2, channel, 12 + len(properties), 60, 0, length), properties, _FRAME_END]
     for start in range(0, length, most):
         chunk = body[start : start + most]
         parts += (_FRAME.pack(3, channel, len(chunk)), chunk, _FRAME_END)
@@ -433,6 +628,7 @@ def _marshal_publishes(impl: Any, output: Any) -> None:
             output((data,))
 
     impl._send_message = send_message
+    impl._flowbroker_publish_output = output
 
 
 #: The most bytes of queued commands joined into one socket write.
@@ -791,11 +987,18 @@ class AmqpTransport:
 
     def _properties(self, md: MessageDescriptor | None, properties: dict[str, Any] | None) -> BasicProperties:
         md = md if md is not None else MessageDescriptor()
-        if pad_id(md.msg_id) == ZERO_ID or not md.put_time:
+        # as the queue manager does: a new message id and the put time
+        msg_id = self._ids.next() if pad_id(md.msg_id) == ZERO_ID else None
+        encoded = encode_properties(
+            md, properties, msg_id=msg_id, put_time=None if md.put_time else time.time()
+        )
+        if encoded is not None:
+            return EncodedProperties(encoded)
+        if msg_id is not None or not md.put_time:
             # as the queue manager does: a new message id and the put time
             md = MessageDescriptor(**{**md.__dict__})
-            if pad_id(md.msg_id) == ZERO_ID:
-                md.msg_id = self._ids.next()
+            if msg_id is not None:
+                md.msg_id = msg_id
             if not md.put_time:
                 md.put_time = time.time()
         return to_amqp(md, properties)
@@ -824,6 +1027,67 @@ class AmqpTransport:
             return
         try:
             self._send("", queue, body, props, True)
+        except Exception as exc:
+            raise _refusal(exc, f"a put to queue {queue}") from None
+
+    def put_relayed(
+        self,
+        queue: str,
+        message: Message,
+        msg_id: bytes,
+        *,
+        correl_id: bytes | None = None,
+        persistence: int | None = None,
+        format: str | None = None,
+        properties: dict[str, Any] | None = None,
+        syncpoint: bool = False,
+        pipeline: bool = False,
+    ) -> None:
+        """Put ``message``, as got, again: what :meth:`put` of its body with its descriptor puts,
+        that descriptor with ``msg_id``, no put time (the put's), backout count 0 and the
+        correlation id, persistence and format given (None: the message's), with ``properties``
+        (None: the message's).
+
+        The content header is packed straight from the message's descriptor: no descriptor is
+        copied nor :class:`BasicProperties` made for it."""
+        self._check_queue(queue)
+        md = message.md
+        if properties is None:
+            properties = message.properties
+        encoded = encode_properties(
+            md,
+            properties,
+            msg_id=msg_id,
+            correl_id=correl_id,
+            persistence=persistence,
+            format=format,
+            put_time=time.time(),
+        )
+        if encoded is None:  # pika's encoding of it, which says what is wrong
+            fields = {**md.__dict__, "msg_id": msg_id, "put_time": 0.0, "backout_count": 0}
+            if correl_id is not None:
+                fields["correl_id"] = correl_id
+            if persistence is not None:
+                fields["persistence"] = persistence
+            if format is not None:
+                fields["format"] = format
+            self.put(
+                queue,
+                message.body,
+                MessageDescriptor(**fields),
+                syncpoint=syncpoint,
+                properties=properties,
+                pipeline=pipeline,
+            )
+            return
+        props = EncodedProperties(encoded)
+        if syncpoint:
+            self._held.append(("", queue, message.body, props, True))
+            if pipeline:
+                self.pipelined += 1
+            return
+        try:
+            self._send("", queue, message.body, props, True)
         except Exception as exc:
             raise _refusal(exc, f"a put to queue {queue}") from None
 
@@ -921,8 +1185,21 @@ class AmqpTransport:
         # queues the frames, so the batch goes out with the commit's single flush (pika is pinned
         # in constraints.txt for this)
         queued = getattr(channel, "_impl", channel)
-        for exchange, key, body, props, mandatory in held:
-            queued.basic_publish(exchange, key, body, props, mandatory=mandatory)
+        impl: Any = getattr(self._conn, "_impl", None)
+        output = getattr(impl, "_flowbroker_publish_output", None)
+        if output is None or not queued.is_open or not impl._body_max_length:
+            for exchange, key, body, props, mandatory in held:
+                queued.basic_publish(exchange, key, body, props, mandatory=mandatory)
+        else:
+            # marshalled here and queued as pika's basic_publish would (the channel is open and
+            # stays so: nothing is read before the commit), without its method object per put
+            number, most = queued.channel_number, impl._body_max_length
+            for exchange, key, body, props, mandatory in held:
+                data = _frames(number, exchange, key, 1 if mandatory else 0, props, body, most)
+                if data is None:  # pika's to marshal, or refuse
+                    queued.basic_publish(exchange, key, body, props, mandatory=mandatory)
+                else:
+                    output((data,))
         channel.tx_commit()
         # RabbitMQ returns an unroutable put (its queue deleted since it was checked) before it
         # answers the commit; a returned put must not let the gets be acknowledged
