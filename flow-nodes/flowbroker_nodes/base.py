@@ -269,6 +269,9 @@ class FlowServices(Protocol):
         reason: str = "",
         notes: dict[str, str] | None = None,
     ) -> None: ...
+    # the value of a field of the message's MQRFH2 header (None: missing), read without filling
+    # the header while it is unread
+    def header_field(self, root: Element, folder: str, name: str) -> Any: ...
     def publish(
         self, topic: str, root: Element, *, syncpoint: bool | None, need_deliveries: bool = True
     ) -> int: ...

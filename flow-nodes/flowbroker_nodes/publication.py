@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flowbroker_nodes.base import Assembly, NodeError, field_value
+from flowbroker_nodes.base import Assembly, NodeError
 from flowbroker_nodes.base import Node as BaseNode
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
@@ -48,7 +48,8 @@ class Node(BaseNode):
     SPEC = SPEC
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
-        topic = field_value(assembly.root, "MQRFH2", "psc", "Topic") or self.properties.get("topic") or ""
+        # read off the header's layout while it is unread: the message then goes out as its bytes
+        topic = self.flow.header_field(assembly.root, "psc", "Topic") or self.properties.get("topic") or ""
         if not str(topic).strip():
             raise NodeError(
                 "no topic: the message has no MQRFH2 <psc><Topic> and the node names none", number=2299

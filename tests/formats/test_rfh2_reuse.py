@@ -118,6 +118,34 @@ def test_a_header_not_made_from_bytes_has_no_pristine_usr_fields() -> None:
     assert rfh2.pristine_usr_fields(parsed) is None
 
 
+def test_a_pristine_field_is_what_a_read_of_the_header_gives_and_leaves_it_unread() -> None:
+    topic = f"prices/{next(_unique)}"
+    data = _header_bytes(f"<psc><Command>Publish</Command><Topic>{topic}</Topic></psc>", _usr()) + b"body"
+    for _ in range(3):  # the first answer worked out, the later ones kept for the layout
+        header = _root_of(data).child("MQRFH2")
+        assert header is not None
+        assert rfh2.pristine_field(header, "psc", "Topic") == topic
+        assert rfh2.pristine_field(header, "usr", "Route") == "yes"  # the first of two
+        assert rfh2.pristine_field(header, "psc", "Missing") is None
+        assert rfh2.pristine_field(header, "nofolder", "Topic") is None
+        assert header.lazy is not None  # answered without filling the header
+        assert rfh2.pristine_field(header, "psc", "Topic") == header.child("psc").child("Topic").value  # type: ignore[union-attr]
+        # read now: a change is the tree's, and the layout no longer answers for it
+        header.child("psc").child("Topic").value = "changed"  # type: ignore[union-attr]
+        assert rfh2.pristine_field(header, "psc", "Topic") is rfh2.NOT_PRISTINE
+    made = Element("MQRFH2", type=rfh2.FOLDER)
+    made.add("psc", type=rfh2.FOLDER).add("Topic", "t")
+    assert rfh2.pristine_field(made, "psc", "Topic") is rfh2.NOT_PRISTINE
+
+
+def test_a_pristine_field_of_a_malformed_header_gives_its_error_every_time() -> None:
+    data = _header_bytes(f"<psc><Topic>t</psc><!-- {next(_unique)} -->") + b"body"
+    for _ in range(3):
+        header = _root_of(data).child("MQRFH2")
+        with pytest.raises(DomainError, match="malformed folder at byte offset 40"):
+            rfh2.pristine_field(header, "psc", "Topic")  # type: ignore[arg-type]
+
+
 def _walk(element: Element) -> list[tuple[str, str, int, object]]:
     return [(node.name, node.namespace, node.type, node.value) for node in element.walk()]
 

@@ -115,3 +115,46 @@ def test_a_flow_publishes_to_subscribers_with_content_filters(qm, queues, group)
     assert [m.body for m in got] == [b"<order><qty>12</qty></order>", b"<order><qty>4</qty></order>"]
     assert all(m.properties["region"] == "EU" for m in got)
     assert qm.get(big) is None and qm.get(europe) is None
+
+
+def test_a_publication_of_an_untouched_message_carries_its_bytes_and_a_changed_topic_is_honoured(
+    qm, queues, group
+) -> None:
+    n = next(_topics)
+    psc_topic, changed_topic = f"relay/psc/{n}", f"relay/changed/{n}"
+    psc_sub, changed_sub = queues("PSC"), queues("CHANGED")
+    qm.subscribe(psc_topic, psc_sub, name=f"s{psc_sub}")
+    qm.subscribe(changed_topic, changed_sub, name=f"s{changed_sub}")
+    src, src2 = queues("IN"), queues("IN2")
+    group.deploy(_publisher(src, f"relay/node/{n}"))
+    # the same header through a Compute that changes the topic before the Publication
+    esql = f"""CREATE COMPUTE MODULE ChangeTopic
+CREATE FUNCTION Main() RETURNS BOOLEAN
+BEGIN
+  SET OutputRoot = InputRoot;
+  SET OutputRoot.MQRFH2.psc.Topic = '{changed_topic}';
+  RETURN TRUE;
+END;
+END MODULE;"""
+    group.deploy(
+        flow(
+            {
+                "in": ("MQInput", {"queueName": src2, "transactionMode": "no"}),
+                "c": ("Compute", {"esql": esql, "module": "ChangeTopic"}),
+                "p": ("Publication", {"topic": f"relay/node/{n}"}),
+            },
+            ["in.out -> c", "c.out -> p"],
+            name=f"Pub{src2.replace('.', '')}",
+        )
+    )
+    data, md = _rfh2_message(b"<order/>", psc={"Topic": psc_topic}, usr={"region": "EU"})
+    for _ in range(3):  # the first of a header layout and the ones after it
+        qm.put(src, data, md)
+        qm.put(src2, data, md)
+    relayed = get_all(qm, psc_sub, 3)
+    assert [m.body for m in relayed] == [data] * 3  # the header unread: its bytes as they came
+    assert all(m.properties["region"] == "EU" for m in relayed)
+    changed = get_all(qm, changed_sub, 3)
+    assert len(changed) == 3
+    assert all(f"<Topic>{changed_topic}</Topic>".encode() in m.body for m in changed)
+    assert qm.get(psc_sub) is None and qm.get(changed_sub) is None

@@ -42,7 +42,7 @@ def parse(data: bytes, *, encoding: int, ccsid: int) -> tuple[Element, bytes]:
 class _Layout:
     """The fixed part of a header and where its folders are, found without parsing any folder."""
 
-    __slots__ = ("ccsid", "encoding", "filled", "fixed", "folders", "length", "usr")
+    __slots__ = ("ccsid", "encoding", "fields", "filled", "fixed", "folders", "length", "usr")
 
     def __init__(self) -> None:
         self.fixed: tuple[tuple[str, Any], ...] = ()
@@ -55,6 +55,8 @@ class _Layout:
         self.filled: tuple[tuple[str, LazyContent], ...] | None = None
         #: the simple fields of the first ``usr`` folder as parsed (see :func:`pristine_usr_fields`)
         self.usr: tuple[tuple[str, Any], ...] | None = None
+        #: values of single fields as parsed, by (folder, field) (see :func:`pristine_field`)
+        self.fields: dict[tuple[str, str], Any] | None = None
 
 
 def _layout(data: bytes, *, encoding: int, ccsid: int) -> _Layout:
@@ -318,6 +320,42 @@ def pristine_usr_fields(header: Element) -> tuple[tuple[str, Any], ...] | None:
         probe.set_lazy(LazyContent(_HEADER_BYTES, b"", options={"layout": layout}))
         fields = layout.usr = usr_fields(probe)
     return fields
+
+
+#: What :func:`pristine_field` gives for a header that is not unread bytes of this module.
+NOT_PRISTINE: Any = object()
+
+
+def pristine_field(header: Element, folder: str, name: str) -> Any:
+    """The value of the first ``name`` field of the first ``folder`` folder of an unread header,
+    as its bytes parse (None: no such field), without filling the header; :data:`NOT_PRISTINE`
+    when the header was read or not made from bytes here.
+
+    Worked out once for each header layout (a stream of messages repeats one header), so a node
+    that only looks up a field (a Publication's ``<psc><Topic>``) leaves the header unread and
+    the message relayed as its bytes. A header whose folders do not parse raises the error
+    reading them gives, every time.
+    """
+    content = header.lazy
+    if content is None or content.parser is not _HEADER_BYTES:
+        return NOT_PRISTINE
+    layout: _Layout = content.options["layout"]
+    fields = layout.fields
+    if fields is None:
+        fields = layout.fields = {}
+    key = (folder, name)
+    try:
+        return fields[key]
+    except KeyError:
+        pass
+    probe = Element("MQRFH2", type=FOLDER)
+    probe.set_lazy(LazyContent(_HEADER_BYTES, b"", options={"layout": layout}))
+    found = probe.child(folder)
+    found = found.child(name) if found is not None else None
+    value = found.value if found is not None else None
+    if len(fields) < 64:  # the keys come from the nodes of the flows, not from messages
+        fields[key] = value
+    return value
 
 
 def usr_fields(header: Element) -> tuple[tuple[str, Any], ...]:

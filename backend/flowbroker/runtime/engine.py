@@ -843,6 +843,20 @@ class FlowThread(threading.Thread):
         self.uncommitted = self.uncommitted or syncpoint
         self.transport.put(queue, message.body, message.md, syncpoint=syncpoint, properties=properties)
 
+    def header_field(self, root: Element, folder: str, name: str) -> Any:
+        """The value of ``MQRFH2.<folder>.<name>`` of ``root`` (first of each name; None when
+        missing), read off the header's layout while the header is unread, so that reading it
+        leaves the message relayable as its bytes."""
+        header = root.child("MQRFH2")
+        if header is None:
+            return None
+        value = rfh2.pristine_field(header, folder, name)
+        if value is rfh2.NOT_PRISTINE:
+            found = header.child(folder)
+            found = found.child(name) if found is not None else None
+            value = found.value if found is not None else None
+        return value
+
     def publish(
         self, topic: str, root: Element, *, syncpoint: bool | None, need_deliveries: bool = True
     ) -> int:
@@ -855,7 +869,14 @@ class FlowThread(threading.Thread):
                 pubsub_rules.current().check(principal, topic, "publish")
             except QMError as exc:
                 raise TransportError(exc.reason_code, exc.reason) from None
-        md, properties, body = self.message_parts(root)
+        parts = None
+        message = self._relay_message
+        if message is not None:
+            # an untouched Root of the message being processed: its parts from the message
+            relay = assemblies.relay_of(root)
+            if relay is not None and relay.message is message:
+                parts = self._relay_parts(root, message, relay)
+        md, properties, body = parts or self.message_parts(root)
         sync = self._syncpoint(syncpoint)
         self.uncommitted = self.uncommitted or sync
         if not need_deliveries and sync and self.batching:
