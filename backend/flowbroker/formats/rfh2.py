@@ -146,6 +146,12 @@ def _fill_header(header: Element, layout: _Layout, *, lazy_folders: bool) -> Non
 class _HeaderBytes:
     """Fills an MQRFH2 folder from its bytes the first time something reads it."""
 
+    def content_key(self, content: LazyContent) -> object:
+        """What the children :meth:`fill` gives ``content`` depend on alone: its layout, one for
+        each header's bytes, encoding and CCSID while it is cached (a Filter that reads only the
+        header keeps its answer by this key)."""
+        return content.options["layout"]
+
     def fill(self, element: Element, content: LazyContent) -> None:
         layout: _Layout = content.options["layout"]
         filled = layout.filled
