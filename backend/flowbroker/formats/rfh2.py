@@ -42,7 +42,7 @@ def parse(data: bytes, *, encoding: int, ccsid: int) -> tuple[Element, bytes]:
 class _Layout:
     """The fixed part of a header and where its folders are, found without parsing any folder."""
 
-    __slots__ = ("ccsid", "encoding", "filled", "fixed", "folders", "length", "usr")
+    __slots__ = ("ccsid", "encoding", "filled", "fixed", "folders", "length", "raw", "usr")
 
     def __init__(self) -> None:
         self.fixed: tuple[tuple[str, Any], ...] = ()
@@ -55,6 +55,8 @@ class _Layout:
         self.filled: tuple[tuple[str, LazyContent], ...] | None = None
         #: the simple fields of the first ``usr`` folder as parsed (see :func:`pristine_usr_fields`)
         self.usr: tuple[tuple[str, Any], ...] | None = None
+        #: the header's bytes, when the layout is cached by them (:func:`_attached_layout`)
+        self.raw: bytes | None = None
 
 
 def _layout(data: bytes, *, encoding: int, ccsid: int) -> _Layout:
@@ -197,14 +199,18 @@ def attach(
     """
     layout, found = _attached_layout(data, encoding, ccsid)
     header = Element("MQRFH2", type=FOLDER)
+    raw = layout.raw
+    length = layout.length
     options = {
         "layout": layout,
-        "raw": data[: layout.length],
+        # the cached layout's own copy of these bytes: equal, and sliced once per layout
+        "raw": data[:length] if raw is None else raw,
         "template": found,
         "md": (encoding, ccsid),
     }
-    header.set_lazy(LazyContent(_HEADER_BYTES, b"", options=options))
-    return header, data[layout.length :], dict(found), (layout.encoding, layout.ccsid)
+    # a new element: nothing to drop before its content is set
+    header._lazy = LazyContent(_HEADER_BYTES, b"", options=options)
+    return header, data[length:], dict(found), (layout.encoding, layout.ccsid)
 
 
 #: Layouts and <mcd> templates by the header's bytes and the descriptor's encoding and CCSID: a
@@ -212,15 +218,26 @@ def attach(
 _LAYOUT_CACHE: dict[tuple[bytes, int, int], tuple[_Layout, dict[str, str]]] = {}
 
 
+#: The StrucLength reader for each encoding met.
+_LENGTHS: dict[int, struct.Struct] = {}
+
+
 def _attached_layout(data: bytes, encoding: int, ccsid: int) -> tuple[_Layout, dict[str, str]]:
     if len(data) >= FIXED_LENGTH:
-        (length,) = struct.unpack_from(_ints(encoding) + "i", data, 8)
+        reader = _LENGTHS.get(encoding)
+        if reader is None:
+            reader = struct.Struct(_ints(encoding) + "i")
+            if len(_LENGTHS) < 64:
+                _LENGTHS[encoding] = reader
+        (length,) = reader.unpack_from(data, 8)
         if FIXED_LENGTH <= length <= min(len(data), 4096):
-            key = (data[:length], encoding, ccsid)
+            raw = data[:length]
+            key = (raw, encoding, ccsid)
             cached = _LAYOUT_CACHE.get(key)
             if cached is not None:
                 return cached
             cached = _LAYOUT_CACHE[key] = _read_layout(data, encoding, ccsid)
+            cached[0].raw = raw
             if len(_LAYOUT_CACHE) > 512:
                 del _LAYOUT_CACHE[next(iter(_LAYOUT_CACHE))]
             return cached
