@@ -77,8 +77,29 @@ def _reads_only(expr: ast.Node, header: str) -> bool:
     return False
 
 
+def _only_statement(item: ast.Node) -> ast.Node | None:
+    """The program's one statement: a bare one, or the only one of the Main() of a FILTER module
+    that holds nothing else (no parameters, variables or other routines)."""
+    if not isinstance(item, ast.ModuleDef):
+        return item
+    if str(item.module_type).upper() != "FILTER" or len(item.items) != 1:
+        return None
+    main = item.items[0]
+    if not isinstance(main, ast.RoutineDef) or main.params or not isinstance(main.name, ast.Ident):
+        return None
+    if main.name.name != "Main" or not isinstance(main.body, ast.EsqlBody):
+        return None
+    body = main.body.body
+    if isinstance(body, ast.BeginStmt):
+        if body.atomic is not None or len(body.body.body) != 1:
+            return None
+        return body.body.body[0]
+    return body
+
+
 def header_only_folder(source: str) -> str | None:
-    """``MQRFH2`` when the program is one ``RETURN`` of an expression that reads nothing but fields
+    """``MQRFH2`` when the program is one ``RETURN`` (bare, or all a FILTER module's Main() does)
+    of an expression that reads nothing but fields
     below ``Root.MQRFH2`` (comparisons, AND/OR/NOT, IS, literals): its answer is then one for all
     messages whose header has the same content. None for any other program."""
     from esql.parser import parse
@@ -88,9 +109,12 @@ def header_only_folder(source: str) -> str | None:
     except Exception:  # the compiler reports it; this is only a check
         return None
     items = getattr(tree, "items", None)
-    if not items or len(items) != 1 or not isinstance(items[0], ast.ReturnStmt):
+    if not items or len(items) != 1:
         return None
-    value = items[0].value
+    statement = _only_statement(items[0])
+    if not isinstance(statement, ast.ReturnStmt):
+        return None
+    value = statement.value
     if value is None or not _reads_only(value, "MQRFH2"):
         return None
     return "MQRFH2"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from esql.tree import Element
 from flowbroker.runtime.harness import FlowHarness, flow
 
@@ -78,6 +79,18 @@ def test_the_program_reading_only_the_header_is_recognised() -> None:
     from flowbroker_nodes.filter import header_only_folder
 
     assert header_only_folder(HEADER_ONLY) == "MQRFH2"
+    module = "CREATE FILTER MODULE Tag CREATE FUNCTION Main() RETURNS BOOLEAN BEGIN {} END; END MODULE;"
+    assert header_only_folder(module.format("RETURN Root.MQRFH2.usr.Route = 'yes';")) == "MQRFH2"
+    assert (
+        header_only_folder(module.format("LOG EVENT VALUES('x'); RETURN Root.MQRFH2.usr.Route = 'y';"))
+        is None
+    )
+    assert (
+        header_only_folder(
+            module.format("RETURN Root.MQRFH2.usr.Route = 'yes';").replace("FILTER", "COMPUTE")
+        )
+        is None
+    )
     assert header_only_folder("RETURN Root.MQRFH2.usr.A = 1 AND NOT (Root.MQRFH2.usr.B IS NULL);") == "MQRFH2"
     for other in (
         "RETURN Root.MQRFH2.usr.Route = 'yes' AND Root.MQMD.Priority = 4;",  # another folder
@@ -91,10 +104,18 @@ def test_the_program_reading_only_the_header_is_recognised() -> None:
         assert header_only_folder(other) is None, other
 
 
-def test_messages_of_one_header_content_go_out_byte_identical_with_the_header_unparsed() -> None:
+@pytest.mark.parametrize(
+    "esql",
+    [
+        HEADER_ONLY,
+        "CREATE FILTER MODULE Tag CREATE FUNCTION Main() RETURNS BOOLEAN BEGIN "
+        "RETURN Root.MQRFH2.usr.Route = 'yes'; END; END MODULE;",
+    ],
+)
+def test_messages_of_one_header_content_go_out_byte_identical_with_the_header_unparsed(esql: str) -> None:
     from flowbroker.formats import assembly as formats_assembly
 
-    h = _harness(HEADER_ONLY)
+    h = _harness(esql)
     data = _rfh2_message("<usr><Route>yes</Route><Region>north</Region></usr>")
     first = h.inject("in", data, md=_RFH2_MD)
     second = h.inject("in", data, md=_RFH2_MD)
