@@ -272,8 +272,10 @@ def original_bytes(
     if options["md"] != md or (layout.encoding, layout.ccsid) != body:
         return None
     wanted = {key: value for key, value in template_now.items() if value}
-    if wanted != options["template"] and wanted != options.get("effective"):
-        return None
+    if wanted != options["template"]:
+        effective = options.get("effective")
+        if effective is None or wanted != {key: value for key, value in effective.items() if value}:
+            return None
     return bytes(options["raw"])
 
 
@@ -388,7 +390,9 @@ def note_effective_template(header: Element, template_in: dict[str, str]) -> Non
     output that keeps it leaves the header's bytes as they came, adding no ``<mcd>`` of its own."""
     lazy = header.lazy
     if lazy is not None and lazy.parser is _HEADER_BYTES:
-        lazy.options["effective"] = {key: value for key, value in template_in.items() if value}
+        # kept as given (build_root makes it for this header alone): only a header written out
+        # compares it, without its empty values (:func:`original_bytes`)
+        lazy.options["effective"] = template_in
 
 
 def inner_format(header: Element) -> str:
