@@ -42,7 +42,7 @@ def parse(data: bytes, *, encoding: int, ccsid: int) -> tuple[Element, bytes]:
 class _Layout:
     """The fixed part of a header and where its folders are, found without parsing any folder."""
 
-    __slots__ = ("ccsid", "encoding", "fields", "filled", "fixed", "folders", "length", "usr")
+    __slots__ = ("ccsid", "encoding", "fields", "filled", "fixed", "folders", "length", "raw", "usr")
 
     def __init__(self) -> None:
         self.fixed: tuple[tuple[str, Any], ...] = ()
@@ -57,6 +57,8 @@ class _Layout:
         self.usr: tuple[tuple[str, Any], ...] | None = None
         #: values of single fields as parsed, by (folder, field) (see :func:`pristine_field`)
         self.fields: dict[tuple[str, str], Any] | None = None
+        #: the header's bytes, when the layout is cached by them (:func:`_attached_layout`)
+        self.raw: bytes | None = None
 
 
 def _layout(data: bytes, *, encoding: int, ccsid: int) -> _Layout:
@@ -148,6 +150,12 @@ def _fill_header(header: Element, layout: _Layout, *, lazy_folders: bool) -> Non
 class _HeaderBytes:
     """Fills an MQRFH2 folder from its bytes the first time something reads it."""
 
+    def content_key(self, content: LazyContent) -> object:
+        """What the children :meth:`fill` gives ``content`` depend on alone: its layout, one for
+        each header's bytes, encoding and CCSID while it is cached (a Filter that reads only the
+        header keeps its answer by this key)."""
+        return content.options["layout"]
+
     def fill(self, element: Element, content: LazyContent) -> None:
         layout: _Layout = content.options["layout"]
         filled = layout.filled
@@ -193,14 +201,18 @@ def attach(
     """
     layout, found = _attached_layout(data, encoding, ccsid)
     header = Element("MQRFH2", type=FOLDER)
+    raw = layout.raw
+    length = layout.length
     options = {
         "layout": layout,
-        "raw": data[: layout.length],
+        # the cached layout's own copy of these bytes: equal, and sliced once per layout
+        "raw": data[:length] if raw is None else raw,
         "template": found,
         "md": (encoding, ccsid),
     }
-    header.set_lazy(LazyContent(_HEADER_BYTES, b"", options=options))
-    return header, data[layout.length :], dict(found), (layout.encoding, layout.ccsid)
+    # a new element: nothing to drop before its content is set
+    header._lazy = LazyContent(_HEADER_BYTES, b"", options=options)
+    return header, data[length:], dict(found), (layout.encoding, layout.ccsid)
 
 
 #: Layouts and <mcd> templates by the header's bytes and the descriptor's encoding and CCSID: a
@@ -208,15 +220,26 @@ def attach(
 _LAYOUT_CACHE: dict[tuple[bytes, int, int], tuple[_Layout, dict[str, str]]] = {}
 
 
+#: The StrucLength reader for each encoding met.
+_LENGTHS: dict[int, struct.Struct] = {}
+
+
 def _attached_layout(data: bytes, encoding: int, ccsid: int) -> tuple[_Layout, dict[str, str]]:
     if len(data) >= FIXED_LENGTH:
-        (length,) = struct.unpack_from(_ints(encoding) + "i", data, 8)
+        reader = _LENGTHS.get(encoding)
+        if reader is None:
+            reader = struct.Struct(_ints(encoding) + "i")
+            if len(_LENGTHS) < 64:
+                _LENGTHS[encoding] = reader
+        (length,) = reader.unpack_from(data, 8)
         if FIXED_LENGTH <= length <= min(len(data), 4096):
-            key = (data[:length], encoding, ccsid)
+            raw = data[:length]
+            key = (raw, encoding, ccsid)
             cached = _LAYOUT_CACHE.get(key)
             if cached is not None:
                 return cached
             cached = _LAYOUT_CACHE[key] = _read_layout(data, encoding, ccsid)
+            cached[0].raw = raw
             if len(_LAYOUT_CACHE) > 512:
                 del _LAYOUT_CACHE[next(iter(_LAYOUT_CACHE))]
             return cached
@@ -251,8 +274,10 @@ def original_bytes(
     if options["md"] != md or (layout.encoding, layout.ccsid) != body:
         return None
     wanted = {key: value for key, value in template_now.items() if value}
-    if wanted != options["template"] and wanted != options.get("effective"):
-        return None
+    if wanted != options["template"]:
+        effective = options.get("effective")
+        if effective is None or wanted != {key: value for key, value in effective.items() if value}:
+            return None
     return bytes(options["raw"])
 
 
@@ -403,7 +428,9 @@ def note_effective_template(header: Element, template_in: dict[str, str]) -> Non
     output that keeps it leaves the header's bytes as they came, adding no ``<mcd>`` of its own."""
     lazy = header.lazy
     if lazy is not None and lazy.parser is _HEADER_BYTES:
-        lazy.options["effective"] = {key: value for key, value in template_in.items() if value}
+        # kept as given (build_root makes it for this header alone): only a header written out
+        # compares it, without its empty values (:func:`original_bytes`)
+        lazy.options["effective"] = template_in
 
 
 def inner_format(header: Element) -> str:
