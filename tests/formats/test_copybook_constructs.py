@@ -557,3 +557,18 @@ def test_synchronized_eight_byte_binary_is_aligned_on_a_fullword() -> None:
     layout = [(e.get("name", "slack"), e["cwf"]["length"]) for e in elements(result)]
     assert layout == [("B", 4), ("G", 8), ("H", 2), ("slack", 2), ("K", 8), ("L", 2), ("slack", 6), ("M", 8)]
     assert len(assert_round_trip(result)) == 40
+
+
+@pytest.mark.parametrize(
+    ("source", "where"),
+    [
+        ("       0\u00b2 REC.\n          05 A PIC X.\n", r"1:8: expected a level number, found '0\u00b2'"),
+        ("       01 REC.\n          \u00b25 A PIC X.\n", r"2:11: expected a level number"),
+        ("       01 REC.\n          05 A PIC X OCCURS \u00b2 TIMES.\n", r"2:22: OCCURS needs a count"),
+        ("       01 REC.\n          05 A PIC X OCCURS 1 TO \u0663 TIMES DEPENDING ON B.\n", r"2:"),
+    ],
+)
+def test_digits_of_other_scripts_are_refused_where_they_stand(source: str, where: str) -> None:
+    # str.isdigit() admits superscripts and Arabic-Indic digits; int() of some of them fails
+    with pytest.raises(ImportFault, match=where):
+        import_copybook(source, source="u.cpy")

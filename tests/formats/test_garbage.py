@@ -5,7 +5,7 @@ from __future__ import annotations
 from esql.domains import DomainError
 from flowbroker.formats import rfh2
 from formats_support import attach
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 CWF_SET = {
@@ -48,6 +48,7 @@ def test_xml_domains_only_raise_domain_errors(data: bytes, ccsid: int) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(data=st.binary(max_size=40))
+@example(data="\u00b2".encode() * 20)  # a superscript digit: str.isdigit() says yes, int() refuses it
 def test_json_cwf_and_rfh2_only_raise_domain_errors(data: bytes) -> None:
     read_all("JSON", data)
     read_all("MRM", data, messageSetDocument=CWF_SET, type="R", format="CWF")

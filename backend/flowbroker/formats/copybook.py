@@ -95,6 +95,12 @@ _DIRECTIVES = ("EJECT", "SKIP1", "SKIP2", "SKIP3", "TITLE")
 _FREE_LEVEL = re.compile(r"^\s{0,5}\d{1,2}\s+(?!\d{1,2}\s)\S")  # not a short sequence number before a level
 
 
+def _digits(text: str) -> bool:
+    """Whether ``text`` is a COBOL integer: ASCII digits only (``str.isdigit`` also admits
+    superscripts and other scripts' digits, which ``int`` refuses)."""
+    return text.isascii() and text.isdigit()
+
+
 def _is_free_format(lines: list[str]) -> bool:
     """Free format when a level number starts within columns 1-6, where reference format keeps sequence numbers."""
     return any(_FREE_LEVEL.match(line) for line in lines)
@@ -214,7 +220,7 @@ def _statements(
                 statements.append(current)
             current = []
     if current:
-        if not current[0].text.isdigit():
+        if not _digits(current[0].text):
             _not_data(current[0])
         last = current[-1]
         raise ImportFault(
@@ -305,7 +311,7 @@ def _not_data(first: _Token) -> NoReturn:
 
 def _parse_item(tokens: list[_Token], notes: Notes) -> _Item | None:
     first = tokens[0]
-    if not first.text.isdigit():
+    if not _digits(first.text):
         _not_data(first)
     level = int(first.text)
     if level == 88:
@@ -392,7 +398,7 @@ def _parse_item(tokens: list[_Token], notes: Notes) -> _Item | None:
             i += 1
         elif word in ("GLOBAL", "EXTERNAL", "IS", "VOLATILE"):
             i += 1
-        elif tok.text.isdigit() and (1 <= int(tok.text) <= 49 or int(tok.text) in (66, 77, 88)):
+        elif _digits(tok.text) and (1 <= int(tok.text) <= 49 or int(tok.text) in (66, 77, 88)):
             raise ImportFault(
                 f"level {tok.text} starts a new entry, but the entry before it has no terminating period",
                 tok.line,
@@ -411,13 +417,13 @@ _CLAUSE_WORDS = frozenset(
 
 
 def _occurs(item: _Item, rest: list[_Token], i: int, tok: _Token) -> int:
-    if i >= len(rest) or not rest[i].text.isdigit():
+    if i >= len(rest) or not _digits(rest[i].text):
         raise ImportFault("OCCURS needs a count", tok.line, tok.column)
     low = int(rest[i].text)
     i += 1
     high = low
     if i < len(rest) and rest[i].text.upper() == "TO":
-        if i + 1 >= len(rest) or not rest[i + 1].text.isdigit():
+        if i + 1 >= len(rest) or not _digits(rest[i + 1].text):
             raise ImportFault("OCCURS … TO needs a maximum", rest[i].line, rest[i].column)
         high = int(rest[i + 1].text)
         i += 2

@@ -166,10 +166,11 @@ class Reader:
             digit, sign = _OVERPUNCH[text[0]]
             text = str(digit) + text[1:]
         digits = text.strip()
-        if not digits.isdigit():
+        # ASCII digits only: str.isdigit() also admits superscripts and other scripts' digits
+        if not (digits.isascii() and digits.isdigit()):
             if not digits and not text.strip(" "):
                 return 0
-            bad = next((i for i, ch in enumerate(text) if not ch.isdigit() and ch != " "), 0)
+            bad = next((i for i, ch in enumerate(text) if ch not in "0123456789 "), 0)
             raise _error(f"display numeric holds {text!r}, not digits", path, pos + bad)
         return sign * int(digits)
 
