@@ -375,3 +375,22 @@ def test_restart_replays_only_the_log_written_after_the_last_checkpoint(data_dir
     assert snapshot_puts == 500
     with QueueManagerProcess(data_dir) as qm, qm.client() as c:
         assert c.inquire_queue("CK")["current_depth"] == 501
+
+
+def test_a_batched_get_skips_expired_messages_and_logs_their_removal(data_dir: Path) -> None:
+    # the sweep is kept away, so only the gets find the expired messages
+    with QueueManagerProcess(data_dir, expiry_interval=3600) as qm, qm.client() as c:
+        c.define_queue("EXPB")
+        c.put("EXPB", b"gone-1", MessageDescriptor(persistence=1, expiry=1))
+        c.put("EXPB", b"live-1", PERSISTENT)
+        c.put("EXPB", b"gone-2", MessageDescriptor(persistence=1, expiry=1, correl_id=b"C" * 24))
+        c.put("EXPB", b"live-2", MessageDescriptor(persistence=1, correl_id=b"C" * 24))
+        c.put("EXPB", b"live-3", PERSISTENT)
+        time.sleep(0.3)
+        got = c.get("EXPB", correl_id=b"C" * 24)
+        assert got is not None and got.body == b"live-2"
+        assert [m.body for m in c.get_many("EXPB", 10)] == [b"live-1", b"live-3"]
+        assert c.inquire_queue("EXPB")["current_depth"] == 0
+        assert c.get_many("EXPB", 10) == []
+    with QueueManagerProcess(data_dir, expiry_interval=3600) as qm, qm.client() as c:
+        assert c.inquire_queue("EXPB")["current_depth"] == 0

@@ -768,24 +768,31 @@ class QueueManager(Publishing):
         else:
             m = q.take_matching(msg_id, correl_id, now, expired)
         if expired:
-            dels = [(q.name, e.seq) for e in expired if e.persistent]
-            if dels:
-                assert self.log is not None
-                self.log.append(qlog.TxRecord(dels=dels).encode())
+            self._log_expired(q, expired)
         return m
+
+    def _log_expired(self, q: LocalQueue, expired: list[QMsg]) -> None:
+        """Log the removal of the persistent ones among messages found expired while getting."""
+        dels = [(q.name, e.seq) for e in expired if e.persistent]
+        if dels:
+            assert self.log is not None
+            self.log.append(qlog.TxRecord(dels=dels).encode())
 
     def get(self, conn: Connection, rid: int, args: dict[str, Any]) -> None:
         """Answer a get now, once its removals are durable, or when a message arrives (get-wait)."""
         q = self.queue(args.get("q"))
         if q.attrs.get_inhibited:
             raise QMError(RC_GET_INHIBITED, f"get inhibited on queue {q.name}")
-        msg_id = optional_id(args.get("msg_id"))
-        correl_id = optional_id(args.get("correl_id"))
-        syncpoint = bool(args.get("sync"))
-        limit = int(args.get("max", 1))
+        get = args.get
+        msg_id = optional_id(get("msg_id"))
+        correl_id = optional_id(get("correl_id"))
+        syncpoint = bool(get("sync"))
+        limit = get("max", 1)
+        if type(limit) is not int:
+            limit = int(limit)
         if limit < 1:
             raise QMError(RC_BAD_ARGUMENT, "max must be at least 1")
-        wait = float(args.get("wait", 0) or 0)
+        wait = float(get("wait", 0) or 0)
         if wait != wait or wait < 0:
             raise QMError(RC_BAD_ARGUMENT, "wait must be a non-negative number of seconds")
         if self._take_batch(conn, rid, q, msg_id, correl_id, syncpoint, limit):
@@ -817,10 +824,16 @@ class QueueManager(Publishing):
         only message of the next. So a message that keeps failing is retried in a unit of work of
         its own, and never raises the backout counts of the messages got with it again.
         """
+        if not q.available:
+            return False
         taken: list[tuple[LocalQueue, QMsg]] = []
         dels: list[tuple[str, int]] = []
+        # one clock reading and one list of expired messages for the whole batch, logged once
+        now = time.time()
+        expired: list[QMsg] = []
+        by_id = msg_id is not None or correl_id is not None
         while len(taken) < limit:
-            m = self.take(q, msg_id, correl_id)
+            m = q.take_matching(msg_id, correl_id, now, expired) if by_id else q.take(now, expired)
             if m is None:
                 break
             if limit > 1 and m.raw[BACKOUT_OFFSET : BACKOUT_OFFSET + 4] != _NOT_BACKED_OUT:
@@ -832,6 +845,8 @@ class QueueManager(Publishing):
             taken.append((q, m))
             if not syncpoint and m.persistent:
                 dels.append((q.name, m.seq))
+        if expired:
+            self._log_expired(q, expired)
         if not taken:
             return False
         out = [m.raw for _q, m in taken]
