@@ -341,10 +341,16 @@ def pristine_usr_fields(header: Element) -> tuple[tuple[str, Any], ...] | None:
     layout: _Layout = content.options["layout"]
     fields = layout.usr
     if fields is None:
-        probe = Element("MQRFH2", type=FOLDER)
-        probe.set_lazy(LazyContent(_HEADER_BYTES, b"", options={"layout": layout}))
-        fields = layout.usr = usr_fields(probe)
+        fields = layout.usr = usr_fields(_unread_header(layout))
     return fields
+
+
+def _unread_header(layout: _Layout) -> Element:
+    """A header of ``layout`` of its own, unread: what reading it gives is what any header of the
+    layout gives as its bytes parse."""
+    header = Element("MQRFH2", type=FOLDER)
+    header.set_lazy(LazyContent(_HEADER_BYTES, b"", options={"layout": layout}))
+    return header
 
 
 #: What :func:`pristine_field` gives for a header that is not unread bytes of this module.
@@ -373,9 +379,7 @@ def pristine_field(header: Element, folder: str, name: str) -> Any:
         return fields[key]
     except KeyError:
         pass
-    probe = Element("MQRFH2", type=FOLDER)
-    probe.set_lazy(LazyContent(_HEADER_BYTES, b"", options={"layout": layout}))
-    found = probe.child(folder)
+    found = _unread_header(layout).child(folder)
     found = found.child(name) if found is not None else None
     value = found.value if found is not None else None
     if len(fields) < 64:  # the keys come from the nodes of the flows, not from messages

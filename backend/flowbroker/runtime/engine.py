@@ -41,6 +41,7 @@ from flowbroker_nodes.base import (
     describe_exception_list,
     exception_entry,
     exception_list_with,
+    field_value,
     release_nodes,
     trace_nodes,
 )
@@ -622,6 +623,17 @@ class FlowThread(threading.Thread):
             self.transport.put(queue, body, md, syncpoint=sync, properties=properties)
         return bytes(md.msg_id)
 
+    def _untouched(self, root: Element) -> tuple[Any, Any] | None:
+        """(message, relay) when ``root`` is still exactly the message this thread is processing
+        (:func:`relay_of`), so that it can go out as that message's own parts; else None."""
+        message = self._relay_message
+        if message is None:
+            return None
+        relay = assemblies.relay_of(root)
+        if relay is None or relay.message is not message:
+            return None
+        return message, relay
+
     def _relay_put(
         self,
         queue: str,
@@ -641,12 +653,10 @@ class FlowThread(threading.Thread):
         (:meth:`_relay_fields`); any other gets back the descriptor, properties and body
         :meth:`message_parts` would give, taken from the message instead of the tree, for
         :meth:`put` to put as it puts any other."""
-        message = self._relay_message
-        if message is None:
+        untouched = self._untouched(root)
+        if untouched is None:
             return None
-        relay = assemblies.relay_of(root)
-        if relay is None or relay.message is not message:
-            return None
+        message, relay = untouched
         put_encoded = getattr(self.transport, "put_encoded", None)
         if put_encoded is None or not getattr(message, "raw", None):
             put_relayed = getattr(self.transport, "put_relayed", None)
@@ -851,11 +861,7 @@ class FlowThread(threading.Thread):
         if header is None:
             return None
         value = rfh2.pristine_field(header, folder, name)
-        if value is rfh2.NOT_PRISTINE:
-            found = header.child(folder)
-            found = found.child(name) if found is not None else None
-            value = found.value if found is not None else None
-        return value
+        return field_value(header, folder, name) if value is rfh2.NOT_PRISTINE else value
 
     def publish(
         self, topic: str, root: Element, *, syncpoint: bool | None, need_deliveries: bool = True
@@ -869,14 +875,11 @@ class FlowThread(threading.Thread):
                 pubsub_rules.current().check(principal, topic, "publish")
             except QMError as exc:
                 raise TransportError(exc.reason_code, exc.reason) from None
-        parts = None
-        message = self._relay_message
-        if message is not None:
-            # an untouched Root of the message being processed: its parts from the message
-            relay = assemblies.relay_of(root)
-            if relay is not None and relay.message is message:
-                parts = self._relay_parts(root, message, relay)
-        md, properties, body = parts or self.message_parts(root)
+        # an untouched Root of the message being processed: its parts from the message
+        untouched = self._untouched(root)
+        md, properties, body = (
+            self._relay_parts(root, *untouched) if untouched is not None else self.message_parts(root)
+        )
         sync = self._syncpoint(syncpoint)
         self.uncommitted = self.uncommitted or sync
         if not need_deliveries and sync and self.batching:
