@@ -4,7 +4,9 @@ large, attribute-heavy, past a limit, malformed) to lxml, with lxml's errors."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import random
+from collections.abc import Callable, Iterator
 
 import pytest
 from esql.domains import DomainError
@@ -19,6 +21,27 @@ def _fresh_limits() -> Iterator[None]:
     xmlcore.limits.cache_clear()
     yield
     xmlcore.limits.cache_clear()
+
+
+_NATIVE = xmlnsc._plain_tree_native()
+
+
+def _native_tree() -> Callable[[bytes], Element | None]:
+    """The C tree builder; it is built by ``make setup`` on every machine the project supports, so
+    under CI its absence fails the test that needs it."""
+    if _NATIVE is None:
+        if os.environ.get("CI") == "true" and not os.environ.get("FLOWBROKER_PURE_PYTHON"):
+            pytest.fail("flowbroker.formats._xmlnsc_native was not built (make setup builds it)")
+        pytest.skip("flowbroker.formats._xmlnsc_native is not built, or FLOWBROKER_PURE_PYTHON is set")
+    return _NATIVE
+
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def builder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with each way of building a plain document's tree."""
+    tree = _native_tree() if request.param == "native" else xmlnsc._plain_tree_py
+    monkeypatch.setattr(xmlnsc, "_plain_tree", tree)
+    return str(request.param)
 
 
 def _shape(element: Element) -> list[object]:
@@ -161,3 +184,56 @@ def test_other_code_pages_and_retained_comments_are_unchanged(monkeypatch: pytes
     assert not xmlnsc._plain_document(data, 819) and not xmlnsc._plain_document(data, 1200)
     kept = attach("XMLNSC", data, retainComments=True, retainPIs=True)
     assert (_shape(kept), serialize(kept)) == _by_lxml(monkeypatch, data, retainComments=True, retainPIs=True)
+
+
+def _random_plain_document(rng: random.Random) -> bytes:
+    """A plain document of random shape: nesting, repeated names, attributes, blank and non-blank
+    text and tails, empty elements, line ends of every kind."""
+    names = ["a", "b", "item", "x-y.z_1", "_u", "line", "Qty"]
+    texts = ["", " ", "\n  ", "\t", "v", "two words", " lead", "trail ", "1.50", "a\r\nb", "x > y", "\r"]
+
+    def element(depth: int) -> str:
+        name = rng.choice(names)
+        attrs = "".join(
+            f' {key}="{rng.choice(texts).strip() or "q"}"'
+            for key in rng.sample(["k", "id", "n-1"], rng.randint(0, 2))
+        )
+        if rng.random() < 0.2:
+            return f"<{name}{attrs}/>"
+        parts = [rng.choice(texts)]
+        if depth < 6:
+            for _ in range(rng.randint(0, 4)):
+                parts.append(element(depth + 1))
+                parts.append(rng.choice(texts))
+        return f"<{name}{attrs}>{''.join(parts)}</{name}>"
+
+    head = rng.choice(["", '<?xml version="1.0"?>', "<?xml version='1.0' encoding='UTF-8'?>\n"])
+    return (head + element(0) + rng.choice(["", "\n", "  "])).encode("ascii")
+
+
+def test_the_c_builder_and_the_python_walk_build_the_same_trees(builder: str) -> None:
+    if builder != "native":
+        pytest.skip("compares the two builders once")
+    native = _native_tree()
+    rng = random.Random(20261129)
+    documents = PLAIN + NOT_PLAIN[-4:-1] + MALFORMED + [_random_plain_document(rng) for _ in range(400)]
+    for data in documents:
+        ours, theirs = native(data), xmlnsc._plain_tree_py(data)
+        assert (ours is None) == (theirs is None), data
+        if ours is not None and theirs is not None:
+            holder_ours, holder_theirs = Element("XMLNSC"), Element("XMLNSC")
+            holder_ours.append_new(ours)
+            holder_theirs.append_new(theirs)
+            assert _shape(holder_ours) == _shape(holder_theirs), data
+
+
+@pytest.mark.parametrize("levels", [100, 101, 102, 126, 127, 128, 129, 1000])
+def test_depth_at_and_past_the_fast_path_s_limit(levels: int) -> None:
+    data = b"<i>" * levels + b"x" + b"</i>" * levels
+    taken = _taken(data)
+    # a folder deeper than 100 levels is not taken: 101 levels is a folder at 100 holding a leaf
+    assert taken == (levels <= 101)
+    element = attach("XMLNSC", data)
+    if levels <= 255:
+        with pytest.MonkeyPatch.context() as patch:
+            assert (_shape(element), serialize(element)) == _by_lxml(patch, data)

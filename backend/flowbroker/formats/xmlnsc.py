@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from typing import Any
 from xml.etree import ElementTree
 
@@ -161,12 +163,26 @@ def _fill_plain(element: Element, data: bytes) -> bool:
         standalone = found.group(3) or found.group(4)
         if standalone is not None:
             declaration["StandAlone"] = standalone
+    root = _plain_tree(data)
+    if root is None:
+        return False
+    if declaration is not None:
+        holder = element.add("XmlDeclaration", type=XML_DECL)
+        for key, val in declaration.items():
+            holder.add(key, val, type=ATTRIBUTE)
+    element.append_new(root)
+    return True
+
+
+def _plain_tree_py(data: bytes) -> Element | None:
+    """The document element's tree of a plain document, from the C ElementTree parser's tree; None
+    for one this does not take whole."""
     parser = ElementTree.XMLParser(encoding="utf-8")
     try:
         parser.feed(data)
         node = parser.close()
     except ElementTree.ParseError:
-        return False
+        return None
     root = Element(node.tag, type=FIELD)
     try:
         if node.keys():
@@ -177,13 +193,22 @@ def _fill_plain(element: Element, data: bytes) -> bool:
             root.type = FOLDER
             _fill_plain_folder(root, node, node.text, 1)
     except _NotPlain:
-        return False
-    if declaration is not None:
-        holder = element.add("XmlDeclaration", type=XML_DECL)
-        for key, val in declaration.items():
-            holder.add(key, val, type=ATTRIBUTE)
-    element.append_new(root)
-    return True
+        return None
+    return root
+
+
+def _plain_tree_native() -> Callable[[bytes], Element | None] | None:
+    """The same tree built in C straight from expat's callbacks (``_xmlnsc_native.c``), when that
+    module was built and ``FLOWBROKER_PURE_PYTHON`` is not set."""
+    if os.environ.get("FLOWBROKER_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from flowbroker.formats import _xmlnsc_native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    _xmlnsc_native.configure(Element, FOLDER, FIELD, ATTRIBUTE, VALUE, _FAST_MAX_DEPTH, _FAST_MAX_ATTRIBUTES)
+    tree: Callable[[bytes], Element | None] = _xmlnsc_native.plain_tree
+    return tree
 
 
 def _plain_attributes(el: Element, node: Any) -> None:
@@ -227,6 +252,10 @@ def _fill_plain_folder(el: Element, node: Any, text: str | None, depth: int) -> 
         tail = kid.tail
         if tail and not tail.isspace():
             el.append_new(Element("", tail, type=VALUE))
+
+
+#: What :func:`_fill_plain` builds a plain document's tree with: the C module, else the walk above.
+_plain_tree = _plain_tree_native() or _plain_tree_py
 
 
 def _mark_cdata(element: Element, data: bytes, ccsid: int) -> None:

@@ -1,0 +1,24 @@
+"""The compiled parts of flowbroker (the rest of the project is in pyproject.toml).
+
+Each is optional: where no C compiler is present the build goes on without it, and the module
+that would use it runs its pure-Python code instead (``FLOWBROKER_PURE_PYTHON=1`` forces that).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "flowbroker.formats._xmlnsc_native",
+            ["flowbroker/formats/_xmlnsc_native.c"],
+            optional=True,
+            extra_compile_args=[
+                "-O2",
+                "-Wall",
+                "-Wextra",
+                "-Wno-unused-parameter",
+                "-Wno-missing-field-initializers",
+            ],
+        )
+    ]
+)
