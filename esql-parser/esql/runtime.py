@@ -1212,3 +1212,52 @@ def functions_environment() -> dict[str, Any]:
     except ImportError:
         return {}
     return dict(functions.ENVIRONMENT)
+
+
+#: The Python definitions of the tree steps :func:`_use_native_steps` may replace, kept as the
+#: compiled module's fallback and for the tests that compare the two.
+PYTHON_STEPS: dict[str, Callable[..., Any]] = {
+    "child": child,
+    "child_value": child_value,
+    "ensure_child": ensure_child,
+    "new_child": new_child,
+    "new_last_child": new_last_child,
+    "assign_member": assign_member,
+}
+
+
+def native_steps() -> dict[str, Callable[..., Any]] | None:
+    """The same steps compiled in C (``esql/_tree_native.c``), when that module was built and
+    ``FLOWBROKER_PURE_PYTHON`` is not set; each does what its Python function does, and calls it
+    for every case it does not take itself (unparsed content, values other than plain scalars)."""
+    import os
+
+    if os.environ.get("FLOWBROKER_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from esql import _tree_native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    python = PYTHON_STEPS  # never the module's globals: those may be the compiled steps already
+    _tree_native.configure(
+        Element,
+        NAME,
+        NAME_VALUE,
+        Decimal,
+        python["child"],
+        python["child_value"],
+        python["ensure_child"],
+        python["assign_member"],
+        python["new_last_child"],
+        python["new_child"],
+    )
+    return {name: getattr(_tree_native, name) for name in PYTHON_STEPS}
+
+
+def _use_native_steps() -> None:
+    steps = native_steps()
+    if steps is not None:
+        globals().update(steps)
+
+
+_use_native_steps()

@@ -390,7 +390,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "_xmlnsc_native",
-    "The XMLNSC fast path's tree built in C from expat's callbacks.", -1, methods,
+    "The XMLNSC fast path's tree built in C from expat's callbacks.", -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC
