@@ -31,7 +31,7 @@ static PyObject *decimal_type;
 static PyObject *root_text, *empty;
 /* the Python functions, for every case this module does not take itself */
 static PyObject *py_child, *py_child_value, *py_ensure_child, *py_assign_member, *py_new_last_child,
-    *py_new_child;
+    *py_new_child, *py_peek_child, *py_assign_member_tree;
 
 #define SLOT(obj, slot) (*(PyObject **)((char *)(obj) + offsets[slot]))
 
@@ -251,13 +251,58 @@ assign_member(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
+peek_child(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || args[0] == Py_None || Py_TYPE(args[0]) != element_type)
+        return nargs == 2 && args[0] == Py_None ? Py_NewRef(Py_None) : fallback(py_peek_child, args, nargs);
+    PyObject *lazy = SLOT(args[0], S_LAZY);
+    if (lazy != NULL && lazy != Py_None)
+        Py_RETURN_NONE; /* unparsed: the statement's own walk parses */
+    if (!built(args[0]))
+        return fallback(py_peek_child, args, nargs);
+    int status;
+    PyObject *node = scan(args[0], args[1], &status);
+    if (status == -1)
+        return NULL;
+    if (status == -2)
+        return fallback(py_peek_child, args, nargs);
+    return Py_NewRef(node ? node : Py_None);
+}
+
+static PyObject *
+assign_member_tree(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    /* the one case taken here: no such field yet, a named leaf source (its value and type taken) */
+    if (nargs != 3 || !built(args[0]) || Py_TYPE(args[2]) != element_type)
+        return fallback(py_assign_member_tree, args, nargs);
+    PyObject *source = args[2];
+    PyObject *first = SLOT(source, S_FIRST), *lazy = SLOT(source, S_LAZY);
+    PyObject *kind = SLOT(source, S_TYPE), *value = SLOT(source, S_VALUE);
+    if (first != Py_None || lazy != Py_None || kind == NULL || value == NULL || !PyUnicode_CheckExact(args[1]) ||
+        PyUnicode_GET_LENGTH(args[1]) == 0)
+        return fallback(py_assign_member_tree, args, nargs);
+    int status;
+    PyObject *node = scan(args[0], args[1], &status);
+    if (status == -1)
+        return NULL;
+    if (status == -2 || node != NULL)
+        return fallback(py_assign_member_tree, args, nargs);
+    node = make_child(args[0], args[1], empty, kind);
+    if (node == NULL)
+        return NULL;
+    set_slot(node, S_VALUE, value);
+    Py_DECREF(node);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 configure(PyObject *module, PyObject *args)
 {
     PyObject *cls, *name, *name_value, *decimal, *f_child, *f_child_value, *f_ensure, *f_assign,
-        *f_new_last, *f_new_child;
-    if (!PyArg_ParseTuple(args, "O!O!O!OOOOOOO", &PyType_Type, &cls, &PyLong_Type, &name, &PyLong_Type,
+        *f_new_last, *f_new_child, *f_peek_child, *f_assign_tree;
+    if (!PyArg_ParseTuple(args, "O!O!O!OOOOOOOOO", &PyType_Type, &cls, &PyLong_Type, &name, &PyLong_Type,
                           &name_value, &decimal, &f_child, &f_child_value, &f_ensure, &f_assign,
-                          &f_new_last, &f_new_child))
+                          &f_new_last, &f_new_child, &f_peek_child, &f_assign_tree))
         return NULL;
     PyTypeObject *type = (PyTypeObject *)cls;
     Py_ssize_t found[S_COUNT];
@@ -294,6 +339,8 @@ configure(PyObject *module, PyObject *args)
     Py_XSETREF(py_assign_member, Py_NewRef(f_assign));
     Py_XSETREF(py_new_last_child, Py_NewRef(f_new_last));
     Py_XSETREF(py_new_child, Py_NewRef(f_new_child));
+    Py_XSETREF(py_peek_child, Py_NewRef(f_peek_child));
+    Py_XSETREF(py_assign_member_tree, Py_NewRef(f_assign_tree));
     Py_RETURN_NONE;
 }
 
@@ -315,11 +362,14 @@ GUARDED(ensure_child)
 GUARDED(new_child)
 GUARDED(new_last_child)
 GUARDED(assign_member)
+GUARDED(peek_child)
+GUARDED(assign_member_tree)
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(Element, NAME, NAME_VALUE, Decimal, child, child_value, ensure_child, assign_member, "
-     "new_last_child, new_child): the class and the Python functions to fall back on"},
+     "new_last_child, new_child, peek_child, assign_member_tree): the class and the Python functions "
+     "to fall back on"},
     {"child", (PyCFunction)(void (*)(void))child_guarded, METH_FASTCALL, "runtime.child"},
     {"child_value", (PyCFunction)(void (*)(void))child_value_guarded, METH_FASTCALL, "runtime.child_value"},
     {"ensure_child", (PyCFunction)(void (*)(void))ensure_child_guarded, METH_FASTCALL, "runtime.ensure_child"},
@@ -328,6 +378,9 @@ static PyMethodDef methods[] = {
      "runtime.new_last_child"},
     {"assign_member", (PyCFunction)(void (*)(void))assign_member_guarded, METH_FASTCALL,
      "runtime.assign_member"},
+    {"peek_child", (PyCFunction)(void (*)(void))peek_child_guarded, METH_FASTCALL, "runtime.peek_child"},
+    {"assign_member_tree", (PyCFunction)(void (*)(void))assign_member_tree_guarded, METH_FASTCALL,
+     "runtime.assign_member_tree"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1223,6 +1223,8 @@ PYTHON_STEPS: dict[str, Callable[..., Any]] = {
     "new_child": new_child,
     "new_last_child": new_last_child,
     "assign_member": assign_member,
+    "peek_child": peek_child,
+    "assign_member_tree": assign_member_tree,
 }
 
 
@@ -1250,6 +1252,8 @@ def native_steps() -> dict[str, Callable[..., Any]] | None:
         python["assign_member"],
         python["new_last_child"],
         python["new_child"],
+        python["peek_child"],
+        python["assign_member_tree"],
     )
     return {name: getattr(_tree_native, name) for name in PYTHON_STEPS}
 

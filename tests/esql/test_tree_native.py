@@ -44,6 +44,8 @@ def _shape(element: Element) -> list[object]:
         while kid is not None:
             assert kid.parent is node and kid.prev_sibling is prev
             value = kid.value
+            if isinstance(value, Element):  # a value made anew in each run: compared by what it is
+                value = repr(value)
             rows.append((depth, kid.name, kid.namespace, kid.type, type(value).__name__, value))
             walk(kid, depth + 1)
             prev, kid = kid, kid.next_sibling
@@ -101,7 +103,16 @@ def _run(steps: dict[str, Callable[..., Any]], seed: int) -> tuple[list[object],
         target = rng.choice(nodes + [None]) if rng.random() < 0.1 else rng.choice(nodes)
         name = rng.choice(["a", "b", "c", "new", "Root", ""])
         op = rng.choice(
-            ["child", "child_value", "ensure_child", "new_last_child", "assign_member", "new_child"]
+            [
+                "child",
+                "child_value",
+                "ensure_child",
+                "new_last_child",
+                "assign_member",
+                "new_child",
+                "peek_child",
+                "assign_member_tree",
+            ]
         )
         try:
             if op == "child":
@@ -116,6 +127,17 @@ def _run(steps: dict[str, Callable[..., Any]], seed: int) -> tuple[list[object],
                 if target is None:
                     continue
                 got = steps["new_child"](target, name, rng.choice(["", "urn:n"]), NAME_VALUE)
+            elif op == "peek_child":
+                got = steps["peek_child"](target, name)
+            elif op == "assign_member_tree":
+                if target is None or not name:  # an unnamed target field is the Python code's alone
+                    continue
+                source = rng.choice(nodes) if rng.random() < 0.5 else Element("s", _values(rng), type=NAME)
+                # as compiled SETs call it: a snapshot against the target's root, never None
+                copied = runtime.snapshot(source, root)
+                if copied is None:
+                    continue
+                got = steps["assign_member_tree"](target, name, copied)
             else:
                 got = steps["assign_member"](target, name, _values(rng), to_value)
         except Exception as exc:  # the error is part of what must match
