@@ -9,6 +9,12 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
+            "flowbroker.formats._json_native",
+            ["flowbroker/formats/_json_native.c"],
+            optional=True,
+            extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        ),
+        Extension(
             "flowbroker.formats._xmlnsc_native",
             ["flowbroker/formats/_xmlnsc_native.c"],
             optional=True,
@@ -19,6 +25,6 @@ setup(
                 "-Wno-unused-parameter",
                 "-Wno-missing-field-initializers",
             ],
-        )
+        ),
     ]
 )

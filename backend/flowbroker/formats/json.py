@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import decimal
 import json
+import os
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -27,8 +29,24 @@ _DIGIT_MAP = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _LONG_RUN = b"0" * 19
 
 
-def _has_long_number(data: bytes) -> bool:
+def _has_long_number_py(data: bytes) -> bool:
     return data.translate(_DIGIT_MAP).find(_LONG_RUN) >= 0
+
+
+def _has_long_number_native() -> Callable[[bytes], bool] | None:
+    """The same scan in C (``_json_native.c``: one pass, no copy), when that module was built and
+    ``FLOWBROKER_PURE_PYTHON`` is not set."""
+    if os.environ.get("FLOWBROKER_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from flowbroker.formats import _json_native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    scan: Callable[[bytes], bool] = _json_native.has_long_number
+    return scan
+
+
+_has_long_number = _has_long_number_native() or _has_long_number_py
 
 
 def _integer(text: str) -> int | decimal.Decimal:
