@@ -431,3 +431,45 @@ def test_configure_refuses_a_class_without_the_slots() -> None:
     with pytest.raises(TypeError, match="is not a slot"):
         _xmlwrite_native.configure(NoSlots, set(), Dec)
     _xmlwrite_native.configure(Element, xmlcore._GOOD_NAMES, Dec)
+
+
+def _random_decimal(rng: random.Random) -> Dec:
+    digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 45)))
+    text = f"{rng.choice(['', '-'])}{digits}E{rng.randint(-50, 8)}"
+    value = Dec(text)
+    pick = rng.random()
+    if pick < 0.2:
+        value = value * Dec(rng.randint(-999, 999)) / Dec(rng.choice([1, 3, 7, 100]))
+    elif pick < 0.3:
+        value = value.quantize(Dec("0.01")) if abs(value) < Dec("1E20") else value
+    elif pick < 0.35:
+        value = rng.choice([Dec("NaN"), Dec("-sNaN"), Dec("Infinity"), Dec("-0E+3"), Dec("-0.000")])
+    return value
+
+
+@pytest.mark.parametrize("digits", [True, False])
+def test_decimals_are_written_as_str_writes_them(digits: bool) -> None:
+    native = native_writer()
+    from flowbroker.formats import _xmlwrite_native  # type: ignore[attr-defined]
+
+    rng = random.Random(f"decimals{digits}")
+    read = _xmlwrite_native.configure(Element, xmlcore._GOOD_NAMES, Dec, digits)
+    try:
+        assert read is False if not digits else isinstance(read, bool)
+        _python(Element("d"))
+        for _ in range(3000):
+            value = _random_decimal(rng)
+            leaf = Element("d", value)
+            assert native(leaf) == _python(leaf) == f"<d>{value}</d>"
+            folder = Element("d", value, type=FOLDER)
+            folder.add("d", value, type=ATTRIBUTE)
+            folder.add("", value, type=VALUE)
+            assert native(folder) == _python(folder)
+        with decimal.localcontext() as context:
+            context.capitals = 0  # str() writes a small e: read where it is written
+            for text in ("1E+3", "-1.5E-9", "0.000001", "12.5"):
+                leaf = Element("d", Dec(text))
+                assert native(leaf) == _python(leaf) == f"<d>{Dec(text)}</d>"
+        assert native(Element("d", type("D", (Dec,), {})("1.5"))) is None
+    finally:
+        _xmlwrite_native.configure(Element, xmlcore._GOOD_NAMES, Dec)

@@ -83,10 +83,8 @@ buf_free(Buf *b)
 
 /* room for `more` characters of the buffer's kind; 0 when memory ran out */
 static int
-buf_reserve(Buf *b, Py_ssize_t more)
+buf_grow(Buf *b, Py_ssize_t more)
 {
-    if (b->len + more <= b->cap)
-        return 1;
     if (more > PY_SSIZE_T_MAX / 8 - b->len)
         return 0;
     Py_ssize_t cap = b->cap * 2;
@@ -101,6 +99,12 @@ buf_reserve(Buf *b, Py_ssize_t more)
     b->data = data;
     b->cap = cap;
     return 1;
+}
+
+static inline int
+buf_reserve(Buf *b, Py_ssize_t more)
+{
+    return b->len + more <= b->cap || buf_grow(b, more);
 }
 
 /* make the buffer hold `kind` characters (wider than its own) */
@@ -120,13 +124,16 @@ buf_widen(Buf *b, int kind)
     return 1;
 }
 
-static int
+/* `n` ASCII characters */
+static inline int
 buf_ascii(Buf *b, const char *text, Py_ssize_t n)
 {
     if (!buf_reserve(b, n))
         return 0;
     if (b->kind == PyUnicode_1BYTE_KIND) {
-        memcpy(b->data + b->len, text, (size_t)n);
+        char *to = b->data + b->len;
+        for (Py_ssize_t i = 0; i < n; i++)
+            to[i] = text[i];
     }
     else {
         for (Py_ssize_t i = 0; i < n; i++)
@@ -138,8 +145,17 @@ buf_ascii(Buf *b, const char *text, Py_ssize_t n)
 
 #define BUF_LITERAL(b, text) buf_ascii((b), (text), (Py_ssize_t)(sizeof(text) - 1))
 
-/* characters [start, end) of `s`, whose kind the buffer already holds */
-static int
+static inline int
+buf_char(Buf *b, char c)
+{
+    if (b->kind != PyUnicode_1BYTE_KIND || b->len >= b->cap)
+        return buf_ascii(b, &c, 1);
+    b->data[b->len++] = c;
+    return 1;
+}
+
+/* characters [start, end) of a text of `kind` (no wider than the buffer's) */
+static inline int
 buf_sub(Buf *b, int kind, const void *data, Py_ssize_t start, Py_ssize_t end)
 {
     Py_ssize_t n = end - start;
@@ -148,7 +164,15 @@ buf_sub(Buf *b, int kind, const void *data, Py_ssize_t start, Py_ssize_t end)
     if (!buf_reserve(b, n))
         return 0;
     if (kind == b->kind) {
-        memcpy(b->data + b->len * kind, (const char *)data + start * kind, (size_t)n * (size_t)kind);
+        if (kind == PyUnicode_1BYTE_KIND && n <= 32) {
+            const char *from = (const char *)data + start;
+            char *to = b->data + b->len;
+            for (Py_ssize_t i = 0; i < n; i++)
+                to[i] = from[i];
+        }
+        else {
+            memcpy(b->data + b->len * kind, (const char *)data + start * kind, (size_t)n * (size_t)kind);
+        }
     }
     else {
         for (Py_ssize_t i = 0; i < n; i++)
@@ -159,9 +183,11 @@ buf_sub(Buf *b, int kind, const void *data, Py_ssize_t start, Py_ssize_t end)
 }
 
 /* take `s`'s width into the buffer */
-static int
+static inline int
 buf_admit(Buf *b, PyObject *s)
 {
+    if (PyUnicode_IS_ASCII(s))
+        return 1;
     Py_UCS4 top = PyUnicode_MAX_CHAR_VALUE(s);
     if (top > b->maxchar)
         b->maxchar = top;
@@ -169,12 +195,22 @@ buf_admit(Buf *b, PyObject *s)
     return kind <= b->kind || buf_widen(b, kind);
 }
 
-static int
+static inline int
 buf_str(Buf *b, PyObject *s)
 {
     if (!buf_admit(b, s))
         return 0;
     return buf_sub(b, PyUnicode_KIND(s), PyUnicode_DATA(s), 0, PyUnicode_GET_LENGTH(s));
+}
+
+/* characters escape_text (1) and escape_attr (1 and 2) replace, by their code below 128 */
+static unsigned char special[128];
+
+static void
+init_special(void)
+{
+    special['&'] = special['<'] = special['>'] = 1;
+    special['"'] = special['\n'] = special['\r'] = special['\t'] = 2;
 }
 
 /* `s` as xmlcore.escape_text (attr 0) or escape_attr (attr 1) writes it */
@@ -186,21 +222,21 @@ buf_escaped(Buf *b, PyObject *s, int attr)
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);
     Py_ssize_t n = PyUnicode_GET_LENGTH(s), start = 0;
+    int limit = attr ? 2 : 1;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= 128 || !special[c] || special[c] > limit)
+            continue;
         const char *entity;
         Py_ssize_t size;
-        if (c > '>')
-            continue;
         switch (c) {
         case '&': entity = "&amp;"; size = 5; break;
         case '<': entity = "&lt;"; size = 4; break;
         case '>': entity = "&gt;"; size = 4; break;
-        case '"': if (!attr) continue; entity = "&quot;"; size = 6; break;
-        case '\n': if (!attr) continue; entity = "&#10;"; size = 5; break;
-        case '\r': if (!attr) continue; entity = "&#13;"; size = 5; break;
-        case '\t': if (!attr) continue; entity = "&#9;"; size = 4; break;
-        default: continue;
+        case '"': entity = "&quot;"; size = 6; break;
+        case '\n': entity = "&#10;"; size = 5; break;
+        case '\r': entity = "&#13;"; size = 5; break;
+        default: entity = "&#9;"; size = 4; break;
         }
         if (!buf_sub(b, kind, data, start, i) || !buf_ascii(b, entity, size))
             return 0;
@@ -219,6 +255,139 @@ buf_finish(Buf *b)
     memcpy(PyUnicode_DATA(text), b->data, (size_t)b->len * (size_t)b->kind);
     return text;
 }
+
+/* -- Decimal: str() of a finite Decimal in plain notation written from its digits ----------------
+ *
+ * str(Decimal) makes a string through libmpdec's to_sci_string: about half of what writing a
+ * message of numbers costs. A Decimal of the C implementation (_decimal) holds an mpd_t after its
+ * hash; its coefficient is `len` words of 19 decimal digits, least significant first. This module
+ * reads that layout only after `configure` has checked it on sample values (their inline data
+ * where that layout puts it, and every sample written as str() writes it); otherwise, and for
+ * every value that str() would write with an exponent (where the context's `capitals` matters),
+ * an infinity or a NaN, it calls str().
+ */
+#if SIZEOF_SIZE_T == 8
+#define DEC_FAST 1
+typedef struct {
+    uint8_t flags;
+    Py_ssize_t exp;
+    Py_ssize_t digits;
+    Py_ssize_t len;
+    Py_ssize_t alloc;
+    uint64_t *data;
+} Mpd;
+typedef struct {
+    PyObject_HEAD
+    Py_hash_t hash;
+    Mpd dec;
+    uint64_t data[4];
+} DecObject;
+#define MPD_NEG 1
+#define MPD_SPECIAL 14
+#define DEC_WORD_DIGITS 19
+#define DEC_MAX_DIGITS 76
+static int dec_fast;
+
+/* 1: written; 0: str() must write it */
+static int
+write_decimal(Buf *b, PyObject *value)
+{
+    const Mpd *d = &((DecObject *)value)->dec;
+    if (d->flags & MPD_SPECIAL || d->len < 1 || d->len > DEC_MAX_DIGITS / DEC_WORD_DIGITS || d->digits < 1
+        || d->digits > DEC_MAX_DIGITS)
+        return 0;
+    Py_ssize_t exp = d->exp, digits = d->digits;
+    if (exp > 0 || exp + digits - 1 < -6)
+        return 0; /* written with an exponent */
+    char coef[DEC_MAX_DIGITS + DEC_WORD_DIGITS], *end = coef + sizeof(coef), *at = end;
+    for (Py_ssize_t w = 0; w < d->len; w++) {
+        uint64_t word = d->data[w];
+        int last = w == d->len - 1;
+        for (int k = 0; k < DEC_WORD_DIGITS && (!last || word || k == 0); k++) {
+            *--at = (char)('0' + word % 10);
+            word /= 10;
+        }
+    }
+    if (end - at != digits)
+        return 0;
+    char text[2 * DEC_MAX_DIGITS + 16];
+    Py_ssize_t n = 0;
+    if (d->flags & MPD_NEG)
+        text[n++] = '-';
+    Py_ssize_t point = digits + exp; /* digits before the point */
+    if (exp == 0) {
+        memcpy(text + n, at, (size_t)digits);
+        n += digits;
+    }
+    else if (point > 0) {
+        memcpy(text + n, at, (size_t)point);
+        n += point;
+        text[n++] = '.';
+        memcpy(text + n, at + point, (size_t)(digits - point));
+        n += digits - point;
+    }
+    else {
+        text[n++] = '0';
+        text[n++] = '.';
+        for (Py_ssize_t i = 0; i < -point; i++)
+            text[n++] = '0';
+        memcpy(text + n, at, (size_t)digits);
+        n += digits;
+    }
+    return buf_ascii(b, text, n) ? 1 : -1;
+}
+
+/* whether Decimal values of `type` have the layout above: checked on samples */
+static int
+check_decimal_layout(PyTypeObject *type)
+{
+    static const char *const samples[] = {
+        "0", "-0", "1.00", "-123.4500", "0.000001", "-0.00", "100", "9999999999999999999",
+        "10000000000000000000.000", "1234567890123456789012345.5", "0.1234567890123456789012",
+        "-98765432109876543210987654321098765432.1", "7E+2", "1E-9", "NaN", "-Infinity",
+    };
+    if (type->tp_basicsize < (Py_ssize_t)sizeof(DecObject))
+        return 0;
+    for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
+        PyObject *value = PyObject_CallFunction((PyObject *)type, "s", samples[i]);
+        if (value == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        int ok = Py_TYPE(value) == type;
+        if (ok && i == 2) /* a small value keeps its words inside the object */
+            ok = ((DecObject *)value)->dec.data == ((DecObject *)value)->data && ((DecObject *)value)->dec.len == 1
+                 && ((DecObject *)value)->dec.data[0] == 100 && ((DecObject *)value)->dec.exp == -2;
+        if (ok) {
+            Buf b;
+            buf_init(&b);
+            int got = write_decimal(&b, value);
+            PyObject *expected = PyObject_Str(value);
+            if (expected == NULL) {
+                PyErr_Clear();
+                ok = 0;
+            }
+            else if (got == 1) {
+                PyObject *written = buf_finish(&b);
+                ok = written != NULL && PyUnicode_Compare(written, expected) == 0;
+                Py_XDECREF(written);
+                PyErr_Clear();
+            }
+            else {
+                /* exponents and specials are left to str() */
+                ok = got == 0 && (strchr(samples[i], 'E') != NULL || strchr(samples[i], 'N') != NULL
+                                  || strchr(samples[i], 'n') != NULL);
+            }
+            Py_XDECREF(expected);
+            buf_free(&b);
+        }
+        Py_DECREF(value);
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+#endif
 
 /* -- the walk -------------------------------------------------------------------------------- */
 
@@ -289,22 +458,45 @@ text_of(PyObject *value, PyObject **text)
     return 1;
 }
 
+/* a plain value's text, escaped (escape_text, or escape_attr when `attr`) unless it is a number */
+static Result
+write_value(Buf *b, PyObject *value, int attr)
+{
+    PyTypeObject *vtype = Py_TYPE(value);
+    if (vtype == &PyUnicode_Type)
+        return buf_escaped(b, value, attr) ? 1 : -1;
+#ifdef DEC_FAST
+    if (vtype == decimal_type && dec_fast) {
+        Result got = write_decimal(b, value);
+        if (got != 0)
+            return got;
+    }
+#endif
+    PyObject *text;
+    Result got = text_of(value, &text);
+    if (got != 1)
+        return got;
+    /* str() of an int or a Decimal has nothing to escape */
+    int ok = buf_str(b, text);
+    Py_DECREF(text);
+    return ok ? 1 : -1;
+}
+
 static Result write_element(Buf *b, PyObject *el, int depth);
 
 /* an attribute child: ` name="value"` */
 static Result
 write_attribute(Buf *b, PyObject *kid)
 {
-    PyObject *name = SLOT(kid, S_NAME), *value = SLOT(kid, S_VALUE), *text;
+    PyObject *name = SLOT(kid, S_NAME), *value = SLOT(kid, S_VALUE);
     if (name == NULL || !PyUnicode_CheckExact(name) || !no_namespace(kid) || value == NULL || value == Py_None)
         return 0;
-    Result got = text_of(value, &text);
+    if (!(buf_char(b, ' ') && buf_str(b, name) && BUF_LITERAL(b, "=\"")))
+        return -1;
+    Result got = write_value(b, value, 1);
     if (got != 1)
         return got;
-    int ok = BUF_LITERAL(b, " ") && buf_str(b, name) && BUF_LITERAL(b, "=\"") && buf_escaped(b, text, 1)
-             && BUF_LITERAL(b, "\"");
-    Py_DECREF(text);
-    return ok ? 1 : -1;
+    return buf_char(b, '"') ? 1 : -1;
 }
 
 /* the children of `el` (a folder) that are not attributes; `*content` says whether any was written */
@@ -325,22 +517,16 @@ write_content(Buf *b, PyObject *el, PyObject *first, int depth, int *content)
             /* written in the start tag */
         }
         else if (is_text_type(kind) && PyUnicode_GET_LENGTH(name) == 0) {
-            PyObject *value = SLOT(kid, S_VALUE), *text;
+            PyObject *value = SLOT(kid, S_VALUE);
             if (value == NULL || SLOT(kid, S_FIRST) != Py_None) {
                 result = 0;
                 break;
             }
             if (value != Py_None) {
-                result = text_of(value, &text);
+                /* written even when empty: the folder then has content, `<a></a>` */
+                result = write_value(b, value, 0);
                 if (result != 1)
                     break;
-                /* written even when empty: the folder then has content, `<a></a>` */
-                int ok = buf_escaped(b, text, 0);
-                Py_DECREF(text);
-                if (!ok) {
-                    result = -1;
-                    break;
-                }
                 *content = 1;
             }
         }
@@ -369,7 +555,7 @@ static Result
 write_folder(Buf *b, PyObject *el, PyObject *name, PyObject *first, int depth)
 {
     /* the start tag and the attributes, in the children's order */
-    if (!(BUF_LITERAL(b, "<") && buf_str(b, name)))
+    if (!(buf_char(b, '<') && buf_str(b, name)))
         return -1;
     PyObject *kid = first;
     while (kid != Py_None) {
@@ -388,23 +574,17 @@ write_folder(Buf *b, PyObject *el, PyObject *name, PyObject *first, int depth)
         if (kid == NULL || (kid != Py_None && Py_TYPE(kid) != element_type))
             return 0;
     }
-    if (!BUF_LITERAL(b, ">"))
+    if (!buf_char(b, '>'))
         return -1;
     Py_ssize_t mark = b->len;
     int content = 0;
     /* the folder's own value first */
     PyObject *value = SLOT(el, S_VALUE);
     if (value != Py_None) {
-        PyObject *text;
-        Result got = text_of(value, &text);
+        Result got = write_value(b, value, 0);
         if (got != 1)
             return got;
-        int ok = PyUnicode_GET_LENGTH(text) == 0 || buf_escaped(b, text, 0);
-        if (PyUnicode_GET_LENGTH(text))
-            content = 1;
-        Py_DECREF(text);
-        if (!ok)
-            return -1;
+        content = b->len > mark; /* an empty string is no content */
     }
     Result got = write_content(b, el, first, depth, &content);
     if (got != 1)
@@ -413,7 +593,7 @@ write_folder(Buf *b, PyObject *el, PyObject *name, PyObject *first, int depth)
         b->len = mark - 1; /* back over the '>' */
         return BUF_LITERAL(b, "/>") ? 1 : -1;
     }
-    return BUF_LITERAL(b, "</") && buf_str(b, name) && BUF_LITERAL(b, ">") ? 1 : -1;
+    return BUF_LITERAL(b, "</") && buf_str(b, name) && buf_char(b, '>') ? 1 : -1;
 }
 
 /* `el`, whose type the caller found to be an element's */
@@ -438,19 +618,15 @@ write_element(Buf *b, PyObject *el, int depth)
         result = write_folder(b, el, name, first, depth);
     }
     else if (value == Py_None || (Py_TYPE(value) == &PyUnicode_Type && PyUnicode_GET_LENGTH(value) == 0)) {
-        result = BUF_LITERAL(b, "<") && buf_str(b, name) && BUF_LITERAL(b, "/>") ? 1 : -1;
+        result = buf_char(b, '<') && buf_str(b, name) && BUF_LITERAL(b, "/>") ? 1 : -1;
+    }
+    else if (!(buf_char(b, '<') && buf_str(b, name) && buf_char(b, '>'))) {
+        result = -1;
     }
     else {
-        PyObject *text;
-        result = text_of(value, &text);
-        if (result == 1) {
-            /* str() of an int or a Decimal has nothing to escape */
-            int ok = BUF_LITERAL(b, "<") && buf_str(b, name) && BUF_LITERAL(b, ">")
-                     && (Py_TYPE(value) == &PyUnicode_Type ? buf_escaped(b, text, 0) : buf_str(b, text))
-                     && BUF_LITERAL(b, "</") && buf_str(b, name) && BUF_LITERAL(b, ">");
-            Py_DECREF(text);
-            result = ok ? 1 : -1;
-        }
+        result = write_value(b, value, 0);
+        if (result == 1)
+            result = BUF_LITERAL(b, "</") && buf_str(b, name) && buf_char(b, '>') ? 1 : -1;
     }
     Py_DECREF(el);
     return result;
@@ -494,7 +670,9 @@ configure(PyObject *module, PyObject *args)
 {
     (void)module;
     PyObject *cls, *names, *decimal;
-    if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &cls, &PySet_Type, &names, &PyType_Type, &decimal))
+    int digits = 1;
+    if (!PyArg_ParseTuple(args, "O!O!O!|p", &PyType_Type, &cls, &PySet_Type, &names, &PyType_Type, &decimal,
+                          &digits))
         return NULL;
     PyTypeObject *type = (PyTypeObject *)cls;
     Py_ssize_t found[S_COUNT];
@@ -516,11 +694,17 @@ configure(PyObject *module, PyObject *args)
     Py_XSETREF(good_names, Py_NewRef(names));
     Py_XSETREF(decimal_type, (PyTypeObject *)Py_NewRef(decimal));
     memcpy(offsets, found, sizeof(offsets));
-    Py_RETURN_NONE;
+#ifdef DEC_FAST
+    dec_fast = digits && check_decimal_layout((PyTypeObject *)decimal);
+    return PyBool_FromLong(dec_fast);
+#else
+    Py_RETURN_FALSE;
+#endif
 }
 
 static PyMethodDef methods[] = {
-    {"configure", configure, METH_VARARGS, "configure(Element, good_names, Decimal)"},
+    {"configure", configure, METH_VARARGS,
+     "configure(Element, good_names, Decimal, digits=True) -> whether a Decimal's digits are read directly"},
     {"element", element, METH_O,
      "element(el) -> the XML text Writer._element writes for el's subtree, or None when it is not plain"},
     {NULL, NULL, 0, NULL},
@@ -533,5 +717,6 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__xmlwrite_native(void)
 {
+    init_special();
     return PyModule_Create(&module_def);
 }
