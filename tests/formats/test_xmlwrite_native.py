@@ -473,3 +473,29 @@ def test_decimals_are_written_as_str_writes_them(digits: bool) -> None:
         assert native(Element("d", type("D", (Dec,), {})("1.5"))) is None
     finally:
         _xmlwrite_native.configure(Element, xmlcore._GOOD_NAMES, Dec)
+
+
+def test_scenario_b_s_invoice_built_by_esql_is_taken_whole() -> None:
+    native = native_writer()
+    from flowbroker.runtime.harness import FlowHarness, flow
+    from flowbroker_bench.peers.engine_host import INVOICE
+    from flowbroker_bench.peers.workloads import xml_order
+
+    harness = FlowHarness(
+        flow(
+            {
+                "in": ("MQInput", {"queueName": "IN"}),
+                "compute": ("Compute", {"esql": INVOICE, "module": "Invoice"}),
+            },
+            ["in.out -> compute.in"],
+        )
+    )
+    seen = harness.seen("compute", "out")
+    harness.inject("compute", xml_order(3), domain="XMLNSC")
+    body = seen.pop().root.child("XMLNSC")
+    assert body is not None
+    invoice = body.child("invoice")
+    assert invoice is not None
+    expected = _python(invoice)
+    assert native(invoice) == expected
+    assert serialize(body) == expected.encode()
