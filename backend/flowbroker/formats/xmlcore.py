@@ -448,6 +448,7 @@ class Writer:
             local_scope = dict(scope)
         name = self._qname(element, local_scope, decls, counter, False)
         content: list[str] = []
+        native = _write_native
         value = element.value
         if value is not None:
             if element.type == CDATA_FIELD:
@@ -485,7 +486,13 @@ class Writer:
             elif kind == XML_DECL or kind == DOCTYPE:
                 continue
             else:
-                self._element(kid, content, local_scope, counter)
+                # a plain part of a subtree that is not plain as a whole (below a namespace
+                # declaration, beside a comment): written in C when it can be
+                text = native(kid) if native is not None and not kid.namespace else None
+                if text is None:
+                    self._element(kid, content, local_scope, counter)
+                else:
+                    content.append(text)
         if name not in _GOOD_NAMES:
             self._check_name(element, name)
         start = "<" + name + "".join(decls) + "".join(attrs)
