@@ -6,25 +6,16 @@ that would use it runs its pure-Python code instead (``FLOWBROKER_PURE_PYTHON=1`
 
 from setuptools import Extension, setup
 
+_FLAGS = ["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers"]
+
 setup(
     ext_modules=[
         Extension(
-            "flowbroker.formats._json_native",
-            ["flowbroker/formats/_json_native.c"],
+            f"flowbroker.formats.{name}",
+            [f"flowbroker/formats/{name}.c"],
             optional=True,
-            extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        ),
-        Extension(
-            "flowbroker.formats._xmlnsc_native",
-            ["flowbroker/formats/_xmlnsc_native.c"],
-            optional=True,
-            extra_compile_args=[
-                "-O2",
-                "-Wall",
-                "-Wextra",
-                "-Wno-unused-parameter",
-                "-Wno-missing-field-initializers",
-            ],
-        ),
+            extra_compile_args=_FLAGS,
+        )
+        for name in ("_json_native", "_xmlnsc_native", "_xmlwrite_native")
     ]
 )

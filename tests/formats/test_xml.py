@@ -9,6 +9,9 @@ from esql.fieldtypes import FIELD_TYPES
 from esql.tree import Element
 from formats_support import attach, serialize
 
+#: every test runs with each way of writing a plain XML subtree (C and Python)
+pytestmark = pytest.mark.usefixtures("xml_writer")
+
 DOC = (
     b'<?xml version="1.0" encoding="UTF-8"?>'
     b'<o:Order xmlns:o="urn:orders" id="7"><o:Item qty="2">Pen &amp; ink</o:Item>'

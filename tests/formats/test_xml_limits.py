@@ -10,6 +10,9 @@ from esql.domains import DomainError
 from flowbroker.formats import xmlcore
 from formats_support import attach
 
+#: every test runs with each way of writing a plain XML subtree (C and Python)
+pytestmark = pytest.mark.usefixtures("xml_writer")
+
 DOMAINS = ("XMLNSC", "XMLNS", "XML")
 
 

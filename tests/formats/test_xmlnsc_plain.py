@@ -15,6 +15,9 @@ from flowbroker.formats import xmlcore, xmlnsc
 from flowbroker_bench.peers.workloads import xml_order
 from formats_support import attach, serialize
 
+#: every test runs with each way of writing a plain XML subtree (C and Python)
+pytestmark = pytest.mark.usefixtures("xml_writer")
+
 
 @pytest.fixture(autouse=True)
 def _fresh_limits() -> Iterator[None]:

@@ -6,6 +6,7 @@ import base64
 import datetime
 import decimal
 import functools
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -313,11 +314,20 @@ class Writer:
                         domain=self.domain,
                         path=child.path(),
                     )
-                self._element(child, out, {"http://www.w3.org/XML/1998/namespace": "xml"}, [0])
+                native = _write_native
+                text = native(child) if native is not None else None
+                if text is not None:
+                    out.append(text)
+                else:
+                    self._element(child, out, {"http://www.w3.org/XML/1998/namespace": "xml"}, [0])
         return "".join(out)
 
     def fragment(self, element: Element) -> str:
         """One element below the domain (ASBITSTREAM of a folder) as an XML fragment."""
+        native = _write_native
+        text = native(element) if native is not None else None
+        if text is not None:
+            return text
         out: list[str] = []
         self._element(element, out, {"http://www.w3.org/XML/1998/namespace": "xml"}, [0])
         return "".join(out)
@@ -438,6 +448,7 @@ class Writer:
             local_scope = dict(scope)
         name = self._qname(element, local_scope, decls, counter, False)
         content: list[str] = []
+        native = _write_native
         value = element.value
         if value is not None:
             if element.type == CDATA_FIELD:
@@ -475,7 +486,13 @@ class Writer:
             elif kind == XML_DECL or kind == DOCTYPE:
                 continue
             else:
-                self._element(kid, content, local_scope, counter)
+                # a plain part of a subtree that is not plain as a whole (below a namespace
+                # declaration, beside a comment): written in C when it can be
+                written = native(kid) if native is not None and not kid.namespace else None
+                if written is None:
+                    self._element(kid, content, local_scope, counter)
+                else:
+                    content.append(written)
         if name not in _GOOD_NAMES:
             self._check_name(element, name)
         start = "<" + name + "".join(decls) + "".join(attrs)
@@ -486,6 +503,28 @@ class Writer:
 
 
 _GOOD_NAMES: set[str] = set()
+
+
+def _write_native_module() -> Callable[[Element], str | None] | None:
+    """:meth:`Writer._element` for a plain subtree, in C (``_xmlwrite_native.c``): its text, or None
+    for a subtree that is not plain (the Python writer then writes it). Used when that module was
+    built and ``FLOWBROKER_PURE_PYTHON`` is not set.
+
+    Every writer may use it: in a subtree with no namespace anywhere, ``namespaces`` changes nothing.
+    """
+    if os.environ.get("FLOWBROKER_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from flowbroker.formats import _xmlwrite_native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    _xmlwrite_native.configure(Element, _GOOD_NAMES, decimal.Decimal)
+    write: Callable[[Element], str | None] = _xmlwrite_native.element
+    return write
+
+
+#: What :meth:`Writer.document` and :meth:`Writer.fragment` try first: the C writer, else None.
+_write_native = _write_native_module()
 
 
 def kid_names_ok(name: str) -> bool:
