@@ -18,4 +18,12 @@ setup(
         )
         for name in ("_json_native", "_xmlnsc_native", "_xmlwrite_native")
     ]
+    + [
+        Extension(
+            "flowbroker.qm._frames_native",
+            ["flowbroker/qm/_frames_native.c"],
+            optional=True,
+            extra_compile_args=_FLAGS,
+        )
+    ]
 )

@@ -13,6 +13,7 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,6 +158,17 @@ class FrameDecoder:
     def feed(self, data: bytes | memoryview) -> list[tuple[int, int, Any, bytes]]:
         buf = self._buf
         buf += data
+        # the C cutter takes every complete frame when all is well; on any fault it declines and
+        # the Python loop below, which raises the FrameError, goes over the same bytes
+        cut = _split_native(buf, self.max_frame) if _split_native is not None else None
+        frames, pos = cut if cut is not None else self._split(buf)
+        if pos:
+            del buf[:pos]
+            self._consumed += pos
+        return frames
+
+    def _split(self, buf: bytearray) -> tuple[list[tuple[int, int, Any, bytes]], int]:
+        """The complete frames at the head of ``buf`` and the offset past them, or a FrameError."""
         frames: list[tuple[int, int, Any, bytes]] = []
         pos = 0
         n = len(buf)
@@ -198,10 +210,27 @@ class FrameDecoder:
                         ) from None
                 frames.append((op, rid, args, bytes(buf[start + 4 + jlen : end])))
             pos = end
-        if pos:
-            del buf[:pos]
-            self._consumed += pos
-        return frames
+        return frames, pos
+
+
+_Split = Callable[[bytearray, int], "tuple[list[tuple[int, int, Any, bytes]], int] | None"]
+
+
+def _split_native_loaded() -> _Split | None:
+    """The frame cutter in C (``_frames_native.c``), when that module was built and
+    ``FLOWBROKER_PURE_PYTHON`` is not set; it parses arguments with the same ``orjson.loads``."""
+    if os.environ.get("FLOWBROKER_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from flowbroker.qm import _frames_native  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    _frames_native.configure(orjson.loads)
+    split: _Split = _frames_native.split
+    return split
+
+
+_split_native = _split_native_loaded()
 
 
 # --- the message descriptor ---------------------------------------------------------------------
