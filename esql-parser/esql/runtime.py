@@ -1232,13 +1232,10 @@ def native_steps() -> dict[str, Callable[..., Any]] | None:
     """The same steps compiled in C (``esql/_tree_native.c``), when that module was built and
     ``FLOWBROKER_PURE_PYTHON`` is not set; each does what its Python function does, and calls it
     for every case it does not take itself (unparsed content, values other than plain scalars)."""
-    import os
+    from esql.native import compiled
 
-    if os.environ.get("FLOWBROKER_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from esql import _tree_native  # type: ignore[attr-defined]
-    except ImportError:
+    _tree_native = compiled("esql._tree_native")
+    if _tree_native is None:
         return None
     python = PYTHON_STEPS  # never the module's globals: those may be the compiled steps already
     _tree_native.configure(

@@ -5,13 +5,13 @@ elements of other classes go to the Python functions."""
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from native_support import require_compiled
 
 from esql import runtime, values
 from esql.tree import NAME, NAME_VALUE, Element, LazyContent
@@ -21,11 +21,7 @@ STEPS = runtime.PYTHON_STEPS
 
 def _native() -> dict[str, Callable[..., Any]]:
     steps = runtime.native_steps()
-    if steps is None:
-        if os.environ.get("CI") == "true" and not os.environ.get("FLOWBROKER_PURE_PYTHON"):
-            pytest.fail("esql._tree_native was not built (make setup builds it)")
-        pytest.skip("esql._tree_native is not built, or FLOWBROKER_PURE_PYTHON is set")
-    return steps
+    return require_compiled(steps, "esql._tree_native")
 
 
 def test_the_runtime_uses_the_compiled_steps_unless_told_not_to() -> None:

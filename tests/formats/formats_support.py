@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import esql.domains
-import pytest
 from esql.tree import Element
 from flowbroker.formats import load_all, xmlcore
+from native_support import require_compiled
 
 load_all()
 
@@ -27,8 +26,4 @@ def serialize(element: Element, ccsid: int = 1208, encoding: int = 546, **option
 def native_writer() -> Callable[[Element], str | None]:
     """The C writer of plain XML subtrees; it is built by ``make setup`` on every machine the
     project supports, so under CI its absence fails the test that needs it."""
-    if xmlcore._write_native is None:
-        if os.environ.get("CI") == "true" and not os.environ.get("FLOWBROKER_PURE_PYTHON"):
-            pytest.fail("flowbroker.formats._xmlwrite_native was not built (make setup builds it)")
-        pytest.skip("flowbroker.formats._xmlwrite_native is not built, or FLOWBROKER_PURE_PYTHON is set")
-    return xmlcore._write_native
+    return require_compiled(xmlcore._write_native, "flowbroker.formats._xmlwrite_native")

@@ -3,23 +3,19 @@ answer in C and in Python, and a document holding one keeps it exact either way.
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Callable
 
 import pytest
 from flowbroker.formats import json as json_domain
 from formats_support import attach
+from native_support import require_compiled
 
 _NATIVE = json_domain._has_long_number_native()
 
 
 def _native() -> Callable[[bytes], bool]:
-    if _NATIVE is None:
-        if os.environ.get("CI") == "true" and not os.environ.get("FLOWBROKER_PURE_PYTHON"):
-            pytest.fail("flowbroker.formats._json_native was not built (make setup builds it)")
-        pytest.skip("flowbroker.formats._json_native is not built, or FLOWBROKER_PURE_PYTHON is set")
-    return _NATIVE
+    return require_compiled(_NATIVE, "flowbroker.formats._json_native")
 
 
 EDGES = [

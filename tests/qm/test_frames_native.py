@@ -4,7 +4,6 @@ same message and offset."""
 
 from __future__ import annotations
 
-import os
 import random
 import struct
 from collections.abc import Callable, Iterator
@@ -23,6 +22,7 @@ from flowbroker.qm.protocol import (
     encode_frame,
     encode_message,
 )
+from native_support import require_compiled
 
 _NATIVE = protocol._split_native_loaded()
 
@@ -31,11 +31,7 @@ Outcome = tuple[list[tuple[int, int, Any, bytes]], int, tuple[str, str, int, boo
 
 
 def _native() -> Split:
-    if _NATIVE is None:
-        if os.environ.get("CI") == "true" and not os.environ.get("FLOWBROKER_PURE_PYTHON"):
-            pytest.fail("flowbroker.qm._frames_native was not built (make setup builds it)")
-        pytest.skip("flowbroker.qm._frames_native is not built, or FLOWBROKER_PURE_PYTHON is set")
-    return _NATIVE
+    return require_compiled(_NATIVE, "flowbroker.qm._frames_native")
 
 
 Paths = Callable[[bytes, list[int], int, str], tuple[Outcome, Outcome]]

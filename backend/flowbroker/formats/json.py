@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import decimal
 import json
-import os
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 from esql.domains import DomainError
+from esql.native import compiled
 from esql.tree import NAME_VALUE, Element, LazyContent
 
 from flowbroker.formats import ccsid as ccsids
@@ -36,11 +36,8 @@ def _has_long_number_py(data: bytes) -> bool:
 def _has_long_number_native() -> Callable[[bytes], bool] | None:
     """The same scan in C (``_json_native.c``: one pass, no copy), when that module was built and
     ``FLOWBROKER_PURE_PYTHON`` is not set."""
-    if os.environ.get("FLOWBROKER_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from flowbroker.formats import _json_native  # type: ignore[attr-defined]
-    except ImportError:
+    _json_native = compiled("flowbroker.formats._json_native")
+    if _json_native is None:
         return None
     scan: Callable[[bytes], bool] = _json_native.has_long_number
     return scan

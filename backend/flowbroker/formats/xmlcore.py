@@ -6,7 +6,6 @@ import base64
 import datetime
 import decimal
 import functools
-import os
 import re
 import threading
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from typing import Any
 from xml.parsers import expat
 
 from esql.domains import DomainError
+from esql.native import compiled
 from esql.tree import Element, LazyContent
 from lxml import etree
 
@@ -512,11 +512,8 @@ def _write_native_module() -> Callable[[Element], str | None] | None:
 
     Every writer may use it: in a subtree with no namespace anywhere, ``namespaces`` changes nothing.
     """
-    if os.environ.get("FLOWBROKER_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from flowbroker.formats import _xmlwrite_native  # type: ignore[attr-defined]
-    except ImportError:
+    _xmlwrite_native = compiled("flowbroker.formats._xmlwrite_native")
+    if _xmlwrite_native is None:
         return None
     _xmlwrite_native.configure(Element, _GOOD_NAMES, decimal.Decimal)
     write: Callable[[Element], str | None] = _xmlwrite_native.element

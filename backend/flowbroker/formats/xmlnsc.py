@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import Any
 from xml.etree import ElementTree
 
+from esql.native import compiled
 from esql.tree import Element, LazyContent
 from lxml import etree
 
@@ -200,11 +200,8 @@ def _plain_tree_py(data: bytes) -> Element | None:
 def _plain_tree_native() -> Callable[[bytes], Element | None] | None:
     """The same tree built in C straight from expat's callbacks (``_xmlnsc_native.c``), when that
     module was built and ``FLOWBROKER_PURE_PYTHON`` is not set."""
-    if os.environ.get("FLOWBROKER_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from flowbroker.formats import _xmlnsc_native  # type: ignore[attr-defined]
-    except ImportError:
+    _xmlnsc_native = compiled("flowbroker.formats._xmlnsc_native")
+    if _xmlnsc_native is None:
         return None
     _xmlnsc_native.configure(Element, FOLDER, FIELD, ATTRIBUTE, VALUE, _FAST_MAX_DEPTH, _FAST_MAX_ATTRIBUTES)
     tree: Callable[[bytes], Element | None] = _xmlnsc_native.plain_tree

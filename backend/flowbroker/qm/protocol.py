@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from esql.native import compiled
 
 # --- reason codes (modelled on MQ's MQRC values) -------------------------------------------------
 RC_NONE = 0
@@ -219,11 +220,8 @@ _Split = Callable[[bytearray, int], "tuple[list[tuple[int, int, Any, bytes]], in
 def _split_native_loaded() -> _Split | None:
     """The frame cutter in C (``_frames_native.c``), when that module was built and
     ``FLOWBROKER_PURE_PYTHON`` is not set; it parses arguments with the same ``orjson.loads``."""
-    if os.environ.get("FLOWBROKER_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from flowbroker.qm import _frames_native  # type: ignore[attr-defined]
-    except ImportError:
+    _frames_native = compiled("flowbroker.qm._frames_native")
+    if _frames_native is None:
         return None
     _frames_native.configure(orjson.loads)
     split: _Split = _frames_native.split
