@@ -50,6 +50,18 @@ def test_the_scan_agrees_on_random_documents() -> None:
         assert native(data) == json_domain._has_long_number_py(data), data
 
 
+def test_the_scan_agrees_on_every_run_length_and_offset() -> None:
+    # the C scan skips ahead by a run's length: runs of 17-21 digits at every offset, alone,
+    # after a shorter run and between two, at the ends of the data and away from them
+    native = _native()
+    for offset in range(45):
+        for length in range(15, 22):
+            for before in (b"", b"12345678901234567.", b"9" * 18 + b"x"):
+                for after in (b"", b"x", b"." + b"7" * 18):
+                    data = b"a" * offset + before + b"5" * length + after
+                    assert native(data) == json_domain._has_long_number_py(data), data
+
+
 def test_the_scan_refuses_what_is_not_bytes() -> None:
     with pytest.raises(TypeError):
         _native()("text")  # type: ignore[arg-type]

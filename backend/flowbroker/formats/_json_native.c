@@ -7,6 +7,7 @@
 #include <Python.h>
 
 #define LONG_RUN 19
+#define IS_DIGIT(c) ((c) >= '0' && (c) <= '9')
 
 static PyObject *
 has_long_number(PyObject *module, PyObject *arg)
@@ -15,16 +16,27 @@ has_long_number(PyObject *module, PyObject *arg)
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     const unsigned char *p = view.buf;
-    Py_ssize_t run = 0, found = 0;
-    for (Py_ssize_t i = 0; i < view.len; i++) {
-        if (p[i] >= '0' && p[i] <= '9') {
-            if (++run >= LONG_RUN) {
-                found = 1;
-                break;
-            }
+    Py_ssize_t n = view.len, start = 0, found = 0;
+    /* A run of LONG_RUN digits starting at or after `start` covers start + LONG_RUN - 1: a byte
+     * there that is no digit moves the search past it, so most bytes of text are never read.
+     * Otherwise the run through that byte is measured backwards to `start` and then forwards;
+     * every byte is read at most once backwards and once forwards. */
+    while (!found && start + LONG_RUN - 1 < n) {
+        Py_ssize_t end = start + LONG_RUN - 1;
+        if (!IS_DIGIT(p[end])) {
+            start = end + 1;
+            continue;
         }
+        Py_ssize_t first = end;
+        while (first > start && IS_DIGIT(p[first - 1]))
+            first--;
+        Py_ssize_t last = end;
+        while (last - first + 1 < LONG_RUN && last + 1 < n && IS_DIGIT(p[last + 1]))
+            last++;
+        if (last - first + 1 >= LONG_RUN)
+            found = 1;
         else
-            run = 0;
+            start = last + 2; /* p[last + 1] is no digit (or the end) */
     }
     PyBuffer_Release(&view);
     return PyBool_FromLong(found);

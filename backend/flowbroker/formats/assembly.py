@@ -92,6 +92,25 @@ def parser_options(template: Template) -> dict[str, Any]:
     return {"set": template.set, "type": template.type, "format": template.format}
 
 
+#: What :func:`build_root` works out from a template once: (the template, the body domain, the
+#: body parser's options, the MQMD Format a relayed message is put with). Keyed by the template's
+#: identity: an input node's template is made once and never changed (``runtime.assembly.template_of``).
+_PLANS: dict[int, tuple[Template, str, dict[str, Any], str | None]] = {}
+
+
+def _plan(template: Template) -> tuple[Template, str, dict[str, Any], str | None]:
+    found = _PLANS.get(id(template))
+    if found is None or found[0] is not template:
+        domain = template.domain.upper() or "BLOB"
+        out_format = mqmd.FORMAT_STRING if domain in _TEXT_DOMAINS else None
+        # the options are shared by every body attached under this template: never changed
+        found = (template, domain, parser_options(template), out_format)
+        if len(_PLANS) >= 256:
+            _PLANS.clear()
+        _PLANS[id(template)] = found
+    return found
+
+
 def build_root(
     descriptor: Any,
     body: bytes,
@@ -107,6 +126,9 @@ def build_root(
     ``options`` are further parser options for the body (e.g. XMLNSC's ``retainComments``);
     ``relay`` is the message itself when it can be put again as its bytes (:func:`relay_of`).
     """
+    fmt = getattr(descriptor, "format", "")
+    if default is not None and options is None and type(fmt) is str and _RFH2_FORMAT not in fmt:
+        return _plain_root(descriptor, body, default, transactional, relay)
     ensure_loaded()
     template = default or Template()
     encoding = int(getattr(descriptor, "encoding", 546))
@@ -178,6 +200,45 @@ def build_root(
                 header.lazy if header is not None else None,
                 template,
                 out_format,
+            )
+    return root
+
+
+def _plain_root(descriptor: Any, body: bytes, template: Template, transactional: bool, relay: Any) -> Element:
+    """:func:`build_root` of a message with no MQRFH2 under an input node's template: the same
+    Root, with what the template decides worked out once (every message of the node's is one)."""
+    ensure_loaded()
+    _, domain, template_options, out_format = _plan(template)
+    encoding = int(getattr(descriptor, "encoding", 546))
+    ccsid = int(getattr(descriptor, "coded_char_set_id", 1208))
+    parser = esql.domains.get(domain)
+    root = Element("Root", type=FOLDER)
+    # Root and its folders are new: linked without append's detach and parse checks, their
+    # unparsed content set directly (a new element has no children to drop)
+    properties = root.append_new(Element("Properties", type=FOLDER))
+    values = {
+        "MessageSet": template.set,
+        "MessageType": template.type,
+        "MessageFormat": template.format,
+        "Encoding": encoding,
+        "CodedCharSetId": ccsid,
+        "Transactional": transactional,
+        "Persistence": getattr(descriptor, "persistence", 0) == 1,
+        "Priority": getattr(descriptor, "priority", 0),
+        "ReplyIdentifier": getattr(descriptor, "correl_id", b""),
+    }
+    properties_content = LazyContent(
+        _PROPERTIES, b"", options={"values": values, "written": (encoding, ccsid, template_options)}
+    )
+    properties._lazy = properties_content
+    md_folder = root.append_new(mqmd.build(descriptor))
+    body_element = root.append_new(Element(domain, type=FOLDER))
+    parser.attach(body_element, body, ccsid=ccsid, encoding=encoding, options=template_options)
+    if relay is not None:
+        content = md_folder._lazy
+        if content is not None:
+            content.options["relay"] = Relay(
+                relay, properties_content, body_element._lazy, domain, None, template, out_format
             )
     return root
 
