@@ -77,11 +77,16 @@ class CompiledRoutine:
         # what changed the trees since the last run need not have gone through the runtime's
         # helpers: no index cursor made before is trusted
         reshape()
-        self.program.ensure_initialised(ctx)
-        ctx.budget.start()
-        budget_token = VALUE_BUDGET.set(ctx.budget)
+        program = self.program
+        if not program._initialised:
+            program.ensure_initialised(ctx)
+        budget = ctx.budget
+        budget.start()
+        budget_token = VALUE_BUDGET.set(budget)
         try:
-            self.program.namespace["_init_message"](ctx)
+            init_message = program.init_message
+            if init_message is not None:
+                init_message(ctx)
             return self.function(ctx)
         except UserException as exc:
             self.program.locate(exc)
@@ -121,6 +126,10 @@ class Program:
         self.code_name = f"<esql:{','.join(filenames)}>"
         code = getattr(generator, "code", None) or compile(source, self.code_name, "exec")
         exec(code, self.namespace)
+        #: makes the module-level variables of one message, when the modules declare any
+        self.init_message: Callable[[ExecutionContext], None] | None = (
+            self.namespace["_init_message"] if generator.message_vars else None
+        )
         # EVAL compiles its text with this program's names and runs it in this namespace.
         self.generator = generator
         self.namespace["_eval"] = self.evaluate

@@ -192,7 +192,7 @@ class JsonParser:
                 data = data.decode(ccsids.codec(content.ccsid)).encode("utf-8")
             except UnicodeError as exc:
                 raise DomainError(f"JSON: {exc}", domain="JSON", path=element.path()) from None
-        if not data.strip():
+        if not data or data.isspace():  # (strip() would copy the whole body to find out)
             raise DomainError("JSON: the message body is empty", domain="JSON", path=element.path(), offset=0)
         try:
             value = orjson.loads(data)
