@@ -16,7 +16,7 @@ setup(
             optional=True,
             extra_compile_args=_FLAGS,
         )
-        for name in ("_json_native", "_xmlnsc_native", "_xmlwrite_native")
+        for name in ("_assembly_native", "_json_native", "_xmlnsc_native", "_xmlwrite_native")
     ]
     + [
         Extension(

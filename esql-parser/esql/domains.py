@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from esql.tree import Element
+from esql.tree import Element, LazyContent
 
 
 class DomainError(Exception):
@@ -34,6 +34,18 @@ class DomainParser(Protocol):
 
     def serialize(self, element: Element, *, ccsid: int, encoding: int, options: dict[str, Any]) -> bytes:
         """The bytes of ``element``'s subtree; an unparsed subtree gives its original bytes."""
+
+
+def attach_unparsed(
+    parser: Any, element: Element, data: bytes, *, ccsid: int, encoding: int, options: dict[str, Any]
+) -> None:
+    """The ``attach`` of a parser that parses on first read and keeps the options as given.
+
+    A parser whose attach is no more than that says so by taking this function as its ``attach``
+    (``attach = attach_unparsed``): the message assembly's C code, which makes that content itself,
+    recognises it by this function's identity and calls every other attach.
+    """
+    element.set_lazy(LazyContent(parser, bytes(data), ccsid=ccsid, encoding=encoding, options=options))
 
 
 _PARSERS: dict[str, DomainParser] = {}

@@ -7,13 +7,16 @@ there is one, else from the input node's default message template.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import esql.domains
 from esql.domains import DomainError
+from esql.native import compiled
 from esql.tree import Element, LazyContent
 
+import flowbroker.formats
 from flowbroker.formats import ensure_loaded, mqmd, rfh2
 
 FOLDER = 0x01000000
@@ -128,6 +131,10 @@ def build_root(
     """
     fmt = getattr(descriptor, "format", "")
     if default is not None and options is None and type(fmt) is str and _RFH2_FORMAT not in fmt:
+        if _native_plain_root is not None:
+            root = _native_plain_root(descriptor, body, default, transactional, relay)
+            if root is not None:
+                return root
         return _plain_root(descriptor, body, default, transactional, relay)
     ensure_loaded()
     template = default or Template()
@@ -241,6 +248,37 @@ def _plain_root(descriptor: Any, body: bytes, template: Template, transactional:
                 relay, properties_content, body_element._lazy, domain, None, template, out_format
             )
     return root
+
+
+def _plain_root_native() -> Callable[[Any, bytes, Template, bool, Any], Element | None] | None:
+    """:func:`_plain_root` in C (``_assembly_native.c``), when that module was built: the same Root,
+    or None for a message it does not take whole (then :func:`_plain_root` builds it, and raises
+    what it raises). It finds each message's parser in the domain registry, so a parser registered
+    again is the one used, and makes the body's content itself only for a parser whose ``attach`` is
+    ``esql.domains.attach_unparsed``."""
+    _assembly_native = compiled("flowbroker.formats._assembly_native")
+    if _assembly_native is None:
+        return None
+    try:
+        _assembly_native.configure(
+            Element,
+            LazyContent,
+            Relay,
+            FOLDER,
+            _PROPERTIES,
+            mqmd._FILLER,
+            esql.domains._PARSERS,
+            esql.domains.attach_unparsed,
+            _plan,
+            vars(flowbroker.formats),
+        )
+    except TypeError:  # a class whose slots are not plain object slots: the Python code builds it
+        return None
+    plain: Callable[[Any, bytes, Template, bool, Any], Element | None] = _assembly_native.plain_root
+    return plain
+
+
+_native_plain_root = _plain_root_native()
 
 
 def relay_of(root: Element) -> Relay | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from esql.domains import DomainError
+from esql.domains import DomainError, attach_unparsed
 from esql.tree import Element, LazyContent
 
 from flowbroker.formats import ccsid as ccsids
@@ -15,10 +15,8 @@ class BlobParser:
 
     domains: tuple[str, ...] = ("BLOB", "NONE")
 
-    def attach(
-        self, element: Element, data: bytes, *, ccsid: int, encoding: int, options: dict[str, Any]
-    ) -> None:
-        element.set_lazy(LazyContent(self, bytes(data), ccsid=ccsid, encoding=encoding, options=options))
+    #: parsed on first read, the options kept as given
+    attach = attach_unparsed
 
     def fill(self, element: Element, content: LazyContent) -> None:
         element.append(Element("BLOB", content.data))

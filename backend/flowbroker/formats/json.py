@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from esql.domains import DomainError
+from esql.domains import DomainError, attach_unparsed
 from esql.native import compiled
 from esql.tree import NAME_VALUE, Element, LazyContent
 
@@ -180,10 +180,8 @@ class JsonParser:
 
     domains: tuple[str, ...] = ("JSON",)
 
-    def attach(
-        self, element: Element, data: bytes, *, ccsid: int, encoding: int, options: dict[str, Any]
-    ) -> None:
-        element.set_lazy(LazyContent(self, bytes(data), ccsid=ccsid, encoding=encoding, options=options))
+    #: parsed on first read, the options kept as given
+    attach = attach_unparsed
 
     def fill(self, element: Element, content: LazyContent) -> None:
         data = content.data

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 from xml.parsers import expat
 
-from esql.domains import DomainError
+from esql.domains import DomainError, attach_unparsed
 from esql.native import compiled
 from esql.tree import Element, LazyContent
 from lxml import etree
@@ -662,10 +662,8 @@ class ContentParser:
         else:
             el.append_new(Element("", kid.text or "", type=VALUE))
 
-    def attach(
-        self, element: Element, data: bytes, *, ccsid: int, encoding: int, options: dict[str, Any]
-    ) -> None:
-        element.set_lazy(LazyContent(self, bytes(data), ccsid=ccsid, encoding=encoding, options=options))
+    #: parsed on first read, the options kept as given
+    attach = attach_unparsed
 
     def fill(self, element: Element, content: LazyContent) -> None:
         root, head = parse(content.data, content.ccsid, self.domain, element.path(), keep_blank=True)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 from xml.etree import ElementTree
 
+from esql.domains import attach_unparsed
 from esql.native import compiled
 from esql.tree import Element, LazyContent
 from lxml import etree
@@ -274,10 +275,8 @@ class XmlnscParser:
 
     domains: tuple[str, ...] = ("XMLNSC",)
 
-    def attach(
-        self, element: Element, data: bytes, *, ccsid: int, encoding: int, options: dict[str, Any]
-    ) -> None:
-        element.set_lazy(LazyContent(self, bytes(data), ccsid=ccsid, encoding=encoding, options=options))
+    #: parsed on first read, the options kept as given
+    attach = attach_unparsed
 
     def fill(self, element: Element, content: LazyContent) -> None:
         if _plain_document(content.data, content.ccsid) and _fill_plain(element, content.data):
