@@ -145,6 +145,8 @@ class MqttConnection:
         self._last_sent = 0.0
         self._last_heard = 0.0
         self._ping_sent = 0.0
+        #: The wall-clock time of the last read that brought data: when its publications arrived.
+        self.arrived = 0.0
 
     # -- the session ---------------------------------------------------------------------------
 
@@ -286,6 +288,7 @@ class MqttConnection:
             self.close(polite=False)
             raise MqttError(f"MQTT broker {self.host}:{self.port}: connection lost (closed by the broker)")
         self._last_heard = time.monotonic()
+        self.arrived = time.time()
         self._ping_sent = 0.0
         buffer = self._buffer
         if buffer:

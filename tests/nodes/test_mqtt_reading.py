@@ -298,3 +298,24 @@ def test_cut_on_its_own() -> None:
     assert cut(bytes(data), 6) == ([("t", b"b", 1, False)], b"\x40\x02\x12\x34", 14)
     with pytest.raises(ValueError):
         cut(data, -1)
+
+
+def test_the_subscribers_messages_carry_their_reads_arrival() -> None:
+    import queue
+    import time
+
+    from flowbroker_nodes.base import ArrivedDescriptor
+    from flowbroker_nodes.mqtt_subscribe import MqttMessage, Node
+
+    node = Node.__new__(Node)
+    node._inbox = queue.SimpleQueue()
+    conn = MqttConnection("127.0.0.1", 1883, "test")
+    conn.sock = _Socket([_publish(b"t/0", b"zero", 0, True, 0) + _publish(b"t/1", b"one", 1, False, 5)])  # type: ignore[assignment]
+    before = time.time()
+    assert conn.read(0, node._deliverer(conn)) == 2
+    assert before <= conn.arrived <= time.time()
+    first, second = node._inbox.get_nowait(), node._inbox.get_nowait()
+    assert first == MqttMessage(ArrivedDescriptor(conn.arrived, 0), {}, b"zero", "t/0", 0, True)
+    assert second == MqttMessage(ArrivedDescriptor(conn.arrived, 1), {}, b"one", "t/1", 1, False)
+    assert (second.md.format, second.md.encoding, second.md.coded_char_set_id) == ("MQSTR   ", 546, 1208)
+    assert first.md is not second.md and first.properties is not second.properties
