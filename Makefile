@@ -18,11 +18,12 @@ test: setup frontend lint typecheck docs-check frontend-check flow-tests pytest
 
 setup: $(STAMP)
 
-# the C sources are compiled by their package's install (backend/setup.py, esql-parser/setup.py):
+# the C sources are compiled by their package's install (backend/setup.py, esql-parser/setup.py,
+# flow-nodes/setup.py):
 # an edit rebuilds them
-NATIVE_SRC := $(wildcard backend/flowbroker/*/*.c esql-parser/esql/*.c)
+NATIVE_SRC := $(wildcard backend/flowbroker/*/*.c esql-parser/esql/*.c flow-nodes/flowbroker_nodes/*.c)
 
-$(STAMP): constraints.txt backend/pyproject.toml backend/setup.py esql-parser/setup.py $(NATIVE_SRC) flow-nodes/pyproject.toml esql-parser/pyproject.toml bench/pyproject.toml
+$(STAMP): constraints.txt backend/pyproject.toml backend/setup.py esql-parser/setup.py flow-nodes/setup.py $(NATIVE_SRC) flow-nodes/pyproject.toml esql-parser/pyproject.toml bench/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check pip==$(PIP_VERSION)
 	$(BIN)/python -m pip install -q -c constraints.txt -e ./esql-parser -e ./flow-nodes -e './backend[dev]' -e ./bench

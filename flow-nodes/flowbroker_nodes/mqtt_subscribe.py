@@ -28,7 +28,7 @@ from flowbroker_nodes.base import (
     FlowServices,
 )
 from flowbroker_nodes.base import Node as BaseNode
-from flowbroker_nodes.mqtt_wire import MqttConnection
+from flowbroker_nodes.mqtt_wire import MqttConnection, OnPublish
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
 SPEC = NodeSpec(
@@ -193,16 +193,25 @@ class Node(BaseNode):
         client_id = self.client_id or f"flowbroker-{flow_name}-{self.id}-{int(time.time() * 1000) % 100000}"
         client = MqttConnection(self.host, self.port, client_id).connect(self.connect_timeout)
         try:
-            client.subscribe(self.topic, self.qos, self.connect_timeout, self._deliver)
+            client.subscribe(self.topic, self.qos, self.connect_timeout, self._deliverer(client))
         except BaseException:
             client.close()
             raise
         self._client = client
 
-    def _deliver(self, topic: str, payload: bytes, qos: int, retain: bool) -> None:
-        self._inbox.put(
-            MqttMessage(ArrivedDescriptor(persistence=1 if qos else 0), {}, payload, topic, qos, retain)
-        )
+    def _deliverer(self, client: MqttConnection) -> OnPublish:
+        """``on_publish`` for one read of ``client``: each publication a message on the node's
+        queue, put at the time its read arrived (one clock reading for all of a read's)."""
+        put = self._inbox.put
+
+        def deliver(topic: str, payload: bytes, qos: int, retain: bool) -> None:
+            put(
+                MqttMessage(
+                    ArrivedDescriptor(client.arrived, 1 if qos else 0), {}, payload, topic, qos, retain
+                )
+            )
+
+        return deliver
 
     def _pump(self, timeout: float) -> None:
         """Read what the socket holds into the queue (the caller holds the reader lock)."""
@@ -210,7 +219,7 @@ class Node(BaseNode):
         if client is None:
             # another flow thread lost the connection: this one backs off too, and reconnects
             raise ConnectionError(f"MQTT broker {self.host}:{self.port}: connection lost")
-        client.read(timeout, self._deliver)
+        client.read(timeout, self._deliverer(client))
         client.service()  # keep-alive
 
     def _release(self) -> None:

@@ -24,6 +24,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from esql.native import compiled
+
 #: CONNACK return codes of MQTT 3.1.1 (§3.2.2.3).
 CONNACK_CODES = {
     1: "unacceptable protocol version",
@@ -44,6 +46,26 @@ MAX_INFLIGHT = 20
 #: Bytes of QoS 0 publications a connection keeps for one write at most, by default
 #: (``FLOWBROKER_MQTT_WRITE_BUFFER``); 0 writes each publication as it is made.
 WRITE_BUFFER = 65536
+
+
+#: ``cut(data, index)``: the PUBLISH packets at QoS 0 and 1 from ``index`` on as
+#: ``([(topic, payload, qos, retain), ...], PUBACKs or None, index past them)``, or None when the
+#: packet at ``index`` is not one of them (``_mqtt_native.c``); None when that module is not built.
+_Cut = Callable[
+    [bytes | bytearray, int], "tuple[list[tuple[str, bytes, int, bool]], bytes | None, int] | None"
+]
+
+
+def _cut_loaded() -> _Cut | None:
+    """The packet cutter in C, when it was built and ``FLOWBROKER_PURE_PYTHON`` is not set."""
+    native = compiled("flowbroker_nodes._mqtt_native")
+    if native is None:
+        return None
+    cut: _Cut = native.cut
+    return cut
+
+
+_cut = _cut_loaded()
 
 
 class MqttError(ConnectionError):
@@ -123,6 +145,8 @@ class MqttConnection:
         self._last_sent = 0.0
         self._last_heard = 0.0
         self._ping_sent = 0.0
+        #: The wall-clock time of the last read that brought data: when its publications arrived.
+        self.arrived = 0.0
 
     # -- the session ---------------------------------------------------------------------------
 
@@ -264,6 +288,7 @@ class MqttConnection:
             self.close(polite=False)
             raise MqttError(f"MQTT broker {self.host}:{self.port}: connection lost (closed by the broker)")
         self._last_heard = time.monotonic()
+        self.arrived = time.time()
         self._ping_sent = 0.0
         buffer = self._buffer
         if buffer:
@@ -280,7 +305,21 @@ class MqttConnection:
         end = len(data)
         #: the acknowledgements the packets read call for, written together once they are handled
         replies: list[bytes] = []
+        cut = _cut
         while index + 2 <= end:
+            if cut is not None:
+                # the PUBLISH packets at QoS 0 and 1 from here on, cut in C; the loop below
+                # handles the packet it stops at (any other, or one not all read yet)
+                taken = cut(data, index)
+                if taken is not None:
+                    publications, acks, index = taken
+                    for topic, payload, qos, retain in publications:
+                        on_publish(topic, payload, qos, retain)
+                    count += len(publications)
+                    if acks:
+                        replies.append(acks)
+                    if index + 2 > end:
+                        break
             first = data[index]
             byte = data[index + 1]
             if byte < 0x80:
