@@ -456,3 +456,48 @@ def test_a_field_a_flow_changes_goes_out_changed(
     out = side.get_all(dst, 1)[0]
     assert check(out), (change, out.md, out.properties)
     assert out.properties["order"] == 3
+
+
+@pytest.mark.parametrize("through", ["untouched", "compute"])
+def test_an_mqtt_publication_goes_out_to_a_queue_on_either_transport(
+    side: Side, group: ExecutionGroupRuntime, mqtt_address: tuple[str, int], through: str
+) -> None:
+    """A message that came from no queue (an MQTT publication) put on a queue, untouched or changed
+    by a Compute node. Untouched, RabbitMQ cannot put it again as it got it (it never got it): it
+    goes out as its parts, as on the queue manager."""
+    from flowbroker_nodes.mqtt_wire import MqttConnection, encode_string
+
+    host, port = mqtt_address
+    dst = side.make_queue("MQTT.OUT")
+    topic = f"fb/{unique('to-queue')}"
+    nodes: dict[str, tuple[str, dict[str, Any]]] = {
+        "in": ("MQTTSubscribe", {"host": host, "port": port, "topicName": topic, "messageDomain": "BLOB"}),
+        "out": ("MQOutput", {"queueName": dst}),
+    }
+    wires = ["in.out -> out"]
+    if through == "compute":
+        nodes["c"] = ("Compute", {"esql": APPEND})
+        wires = ["in.out -> c", "c.out -> out"]
+    group.deploy(flow(nodes, wires, name=f"MqttToQueue{abs(hash(dst)) % 100000}"))
+    sender = MqttConnection(host, port, unique("fb-pub")).connect(5)
+    try:
+        got: list[Any] = []
+
+        def arrived() -> bool:
+            # the subscription is made as the flow starts: publish until the first comes through
+            if not got:
+                sender.publish(encode_string(topic), b"first", 0, False)
+            got.extend(side.probe.get_many(dst, 1, wait=0.3))
+            return bool(got)
+
+        wait_for(arrived, 20, "the first publication on the queue")
+        for i in range(3):
+            sender.publish(encode_string(topic), f"publication {i}".encode(), 1, False)
+        got = side.get_all(dst, 3)
+    finally:
+        sender.close()
+    suffix = b"!!" if through == "compute" else b""
+    assert [m.body for m in got] == [f"publication {i}".encode() + suffix for i in range(3)]
+    assert all(m.md.msg_id != b"\x00" * 24 for m in got)
+    stats = next(iter(group.statistics().values()))
+    assert stats["errors"] == 0 and stats["backouts"] == 0

@@ -31,6 +31,7 @@ from typing import Any
 
 from esql.tree import Element
 from flowbroker_nodes.base import (
+    ArrivedMessage,
     Assembly,
     InputSource,
     Node,
@@ -660,7 +661,9 @@ class FlowThread(threading.Thread):
         put_encoded = getattr(self.transport, "put_encoded", None)
         if put_encoded is None or not getattr(message, "raw", None):
             put_relayed = getattr(self.transport, "put_relayed", None)
-            if put_relayed is None:
+            # a message that came from no queue (MQTT, a file, a timer) is not one the transport
+            # can put again as it got it: its parts are put as any others
+            if put_relayed is None or isinstance(message, ArrivedMessage):
                 return self._relay_parts(root, message, relay)
             return self._relay_fields(
                 put_relayed,
