@@ -80,9 +80,7 @@ class CompiledRoutine:
         program = self.program
         if not program._initialised:
             program.ensure_initialised(ctx)
-        budget = ctx.budget
-        budget.start()
-        budget_token = VALUE_BUDGET.set(budget)
+        budget_token = VALUE_BUDGET.set(ctx.budget)
         try:
             init_message = program.init_message
             if init_message is not None:

@@ -163,6 +163,10 @@ class Budget:
     recursion is bounded too, without the stop request: a node still runs while its flow stops); code that
     builds a character string or BLOB larger than :data:`esql.values.SIZE_CHECKED_FROM` asks
     :meth:`check_size` first. Zero means no limit.
+
+    A routine's CPU budget counts from the first clock check, CHECK_EVERY statements or calls in,
+    not from its start: reading the thread's CPU clock is a system call on some hosts, and most
+    routines end before that check.
     """
 
     __slots__ = ("_deadline", "_left", "cpu_limit_ms", "memory_limit_bytes", "node_name", "stop")
@@ -178,11 +182,6 @@ class Budget:
         self.node_name = node_name
         self._left = self.CHECK_EVERY
         self._deadline: float | None = None
-
-    def start(self) -> None:
-        """The routine starts; its CPU budget counts from the first check, CHECK_EVERY statements
-        or calls in (once: a context that runs again keeps its first start). Reading the thread's
-        CPU clock is a system call on some hosts, and most routines end before that check."""
 
     def restart(self) -> None:
         """A reused context's next run: the countdown and the CPU deadline start afresh."""

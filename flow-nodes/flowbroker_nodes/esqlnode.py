@@ -87,7 +87,9 @@ class EsqlNode(Node):
         on this flow thread gave back with :meth:`context_done`, renewed, else a new one (a nested
         invocation of the node, on a PROPAGATE that comes back to it, gets a new one)."""
         flow = self.flow
-        settings = self._thread_settings(flow)
+        settings = self._settings
+        if settings is None or settings[0] is not flow:
+            settings = self._thread_settings(flow)
         try:
             ctx = settings[8].pop()  # atomic: two flow threads never take the same one
         except IndexError:

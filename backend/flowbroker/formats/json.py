@@ -73,7 +73,7 @@ class _ParsedValue:
         a boolean, a 64-bit integer, a float, a finite DECIMAL) over a leaf or a new member;
         anything else is set on the built level as before."""
         parsed = content.options["value"]
-        if type(parsed) is not dict or isinstance(parsed.get(name), dict | list):
+        if type(parsed) is not dict or isinstance(parsed.get(name), (dict, list)):
             return False
         kind = type(value)
         if kind is int:
@@ -112,7 +112,7 @@ def _build(element: Element, value: Any) -> None:
 
 def _field(name: str, value: Any) -> Element:
     """A new element for one member or item: a scalar as its value, a container to fill on first read."""
-    if isinstance(value, dict | list):
+    if isinstance(value, (dict, list)):  # (a tuple: ``dict | list`` makes a union object a call)
         kid = Element(name, type=OBJECT if isinstance(value, dict) else ARRAY)
         if value:
             # a new element has no children to clear: the content is set directly

@@ -62,9 +62,9 @@ def to_message(root: Element) -> tuple[dict[str, Any], bytes]:
     return formats_assembly.to_message(root)
 
 
-def to_body(root: Element) -> bytes:
-    """The body bytes of an output Root, as :func:`to_message` gives them, with no descriptor built."""
-    return formats_assembly.to_body(root)
+#: The body bytes of an output Root, as :func:`to_message` gives them, with no descriptor built
+#: (the converters' own function: an output of a transport with no descriptor calls it a message).
+to_body = formats_assembly.to_body
 
 
 def reset_body(root: Element, template: dict[str, str]) -> None:

@@ -829,9 +829,9 @@ class FlowThread(threading.Thread):
         properties = self._usr_overlay(root, dict(self.input_properties))
         return descriptor(**fields), properties, body
 
-    def message_body(self, root: Element) -> bytes:
-        """The body bytes :meth:`message_parts` gives, for a transport that carries no descriptor."""
-        return assemblies.to_body(root)
+    #: The body bytes :meth:`message_parts` gives, for a transport that carries no descriptor (the
+    #: converters' function itself: an MQTT or HTTP output calls it once a message).
+    message_body = staticmethod(assemblies.to_body)
 
     def put_raw(
         self,
