@@ -138,6 +138,18 @@ def encode_frame(op: int, rid: int, args: Any = None, tail: bytes | bytearray | 
     return b"".join((FRAME_HEADER.pack(5 + payload_len, op, rid), _U32.pack(len(j)), j, tail))
 
 
+def encoded_arguments(args: Any) -> bytes:
+    """A frame's arguments as :func:`encode_frame` writes them (length, then JSON), for
+    :func:`frame_with` to reuse in every frame that carries the same ones."""
+    j = orjson.dumps(args)
+    return _U32.pack(len(j)) + j
+
+
+def frame_with(op: int, rid: int, arguments: bytes, tail: bytes | bytearray | memoryview = b"") -> bytes:
+    """:func:`encode_frame` with its arguments already encoded (:func:`encoded_arguments`)."""
+    return b"".join((FRAME_HEADER.pack(5 + len(arguments) + len(tail), op, rid), arguments, tail))
+
+
 class FrameDecoder:
     """Cuts a byte stream into frames: feed bytes, collect ``(op, rid, args, tail)`` tuples.
 
