@@ -328,6 +328,45 @@ def relay_of(root: Element) -> Relay | None:
     return relay
 
 
+def rewritten(root: Element) -> tuple[Relay, str | None, bytes] | None:
+    """For an output Root whose Properties and MQMD are still exactly those of the message it was
+    built from (unread, the message with no MQRFH2) and whose only other child is a body, read or
+    changed: (its :class:`Relay`, the MQMD Format and the body bytes :func:`to_message` writes);
+    else None. Such a Root written out is the message's own descriptor fields with that Format
+    (None: the message's own) and that body, so it can be put as the message's bytes with the
+    body in its place. A body :func:`to_message` cannot write raises what it raises."""
+    kid = root.first_child
+    if kid is None or kid.name != "Properties" or kid.value is not None:
+        return None
+    properties_content = kid.lazy
+    kid = kid.next_sibling
+    if kid is None or kid.name != "MQMD" or kid.value is not None:
+        return None
+    content = kid.lazy
+    if content is None or properties_content is None:
+        return None
+    relay = content.options.get("relay")
+    if relay is None or relay.properties is not properties_content or relay.header is not None:
+        return None
+    body_node = kid.next_sibling
+    if body_node is None or body_node.next_sibling is not None or body_node.name in HEADER_NAMES:
+        return None
+    # what build_root worked out the body is written with while Properties is unread; the
+    # descriptor's own encoding and CCSID (to_message writes those into the MQMD)
+    written = properties_content.options.get("written")
+    descriptor = getattr(relay.message, "md", None)
+    if written is None or descriptor is None or content.options["descriptor"] is not descriptor:
+        return None
+    encoding, ccsid, options = written
+    if encoding != descriptor.encoding or ccsid != descriptor.coded_char_set_id:
+        return None
+    ensure_loaded()
+    domain = body_node.name
+    parser = _body_parser(domain, body_node)
+    body = parser.serialize(body_node, ccsid=int(ccsid), encoding=int(encoding), options=options)
+    return relay, mqmd.FORMAT_STRING if domain in _TEXT_DOMAINS else None, body
+
+
 def _property(properties: Element | None, name: str, default: Any) -> Any:
     if properties is None:
         return default

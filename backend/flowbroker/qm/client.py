@@ -52,6 +52,8 @@ from flowbroker.qm.protocol import (
     decode_message,
     encode_frame,
     encode_message,
+    encoded_arguments,
+    frame_with,
     no_delay,
     pad_id,
     split_messages,
@@ -64,6 +66,8 @@ _ASYNC_RID_BASE = 1 << 31
 _RID_MAX = (1 << 32) - 1
 #: How many of the last asynchronous puts' queues are remembered to name one that is refused.
 _ASYNC_NAMES = 4096
+#: How many queues' put arguments a connection keeps encoded (a flow puts to a few).
+_PUT_ARGUMENTS = 256
 
 __all__ = ["AsyncClient", "Client", "Message", "MessageDescriptor", "QMError", "resolve_address"]
 
@@ -217,6 +221,9 @@ class Client:
         self._discard: set[int] = set()  # replies nobody waits for any more
         self._ids = IdFactory()
         self._outbox: list[bytes] = []
+        # per queue, the encoded arguments of a deferred put to it and of an asynchronous one
+        self._deferred_put_args: dict[str, bytes] = {}
+        self._async_put_args: dict[str, bytes] = {}
         self._reply_templates: dict[str, MessageDescriptor] = {}
         self._inbuf = bytearray(_RECV_SIZE)
         # read-ahead: per queue, the non-persistent messages a get sent ahead and nobody consumed yet
@@ -347,7 +354,12 @@ class Client:
         queues[rid] = queue
         if len(queues) > _ASYNC_NAMES:
             del queues[next(iter(queues))]
-        self._write(encode_frame(OP_PUT, rid, {"q": queue, "noreply": True}, encoded))
+        arguments = self._async_put_args.get(queue)
+        if arguments is None:
+            if len(self._async_put_args) >= _PUT_ARGUMENTS:
+                self._async_put_args.clear()
+            arguments = self._async_put_args[queue] = encoded_arguments({"q": queue, "noreply": True})
+        self._write(frame_with(OP_PUT, rid, arguments, encoded))
         self.async_puts += 1
 
     def put_nowait(
@@ -438,9 +450,7 @@ class Client:
         """Put a message already in its wire form (:func:`~flowbroker.qm.protocol.relay_encoding`);
         ``deferred`` (under syncpoint only) as :meth:`put_deferred`, else one round trip."""
         if deferred and syncpoint:
-            self._outbox.append(
-                encode_frame(OP_PUT, next(self._rids), {"q": queue, "sync": True, "noreply": True}, encoded)
-            )
+            self._outbox.append(frame_with(OP_PUT, next(self._rids), self._deferred_put(queue), encoded))
             return
         self._call(OP_PUT, {"q": queue, "sync": syncpoint}, encoded)
 
@@ -459,7 +469,28 @@ class Client:
         refusal's reason — so the unit of work still commits or backs out as a whole.
         Returns the message id.
         """
-        return self._defer(OP_PUT, {"q": queue, "sync": True, "noreply": True}, body, md, properties)
+        if md is None:
+            md = _DEFAULT_MD
+        msg_id = pad_id(md.msg_id) if md.msg_id and md.msg_id != ZERO_ID else self._ids.next()
+        self._outbox.append(
+            frame_with(
+                OP_PUT,
+                next(self._rids),
+                self._deferred_put(queue),
+                encode_message(md, properties, body, msg_id),
+            )
+        )
+        return msg_id
+
+    def _deferred_put(self, queue: str) -> bytes:
+        """The encoded arguments of a deferred put to ``queue``."""
+        arguments = self._deferred_put_args.get(queue)
+        if arguments is None:
+            if len(self._deferred_put_args) >= _PUT_ARGUMENTS:
+                self._deferred_put_args.clear()
+            arguments = encoded_arguments({"q": queue, "sync": True, "noreply": True})
+            self._deferred_put_args[queue] = arguments
+        return arguments
 
     def publish_deferred(
         self,

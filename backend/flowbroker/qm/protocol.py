@@ -138,6 +138,18 @@ def encode_frame(op: int, rid: int, args: Any = None, tail: bytes | bytearray | 
     return b"".join((FRAME_HEADER.pack(5 + payload_len, op, rid), _U32.pack(len(j)), j, tail))
 
 
+def encoded_arguments(args: Any) -> bytes:
+    """A frame's arguments as :func:`encode_frame` writes them (length, then JSON), for
+    :func:`frame_with` to reuse in every frame that carries the same ones."""
+    j = orjson.dumps(args)
+    return _U32.pack(len(j)) + j
+
+
+def frame_with(op: int, rid: int, arguments: bytes, tail: bytes | bytearray | memoryview = b"") -> bytes:
+    """:func:`encode_frame` with its arguments already encoded (:func:`encoded_arguments`)."""
+    return b"".join((FRAME_HEADER.pack(5 + len(arguments) + len(tail), op, rid), arguments, tail))
+
+
 class FrameDecoder:
     """Cuts a byte stream into frames: feed bytes, collect ``(op, rid, args, tail)`` tuples.
 
@@ -407,13 +419,14 @@ def relay_encoding(
     persistence: int | None = None,
     format: str | None = None,
     properties: dict[str, Any] | None = None,
+    body: bytes | None = None,
 ) -> bytes:
     """The encoded message ``raw`` to put again, as a put of ``md`` would encode it.
 
     Its fixed descriptor fields are packed anew from ``md`` (which a flow may have changed since
     the get) with ``msg_id``, ``correl_id`` and ``persistence`` when given, backout count 0 and no
-    put time (the queue manager stamps the put); its reply queue and body are the bytes that
-    arrived, and so are its format and properties unless ``format`` or ``properties`` say others.
+    put time (the queue manager stamps the put); its reply queue is the bytes that arrived, and so
+    are its format, properties and body unless ``format``, ``properties`` or ``body`` say others.
     """
     f = MD_STRUCT.unpack_from(raw, 0)
     if persistence is None:
@@ -422,9 +435,9 @@ def relay_encoding(
         raise QMError(RC_BAD_ARGUMENT, f"priority {md.priority} outside 0..9")
     if persistence not in (0, 1, 2):
         raise QMError(RC_BAD_ARGUMENT, f"persistence {persistence} is not 0, 1 or 2")
-    fmt_len, props_len = f[12], f[13]
+    fmt_len, props_len, body_len = f[12], f[13], f[14]
     rest: bytes | memoryview = memoryview(raw)[MD_SIZE:]
-    if format is not None or properties is not None:
+    if format is not None or properties is not None or body is not None:
         fmt_at = f[10] + f[11]
         props_at = fmt_at + fmt_len
         body_at = props_at + props_len
@@ -436,8 +449,11 @@ def relay_encoding(
             if properties is not None
             else rest[props_at:body_at]
         )
-        rest = b"".join((rest[:fmt_at], fmt, props, rest[body_at:]))
-        fmt_len, props_len = len(fmt), len(props)
+        tail = rest[body_at:] if body is None else body
+        parts: tuple[bytes | memoryview, ...] = (rest[:fmt_at], fmt, props, tail)
+        fmt_len, props_len, body_len = len(fmt), len(props), len(tail)
+    else:
+        parts = (rest,)
     head = MD_STRUCT.pack(
         msg_id,
         pad_id(md.correl_id if correl_id is None else correl_id),
@@ -453,9 +469,9 @@ def relay_encoding(
         f[11],
         fmt_len,
         props_len,
-        f[14],
+        body_len,
     )
-    return b"".join((head, rest))
+    return b"".join((head, *parts))
 
 
 def split_messages(tail: bytes) -> list[bytes]:

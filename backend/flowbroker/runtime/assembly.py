@@ -18,6 +18,7 @@ from flowbroker.formats import errors, load_all
 
 body_element = formats_assembly.body_element
 relay_of = formats_assembly.relay_of
+rewritten = formats_assembly.rewritten
 # a parser error below a node is recorded as ACE's positioned ParserException
 describe_causes_with(errors.cause_entry)
 

@@ -119,6 +119,8 @@ class FlowThread(threading.Thread):
         self.input_properties: dict[str, Any] = {}
         # the message being processed, when its untouched Root may be put as its bytes
         self._relay_message: QueueMessage | None = None
+        # the message being processed, whatever its properties
+        self._input_message: QueueMessage | None = None
         self._sources: dict[str, ThreadDataSource] = {}
         #: The queue this thread last got from: where a message it dead-letters came from.
         self.input_queue = ""
@@ -656,7 +658,9 @@ class FlowThread(threading.Thread):
         :meth:`put` to put as it puts any other."""
         untouched = self._untouched(root)
         if untouched is None:
-            return None
+            return self._rewritten_put(
+                queue, root, syncpoint, persistence, new_msg_id, new_correl_id, correl_id
+            )
         message, relay = untouched
         put_encoded = getattr(self.transport, "put_encoded", None)
         if put_encoded is None or not getattr(message, "raw", None):
@@ -698,6 +702,56 @@ class FlowThread(threading.Thread):
             persistence=_PERSISTENCE.get(persistence),
             format=relay.format,
             properties=properties,
+        )
+        sync = self._syncpoint(syncpoint)
+        self.uncommitted = self.uncommitted or sync
+        put_encoded(queue, encoded, syncpoint=sync, pipeline=sync and self.batching)
+        return msg_id
+
+    def _rewritten_put(
+        self,
+        queue: str,
+        root: Element,
+        syncpoint: bool | None,
+        persistence: str,
+        new_msg_id: bool,
+        new_correl_id: bool,
+        correl_id: bytes | None,
+    ) -> bytes | None:
+        """Put a Root whose Properties and MQMD are still those of the message this thread is
+        processing, and only its body read or changed (:func:`rewritten`), as that message's bytes
+        with the body written anew and the input properties: what :meth:`put` of the Root written
+        out (:meth:`message_parts`) carries, without making its descriptor. None when the Root or
+        the transport does not allow it."""
+        message = self._input_message
+        if message is None or not getattr(message, "raw", None):
+            return None
+        put_encoded = getattr(self.transport, "put_encoded", None)
+        if put_encoded is None:
+            return None
+        rewritten = assemblies.rewritten(root)
+        if rewritten is None:
+            return None
+        relay, out_format, body = rewritten
+        if relay.message is not message:
+            return None
+        md = message.md
+        msg_id = md.msg_id
+        if new_msg_id or not msg_id or msg_id == _ZERO_ID:
+            msg_id = _IDS.next()
+        else:
+            msg_id = pad_id(msg_id)
+        if correl_id is None and new_correl_id:
+            correl_id = _ZERO_ID
+        encoded = relay_encoding(
+            message.raw,
+            md,
+            msg_id,
+            correl_id=correl_id,
+            persistence=_PERSISTENCE.get(persistence),
+            format=out_format,
+            properties=self.input_properties,
+            body=body,
         )
         sync = self._syncpoint(syncpoint)
         self.uncommitted = self.uncommitted or sync
@@ -1051,6 +1105,7 @@ class FlowThread(threading.Thread):
         # an untouched Root of this message may be put as the message itself when it carries
         # exactly the properties the written-out Root would
         self._relay_message = message if len(self.input_properties) == len(given) else None
+        self._input_message = message
         return Assembly(assemblies.build_root(message, template, transactional=self.transactional))
 
     def reset_body(self, root: Element, template: dict[str, str]) -> None:
