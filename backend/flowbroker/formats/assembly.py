@@ -281,11 +281,9 @@ def _plain_root_native() -> Callable[[Any, bytes, Template, bool, Any], Element 
 _native_plain_root = _plain_root_native()
 
 
-def relay_of(root: Element) -> Relay | None:
-    """The :class:`Relay` of an output Root that is still exactly the message it was built from:
-    Properties, MQMD and body unread (or, for an MQRFH2, read but unchanged) and nothing added,
-    removed or renamed in Root; else None. Such a Root written by :func:`to_message` gives the
-    message's own descriptor fields, properties and bytes, so it can be put as they are."""
+def _own_headers(root: Element) -> tuple[Relay, LazyContent, Element] | None:
+    """(the :class:`Relay`, the MQMD's unparsed content, the MQMD folder) of a Root that begins with
+    the unread Properties and MQMD of the message it was built from; else None."""
     kid = root.first_child
     if kid is None or kid.name != "Properties" or kid.value is not None:
         return None
@@ -299,7 +297,19 @@ def relay_of(root: Element) -> Relay | None:
     relay = content.options.get("relay")
     if relay is None or relay.properties is not properties_content:
         return None
-    kid = kid.next_sibling
+    return relay, content, kid
+
+
+def relay_of(root: Element) -> Relay | None:
+    """The :class:`Relay` of an output Root that is still exactly the message it was built from:
+    Properties, MQMD and body unread (or, for an MQRFH2, read but unchanged) and nothing added,
+    removed or renamed in Root; else None. Such a Root written by :func:`to_message` gives the
+    message's own descriptor fields, properties and bytes, so it can be put as they are."""
+    headers = _own_headers(root)
+    if headers is None:
+        return None
+    relay, content, md_folder = headers
+    kid = md_folder.next_sibling
     header_content = relay.header
     if header_content is not None:
         if kid is None or kid.name != "MQRFH2" or kid.value is not None:
@@ -335,20 +345,12 @@ def rewritten(root: Element) -> tuple[Relay, str | None, bytes] | None:
     else None. Such a Root written out is the message's own descriptor fields with that Format
     (None: the message's own) and that body, so it can be put as the message's bytes with the
     body in its place. A body :func:`to_message` cannot write raises what it raises."""
-    kid = root.first_child
-    if kid is None or kid.name != "Properties" or kid.value is not None:
+    headers = _own_headers(root)
+    if headers is None or headers[0].header is not None:
         return None
-    properties_content = kid.lazy
-    kid = kid.next_sibling
-    if kid is None or kid.name != "MQMD" or kid.value is not None:
-        return None
-    content = kid.lazy
-    if content is None or properties_content is None:
-        return None
-    relay = content.options.get("relay")
-    if relay is None or relay.properties is not properties_content or relay.header is not None:
-        return None
-    body_node = kid.next_sibling
+    relay, content, md_folder = headers
+    properties_content = relay.properties
+    body_node = md_folder.next_sibling
     if body_node is None or body_node.next_sibling is not None or body_node.name in HEADER_NAMES:
         return None
     # what build_root worked out the body is written with while Properties is unread; the

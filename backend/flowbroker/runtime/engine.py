@@ -686,27 +686,18 @@ class FlowThread(threading.Thread):
             overlaid = self._relay_properties(root, relay)
             if overlaid != self.input_properties:
                 properties = overlaid
-        md = message.md
-        msg_id = md.msg_id
-        if new_msg_id or not msg_id or msg_id == _ZERO_ID:
-            msg_id = _IDS.next()
-        else:
-            msg_id = pad_id(msg_id)
-        if correl_id is None and new_correl_id:
-            correl_id = _ZERO_ID
-        encoded = relay_encoding(
-            message.raw,
-            md,
-            msg_id,
-            correl_id=correl_id,
-            persistence=_PERSISTENCE.get(persistence),
+        return self._put_encoded(
+            put_encoded,
+            queue,
+            message,
+            syncpoint,
+            persistence,
+            new_msg_id,
+            new_correl_id,
+            correl_id,
             format=relay.format,
             properties=properties,
         )
-        sync = self._syncpoint(syncpoint)
-        self.uncommitted = self.uncommitted or sync
-        put_encoded(queue, encoded, syncpoint=sync, pipeline=sync and self.batching)
-        return msg_id
 
     def _rewritten_put(
         self,
@@ -735,6 +726,37 @@ class FlowThread(threading.Thread):
         relay, out_format, body = rewritten
         if relay.message is not message:
             return None
+        return self._put_encoded(
+            put_encoded,
+            queue,
+            message,
+            syncpoint,
+            persistence,
+            new_msg_id,
+            new_correl_id,
+            correl_id,
+            format=out_format,
+            properties=self.input_properties,
+            body=body,
+        )
+
+    def _put_encoded(
+        self,
+        put_encoded: Any,
+        queue: str,
+        message: Any,
+        syncpoint: bool | None,
+        persistence: str,
+        new_msg_id: bool,
+        new_correl_id: bool,
+        correl_id: bytes | None,
+        *,
+        format: str | None,
+        properties: dict[str, Any] | None,
+        body: bytes | None = None,
+    ) -> bytes:
+        """Put ``message``'s own encoded bytes (its ``raw``) again (``body`` in place of its own, when given),
+        with the MsgId, CorrelId, persistence, Format and properties this put gives it."""
         md = message.md
         msg_id = md.msg_id
         if new_msg_id or not msg_id or msg_id == _ZERO_ID:
@@ -749,8 +771,8 @@ class FlowThread(threading.Thread):
             msg_id,
             correl_id=correl_id,
             persistence=_PERSISTENCE.get(persistence),
-            format=out_format,
-            properties=self.input_properties,
+            format=format,
+            properties=properties,
             body=body,
         )
         sync = self._syncpoint(syncpoint)
