@@ -67,6 +67,10 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("send", "flowbroker_nodes/mqtt_publish.py", r""),
     ("send", "flowbroker_nodes/mq_output.py", r""),
     ("send", "flowbroker_nodes/output.py", r""),
+    # a straight run's edit of a parsed JSON body is what the Compute module does
+    ("ESQL", "/formats/json.py", r"^(edit|_read)$"),
+    ("ESQL", "/runtime/straight.py", r"^_edited$"),
+    ("statistics", "/runtime/straight.py", r"^_count$"),
     # the message tree back to a descriptor, properties and body bytes
     ("serialize", "/assembly.py", r"^(to_message|to_body|_property|_set|body_element|relay_of)$"),
     ("serialize", "/formats/json.py", r"^(_data|_default|serialize)$"),

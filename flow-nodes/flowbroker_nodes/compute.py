@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from esql.edits import MessageEdits, message_edits
 from esql.tree import Element
 
 from flowbroker_nodes.base import Assembly, NodeError
@@ -95,6 +96,11 @@ class Node(EsqlNode):
         self.builds_message = mode in _BUILDS_MESSAGE
         self.builds_local = mode in _BUILDS_LOCAL
         self.builds_exception = mode in _BUILDS_EXCEPTION
+        #: What Main does when it only copies the message and edits its JSON body (the runtime may
+        #: then apply the edits to the parsed body, see esql.edits), else None.
+        self.message_edits: MessageEdits | None = None
+        if mode == "Message" and not self.properties.get("dataSource"):
+            self.message_edits = message_edits(self.routine)
 
     def _output(self, assembly: Assembly, root: Element, local: Element, exceptions: Element) -> Assembly:
         return Assembly(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from flowbroker_nodes.base import Assembly, DeployProblem, NodeError
@@ -296,14 +297,59 @@ class Node(BaseNode):
         encoded = self._topics.get(topic)
         if encoded is not None:
             return topic, encoded
+        return topic, self._encode_topic(topic, named is not None)
+
+    def _encode_topic(self, topic: str, named: bool) -> bytes:
+        """``topic`` validated and encoded, remembered for the next publication on it."""
         problem = validate_topic_name(topic)
         if problem:
-            source = "LocalEnvironment.Destination.MQTT.topicName" if named is not None else "topicName"
+            source = "LocalEnvironment.Destination.MQTT.topicName" if named else "topicName"
             raise NodeError(f"{self.name}: cannot publish on {topic!r} ({source}): {problem}")
         if len(self._topics) >= 1024:
             self._topics.clear()
         encoded = self._topics[topic] = encode_string(topic)
-        return topic, encoded
+        return encoded
+
+    def straight_writer(self, flow: Any) -> Callable[[bytes], None] | None:
+        """For a flow thread's straight run (``flowbroker.runtime.straight``) of one turn: a function
+        that publishes a body as :meth:`evaluate` does for a message whose LocalEnvironment names
+        no topic (raising the NodeError it raises), or None when this node publishes otherwise
+        (QoS 1 or 2, unbuffered) or cannot now; :meth:`evaluate` then takes each message."""
+        if self.qos or not self.write_buffer:
+            return None
+        found = self._services.get(id(flow))
+        if found is None or found[0] is not flow:
+            found = self._services_of(flow)
+        after_batch = found[2]
+        if after_batch is None:
+            return None
+        topic = self.topic
+        try:
+            encoded = self._topics.get(topic) or self._encode_topic(topic, False)
+            client = self._client
+            if client is None or client.sock is None:
+                client = self._connection()
+            if time.monotonic() - self._serviced > 1.0:  # as evaluate does, once a turn
+                try:
+                    self._service(client)
+                except MqttError:
+                    client = self._connection()
+        except NodeError:
+            return None  # each message meets it in evaluate, and fails as it does there
+        after_batch(self, self._flush_kept)
+        publish = client.publish_buffered
+        retain = self.retain
+        name = self.name
+
+        def write(body: bytes) -> None:
+            try:
+                publish(encoded, body, retain)
+            except MqttError as exc:
+                raise NodeError(
+                    f"{name}: publish on {topic!r} failed: {exc}", number=2111, inserts=(topic,)
+                ) from exc
+
+        return write
 
 
 def _unexpected(topic: str, payload: bytes, qos: int, retain: bool) -> None:

@@ -279,6 +279,10 @@ class _Subscription:
 
     def __init__(self, node: Node, flow: FlowServices) -> None:
         self.node = node
+        #: The domain every arrival's body (UTF-8, no header) is parsed in, for a straight run of
+        #: the flow (``flowbroker.runtime.straight``); "" when the template names a message set.
+        template = node.template
+        self.straight_domain = "" if template["set"] or template["type"] else template["domain"]
         #: this thread's FlowServices.build_assembly, looked up once
         self._build_assembly = flow.build_assembly
         with node._lock:

@@ -115,6 +115,41 @@ class Collector:
         self.client.loop_stop()
 
 
+class Sender:
+    """A paho client publishing at QoS 1, each publication acknowledged before the next."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
+        self.client.connect(host, port)
+        self.client.loop_start()
+
+    def send(self, topic: str, payload: bytes) -> None:
+        self.client.publish(topic, payload, qos=1).wait_for_publish(5)
+
+    def __enter__(self) -> Sender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def _deployed(doc: dict[str, Any], trace: UserTrace | None = None) -> tuple[Any, DeployedFlow]:
+    assemblies.ensure_domains()
+    try:
+        compiled = compile_flow(doc)
+    except FlowCompileError as exc:  # pragma: no cover - shows the compiler's reasons
+        pytest.fail(str(exc))
+    trace = trace or UserTrace(Path("/dev/null"), level="none")
+    return compiled, DeployedFlow(compiled, lambda: None, DataSources(None), trace)
+
+
+def _wait_subscribed(compiled: Any) -> None:
+    deadline = time.monotonic() + 10
+    while compiled.nodes["in"]._client is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 @pytest.mark.mqtt
 @pytest.mark.timeout(60)
 def test_subscribe_compute_publish_through_mosquitto(mqtt_address: tuple[str, int], tmp_path: Path) -> None:
@@ -134,31 +169,18 @@ def test_subscribe_compute_publish_through_mosquitto(mqtt_address: tuple[str, in
     )
     # an MQTT-only flow: its input node is the MQTTSubscribe, which runs two flow threads
     doc["properties"] = {"additionalInstances": 1}
-    assemblies.ensure_domains()
-    try:
-        compiled = compile_flow(doc)
-    except FlowCompileError as exc:  # pragma: no cover - shows the compiler's reasons
-        pytest.fail(str(exc))
-    deployed = DeployedFlow(
-        compiled, lambda: None, DataSources(None), UserTrace(Path("/dev/null"), level="none")
-    )
+    compiled, deployed = _deployed(doc)
     collector = Collector(host, port, f"{base}/#")
     deployed.start()
     threads = list(deployed.threads)
     assert [t.node.id for t in threads] == ["in", "in"]
     try:
-        deadline = time.monotonic() + 10
-        while compiled.nodes["in"]._client is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        sender = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
-        sender.connect(host, port)
-        sender.loop_start()
-        for i in range(20):
-            sender.publish(f"{base}/in", json.dumps({"id": i, "status": "new"})).wait_for_publish(5)
-        sender.publish(f"{base}/in", b"{not json").wait_for_publish(5)
-        got = collector.wait_for(41)
-        sender.disconnect()
-        sender.loop_stop()
+        _wait_subscribed(compiled)
+        with Sender(host, port) as sender:
+            for i in range(20):
+                sender.send(f"{base}/in", json.dumps({"id": i, "status": "new"}).encode())
+            sender.send(f"{base}/in", b"{not json")
+            got = collector.wait_for(41)
     finally:
         deployed.stop(10)
         collector.close()
@@ -193,3 +215,136 @@ def test_a_bad_write_buffer_setting_is_a_deploy_problem(monkeypatch: pytest.Monk
     node = registry.modules()["MQTTPublish"].Node("p1", "P1", {"topicName": "a"})
     with pytest.raises(DeployProblem, match="FLOWBROKER_MQTT_WRITE_BUFFER must be a whole number"):
         node.prepare()
+
+
+STAMP = """CREATE COMPUTE MODULE Stamp
+CREATE FUNCTION Main() RETURNS BOOLEAN
+BEGIN
+  CALL CopyEntireMessage();
+  SET OutputRoot.JSON.Data.status = 'processed';
+  SET OutputRoot.JSON.Data.seen = InputRoot.JSON.Data.id;
+  RETURN TRUE;
+END;
+CREATE PROCEDURE CopyEntireMessage() BEGIN
+  SET OutputRoot = InputRoot;
+END;
+END MODULE;"""
+
+
+@pytest.mark.mqtt
+@pytest.mark.timeout(60)
+def test_a_straight_flow_edits_each_body_and_steps_aside_for_the_rest(
+    mqtt_address: tuple[str, int], tmp_path: Path
+) -> None:
+    """MQTTSubscribe → Compute (copy, set two fields) → MQTTPublish runs straight: the same
+    publications in the same order, the nodes' counts as node by node; a body it cannot edit goes
+    through the nodes in its place, and so does every message while the user trace is on."""
+    host, port = mqtt_address
+    base = f"fbtest/{uuid.uuid4().hex}"
+    common = {"host": host, "port": port}
+    doc = _document(
+        {
+            "in": ("MQTTSubscribe", {**common, "topicName": f"{base}/in", "messageDomain": "JSON"}),
+            "c": ("Compute", {"esql": STAMP}),
+            "out": ("MQTTPublish", {**common, "topicName": f"{base}/out"}),
+        },
+        ["in.out -> c", "c.out -> out"],
+    )
+    trace = UserTrace(tmp_path / "flow.trace", level="none", mode="safe")
+    compiled, deployed = _deployed(doc, trace)
+    collector = Collector(host, port, f"{base}/out")
+    deployed.start()
+    (thread,) = deployed.threads
+    bodies = [json.dumps({"id": i, "status": "new", "pad": "x" * i}).encode() for i in range(45)]
+    bodies[20] = b"{not json"  # the Compute node fails on it: dropped, as node by node
+    bodies[25] = b'{"id": 25, "status": {"was": "an object"}}'  # not an edit: the nodes set it
+    try:
+        _wait_subscribed(compiled)
+        with Sender(host, port) as sender:
+            for body in bodies[:40]:
+                sender.send(f"{base}/in", body)
+            got = collector.wait_for(39)
+            straight_runs = thread.straight.runs if thread.straight is not None else -1
+            trace.configure("normal", "safe")
+            for body in bodies[40:]:
+                sender.send(f"{base}/in", body)
+            got = collector.wait_for(44)
+    finally:
+        deployed.stop(10)
+        collector.close()
+    assert straight_runs == 38  # all but the two the editor declined
+    assert thread.straight is not None and thread.straight.runs == 38  # none while traced
+    payloads = [json.loads(p) for _, p in got]
+    assert [p["id"] for p in payloads] == [i for i in range(45) if i != 20]
+    for p in payloads:
+        if p["id"] != 25:
+            assert p == {"id": p["id"], "status": "processed", "pad": "x" * p["id"], "seen": p["id"]}
+    assert payloads[24]["seen"] == 25  # the nodes' own output for the object they set
+    nodes = compiled.nodes
+    assert (nodes["in"].stats.messages_in, nodes["in"].stats.messages_out, nodes["in"].stats.errors) == (
+        45,
+        45,
+        1,
+    )
+    assert (nodes["c"].stats.messages_in, nodes["c"].stats.messages_out, nodes["c"].stats.errors) == (
+        45,
+        44,
+        1,
+    )
+    assert (nodes["out"].stats.messages_in, nodes["out"].stats.errors) == (44, 0)
+    for node in nodes.values():
+        assert node.stats.elapsed_ns > 0 and node.stats.cpu_ns > 0
+    trace.flush()
+    traced = (tmp_path / "flow.trace").read_text()
+    assert traced.count("Compute node 'c' received a message") == 5
+
+
+@pytest.mark.mqtt
+@pytest.mark.timeout(60)
+def test_a_straight_flow_whose_publication_fails_drops_it_and_goes_on(
+    mqtt_address: tuple[str, int], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The output's connection lost under a straight run: the publication that found it lost
+    fails as MQTTPublish fails it (counted, logged, dropped: MQTT has no unit of work), and the
+    next turn publishes on a new connection."""
+    import socket
+
+    host, port = mqtt_address
+    base = f"fbtest/{uuid.uuid4().hex}"
+    common = {"host": host, "port": port}
+    doc = _document(
+        {
+            "in": ("MQTTSubscribe", {**common, "topicName": f"{base}/in", "messageDomain": "JSON"}),
+            "c": ("Compute", {"esql": STAMP}),
+            "out": ("MQTTPublish", {**common, "topicName": f"{base}/out"}),
+        },
+        ["in.out -> c", "c.out -> out"],
+    )
+    compiled, deployed = _deployed(doc)
+    collector = Collector(host, port, f"{base}/out")
+    deployed.start()
+    (thread,) = deployed.threads
+    out = compiled.nodes["out"]
+    caplog.set_level("INFO")
+    try:
+        _wait_subscribed(compiled)
+        with Sender(host, port) as sender:
+            sender.send(f"{base}/in", b'{"id": 1}')
+            assert len(collector.wait_for(1)) == 1
+            out._client.sock.shutdown(socket.SHUT_RDWR)  # the broker's side of it is gone too
+            # larger than the write buffer: written at once, into the lost connection
+            big = json.dumps({"id": 2, "pad": "y" * (out.write_buffer + 10)}).encode()
+            sender.send(f"{base}/in", big)
+            deadline = time.monotonic() + 10
+            while out.stats.errors == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            sender.send(f"{base}/in", b'{"id": 3}')
+            got = collector.wait_for(2)
+    finally:
+        deployed.stop(10)
+        collector.close()
+    assert [json.loads(p)["id"] for _, p in got] == [1, 3]
+    assert thread.straight is not None and thread.straight.runs == 2
+    assert (out.stats.errors, compiled.nodes["in"].stats.errors) == (1, 1)
+    dropped = [r.getMessage() for r in caplog.records if "publication dropped" in r.getMessage()]
+    assert len(dropped) == 1 and "publish on" in dropped[0] and "failed" in dropped[0]

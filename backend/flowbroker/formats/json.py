@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import decimal
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
 from esql.domains import DomainError, attach_unparsed
+from esql.edits import FieldEdit
 from esql.native import compiled
 from esql.tree import NAME_VALUE, Element, LazyContent
 
@@ -73,16 +74,7 @@ class _ParsedValue:
         a boolean, a 64-bit integer, a float, a finite DECIMAL) over a leaf or a new member;
         anything else is set on the built level as before."""
         parsed = content.options["value"]
-        if type(parsed) is not dict or isinstance(parsed.get(name), (dict, list)):
-            return False
-        kind = type(value)
-        if kind is int:
-            if not _INT_MIN <= value <= _INT_MAX:
-                return False
-        elif kind is decimal.Decimal:
-            if not value.is_finite():
-                return False
-        elif kind is not str and kind is not bool and kind is not float:
+        if type(parsed) is not dict or isinstance(parsed.get(name), (dict, list)) or not plain_leaf(value):
             return False
         changed = dict(parsed)
         changed[name] = value
@@ -91,6 +83,19 @@ class _ParsedValue:
 
 
 _PARSED = _ParsedValue()
+
+
+def plain_leaf(value: Any) -> bool:
+    """True when ``value`` writes as a JSON leaf exactly as an element holding it would: text, a
+    boolean, a 64-bit integer, a float or a finite DECIMAL."""
+    kind = type(value)
+    if kind is str or kind is bool or kind is float:
+        return True
+    if kind is int:
+        return _INT_MIN <= value <= _INT_MAX
+    if kind is decimal.Decimal:
+        return bool(value.is_finite())
+    return False
 
 
 def _build(element: Element, value: Any) -> None:
@@ -175,6 +180,119 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
+class _Unparsable(ValueError):
+    """A body that is not a JSON document: why, and the byte offset where known."""
+
+    def __init__(self, text: str, offset: int | None = None) -> None:
+        super().__init__(text)
+        self.offset = offset
+
+
+def parse_document(data: bytes) -> Any:
+    """The value of the UTF-8 JSON document ``data``, every integer beyond 64 bits exact."""
+    if not data or data.isspace():  # (strip() would copy the whole body to find out)
+        raise _Unparsable("the message body is empty", 0)
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise _Unparsable(
+            f"malformed JSON at line {exc.lineno}, column {exc.colno} (byte offset {exc.pos}): {exc.msg}",
+            exc.pos,
+        ) from None
+    if _has_long_number(data):
+        try:
+            return _exact(data)
+        except ValueError as exc:  # an integer of thousands of digits
+            raise _Unparsable(str(exc)) from None
+    return value
+
+
+def dump_document(value: Any) -> bytes:
+    """The UTF-8 JSON text of ``value`` (what :func:`_data` gives for a tree, or a parsed value);
+    TypeError for a value JSON cannot hold."""
+    return orjson.dumps(value, default=_default)
+
+
+_ABSENT = object()
+
+
+def document_editor(edits: Sequence[FieldEdit]) -> Callable[[bytes], bytes | None]:
+    """What a Compute module of ``edits`` (:func:`esql.edits.message_edits`) makes of a UTF-8 JSON
+    body that ``SET OutputRoot = InputRoot`` copied: the output body's bytes, or None when this
+    document is one the edits cannot be applied to directly (not JSON, not an object, a path
+    through something other than an object, an object or array replaced, a value that would not
+    write as it reads), so that the module must run as compiled, which gives the same bytes or
+    the error.
+
+    The result is what running the module and writing the body gives: the module reads only the
+    input message, which it cannot change, so every input field is read first; a field set keeps
+    its place and a new one goes last; NULL deletes. With no edits the body is the input's bytes,
+    never parsed, as the copied tree writes them.
+    """
+    if not edits:
+        return _unchanged
+    steps = tuple((e.path[:-1], e.path[-1], e.value, e.source) for e in edits)
+    reads = any(e.source is not None for e in edits)
+
+    def edit(data: bytes) -> bytes | None:
+        try:
+            doc = parse_document(data)
+        except _Unparsable:
+            return None
+        if type(doc) is not dict:
+            return None
+        values = (
+            [_read(doc, source) if source is not None else value for _, _, value, source in steps]
+            if reads
+            else None
+        )
+        for index, (through, name, value, _) in enumerate(steps):
+            if values is not None:
+                value = values[index]
+                if value is _ABSENT:
+                    return None
+            target = doc
+            for step in through:
+                target = target.get(step, _ABSENT)
+                if type(target) is not dict:
+                    return None
+            if value is None:
+                target.pop(name, None)
+                continue
+            old = target.get(name)
+            if type(old) is dict or type(old) is list or not plain_leaf(value):
+                return None
+            target[name] = value
+        try:
+            return dump_document(doc)
+        except TypeError:
+            return None
+
+    return edit
+
+
+def _unchanged(data: bytes) -> bytes:
+    return data
+
+
+def _read(doc: dict[str, Any], path: tuple[str, ...]) -> Any:
+    """The scalar at ``path`` of ``doc``: None when a step is missing (NULL), ``_ABSENT`` when the
+    path goes through or ends on something other than an object member holding a scalar."""
+    value: Any = doc
+    for step in path:
+        if type(value) is not dict:
+            return _ABSENT
+        value = value.get(step, _MISSING)
+        if value is _MISSING:
+            return None
+    if value is None or type(value) is dict or type(value) is list:
+        return _ABSENT
+    return value
+
+
+_MISSING = object()
+
+
 class JsonParser:
     """Parses on first read (orjson); an untouched subtree serialises as the bytes it came from."""
 
@@ -190,22 +308,10 @@ class JsonParser:
                 data = data.decode(ccsids.codec(content.ccsid)).encode("utf-8")
             except UnicodeError as exc:
                 raise DomainError(f"JSON: {exc}", domain="JSON", path=element.path()) from None
-        if not data or data.isspace():  # (strip() would copy the whole body to find out)
-            raise DomainError("JSON: the message body is empty", domain="JSON", path=element.path(), offset=0)
         try:
-            value = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise DomainError(
-                f"JSON: malformed JSON at line {exc.lineno}, column {exc.colno} (byte offset {exc.pos}): {exc.msg}",
-                domain="JSON",
-                path=element.path(),
-                offset=exc.pos,
-            ) from None
-        if _has_long_number(data):
-            try:
-                value = _exact(data)
-            except ValueError as exc:  # an integer of thousands of digits
-                raise DomainError(f"JSON: {exc}", domain="JSON", path=element.path()) from None
+            value = parse_document(data)
+        except _Unparsable as exc:
+            raise DomainError(f"JSON: {exc}", domain="JSON", path=element.path(), offset=exc.offset) from None
         # Data itself is filled on first read too: a flow that only sets a member of it (or nothing)
         # never builds its level
         element.append_new(_field("Data", value))
@@ -224,7 +330,7 @@ class JsonParser:
                 return b""
             data = element
         try:
-            text = orjson.dumps(_data(data), default=_default)
+            text = dump_document(_data(data))
         except TypeError as exc:
             raise DomainError(f"JSON: {exc}", domain="JSON", path=data.path()) from None
         if ccsid != 1208:

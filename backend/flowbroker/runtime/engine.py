@@ -58,6 +58,7 @@ from flowbroker.runtime.debugger import Breakpoints, FlowAborted, FlowDebugger, 
 from flowbroker.runtime.dependencies import install_message_sets, subflow_resolver
 from flowbroker.runtime.http_listener import HTTPListener
 from flowbroker.runtime.recorder import Recording, RecordingSpec
+from flowbroker.runtime.straight import StraightRun
 from flowbroker.runtime.transports import (
     DEAD_LETTER_QUEUE,
     RC_NO_MSG_AVAILABLE,
@@ -143,6 +144,8 @@ class FlowThread(threading.Thread):
         self._after_batch: dict[object, Callable[[], None]] = {}
         #: What this thread last gave :func:`trace_nodes` (its user trace's writer, or None).
         self._trace_writer: Callable[[str], None] | None = None
+        #: The straight run of this thread's input, while it serves a source whose flow is one.
+        self.straight: StraightRun | None = None
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -386,18 +389,22 @@ class FlowThread(threading.Thread):
 
     def _serve_source(self, source: InputSource) -> None:
         """Until stop, take the source's next arrivals and run each in a unit of work of its own."""
+        straight = self.straight = StraightRun.of(self.node, source)
         while not self.stop.is_set():
             arrivals = source.next()
             if not arrivals:
                 continue
             complete = True
             try:
-                for arrival in arrivals:
-                    # a stop between two arrivals of one turn leaves the rest to the source
-                    # (as a failed one does), not run only to be interrupted
-                    if self.stop.is_set() or not self._run_arrival(source, arrival):
-                        complete = False
-                        break
+                if straight is not None and straight.ready(self):
+                    complete = straight.run(self, source, arrivals)
+                else:
+                    for arrival in arrivals:
+                        # a stop between two arrivals of one turn leaves the rest to the source
+                        # (as a failed one does), not run only to be interrupted
+                        if self.stop.is_set() or not self._run_arrival(source, arrival):
+                            complete = False
+                            break
                 source.done(arrivals, complete)
             finally:
                 if self._after_batch:
