@@ -80,6 +80,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
         "/formats/xmlcore.py",
         r"^(_element|_qname|text_of|escape_text|escape_attr|kid_names_ok|<genexpr>)$",
     ),
+    ("parse", "/formats/json.py", r"^parse_document$"),
     ("serialize", "/formats/", r"serial|write|dump|encode|to_bytes|render|emit|fragment|document"),
     ("serialize", "esql/domains.py", r"serial|write|dump|encode|to_bytes|render"),
     ("serialize", "esql/xmlio.py", r"write|serial|render"),
@@ -542,7 +543,18 @@ def run(args: argparse.Namespace) -> list[Row]:
         os.sched_setaffinity(0, {core})
     measures = {"mqtt": _measure_mqtt, "amqp-classic": _measure_amqp, "amqp-quorum": _measure_amqp}
     measure = measures.get(args.transport, _measure_qm)
-    cpu_per_msg, server_per_msg, rate, errors, profiler = measure(args)
+    node_by_node = getattr(args, "node_by_node", False)
+    saved = os.environ.get("FLOWBROKER_STRAIGHT_RUNS")
+    if node_by_node:
+        os.environ["FLOWBROKER_STRAIGHT_RUNS"] = "off"
+    try:
+        cpu_per_msg, server_per_msg, rate, errors, profiler = measure(args)
+    finally:
+        if node_by_node:
+            if saved is None:
+                del os.environ["FLOWBROKER_STRAIGHT_RUNS"]
+            else:
+                os.environ["FLOWBROKER_STRAIGHT_RUNS"] = saved
     raw = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
     seconds = breakdown(raw)
     profiled = sum(seconds.values()) or 1.0
@@ -627,6 +639,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine-core", type=int, default=1, help="core of the flow thread")
     parser.add_argument("--load-core", type=int, default=0, help="core of the queue manager")
     parser.add_argument("--top", type=int, default=0, metavar="N", help="also list the N costliest functions")
+    parser.add_argument(
+        "--node-by-node",
+        action="store_true",
+        help="run every message through the nodes, also where the flow would run straight "
+        "(FLOWBROKER_STRAIGHT_RUNS=off)",
+    )
 
 
 SCENARIOS = {

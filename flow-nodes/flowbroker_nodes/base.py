@@ -508,10 +508,12 @@ class NodeStats:
             self.sampled_elapsed_ns += elapsed
 
     def add_span(self, elapsed_ns: int, cpu_ns: int) -> None:
-        """Count the time of several messages measured together (a straight run's turn), as a sample."""
+        """Count the time of messages measured together (a straight run's), a sample of the CPU
+        clock unless ``cpu_ns`` is -1."""
         self.elapsed_ns += elapsed_ns
-        self.sampled_cpu_ns += cpu_ns
-        self.sampled_elapsed_ns += elapsed_ns
+        if cpu_ns >= 0:
+            self.sampled_cpu_ns += cpu_ns
+            self.sampled_elapsed_ns += elapsed_ns
 
     @property
     def cpu_ns(self) -> int:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 from esql.edits import MessageEdits, message_edits
 from esql.tree import Element
 
-from flowbroker_nodes.base import Assembly, NodeError
+from flowbroker_nodes.base import Assembly, DeployProblem, NodeError
 from flowbroker_nodes.esqlnode import EsqlNode
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
 
@@ -84,6 +86,18 @@ _BUILDS_MESSAGE = {"Message", "LocalEnvironmentAndMessage", "ExceptionAndMessage
 _OUT_TERMINALS = frozenset(t.name for t in SPEC.outputs if t.kind == "out")
 
 
+def straight_runs_setting() -> bool:
+    """``FLOWBROKER_STRAIGHT_RUNS``: ``on`` (the default) lets a flow whose Compute only copies the
+    message and edits its JSON body run as that edit (``flowbroker.runtime.straight``); ``off``
+    runs every message through the nodes."""
+    raw = os.environ.get("FLOWBROKER_STRAIGHT_RUNS", "").strip().lower()
+    if raw in ("", "on"):
+        return True
+    if raw == "off":
+        return False
+    raise DeployProblem(f"FLOWBROKER_STRAIGHT_RUNS must be on or off, not {raw!r}")
+
+
 class Node(EsqlNode):
     """Runs Main(); PROPAGATE and a TRUE result send the output assembly on."""
 
@@ -99,7 +113,7 @@ class Node(EsqlNode):
         #: What Main does when it only copies the message and edits its JSON body (the runtime may
         #: then apply the edits to the parsed body, see esql.edits), else None.
         self.message_edits: MessageEdits | None = None
-        if mode == "Message" and not self.properties.get("dataSource"):
+        if straight_runs_setting() and mode == "Message" and not self.properties.get("dataSource"):
             self.message_edits = message_edits(self.routine)
 
     def _output(self, assembly: Assembly, root: Element, local: Element, exceptions: Element) -> Assembly:

@@ -6,6 +6,9 @@ What was put (queue, MsgId, CorrelId) reaches the nodes on ``out`` in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from flowbroker_nodes.base import Assembly, DeployProblem, NodeError, field, field_value
 from flowbroker_nodes.base import Node as BaseNode
 from flowbroker_nodes.spec import NodeSpec, Property, Terminal
@@ -107,6 +110,27 @@ class Node(BaseNode):
                 raise NodeError("the message has no MQMD.ReplyToQ", number=2667)
             return [reply]
         return [str(self.properties["queueName"])]
+
+    def straight_writer(self, flow: Any) -> Callable[[Any, bytes], bool] | None:
+        """For a flow thread's straight run (``flowbroker.runtime.straight``): a function that puts
+        a message got from the input queue with a new body as :meth:`evaluate` puts the Root that
+        copied it and changed only its body, True once put, False when the runtime cannot put that
+        message so (:meth:`evaluate` then takes it); None when this node puts otherwise (a
+        destination list, the reply queue) or the runtime has no such put."""
+        put_straight = getattr(flow, "put_straight", None)
+        if put_straight is None or (self.properties.get("destinationMode") or "queueName") != "queueName":
+            return None
+        props = self.properties
+        queue = str(props["queueName"])
+        syncpoint = self.syncpoint
+        persistence = props.get("persistenceMode") or "asMessage"
+        new_msg_id = bool(props.get("newMsgId", True))
+        new_correl_id = bool(props.get("newCorrelId", False))
+
+        def write(message: Any, body: bytes) -> bool:
+            return bool(put_straight(queue, message, body, syncpoint, persistence, new_msg_id, new_correl_id))
+
+        return write
 
     def evaluate(self, assembly: Assembly, terminal: str) -> None:
         flow = self.flow

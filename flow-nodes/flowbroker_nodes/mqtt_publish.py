@@ -310,11 +310,12 @@ class Node(BaseNode):
         encoded = self._topics[topic] = encode_string(topic)
         return encoded
 
-    def straight_writer(self, flow: Any) -> Callable[[bytes], None] | None:
+    def straight_writer(self, flow: Any) -> Callable[[Any, bytes], bool] | None:
         """For a flow thread's straight run (``flowbroker.runtime.straight``) of one turn: a function
-        that publishes a body as :meth:`evaluate` does for a message whose LocalEnvironment names
-        no topic (raising the NodeError it raises), or None when this node publishes otherwise
-        (QoS 1 or 2, unbuffered) or cannot now; :meth:`evaluate` then takes each message."""
+        that publishes an arrival's new body as :meth:`evaluate` does for a message whose
+        LocalEnvironment names no topic (True; or the NodeError it raises), or None when this node
+        publishes otherwise (QoS 1 or 2, unbuffered) or cannot now; :meth:`evaluate` then takes
+        each message."""
         if self.qos or not self.write_buffer:
             return None
         found = self._services.get(id(flow))
@@ -341,9 +342,10 @@ class Node(BaseNode):
         retain = self.retain
         name = self.name
 
-        def write(body: bytes) -> None:
+        def write(arrival: Any, body: bytes) -> bool:
             try:
                 publish(encoded, body, retain)
+                return True
             except MqttError as exc:
                 raise NodeError(
                     f"{name}: publish on {topic!r} failed: {exc}", number=2111, inserts=(topic,)

@@ -281,8 +281,9 @@ class _Subscription:
         self.node = node
         #: The domain every arrival's body (UTF-8, no header) is parsed in, for a straight run of
         #: the flow (``flowbroker.runtime.straight``); "" when the template names a message set.
-        template = node.template
-        self.straight_domain = "" if template["set"] or template["type"] else template["domain"]
+        self.straight_domain = (
+            "" if node.template["set"] or node.template["type"] else node.template["domain"]
+        )
         #: this thread's FlowServices.build_assembly, looked up once
         self._build_assembly = flow.build_assembly
         with node._lock:

@@ -11,53 +11,11 @@ from typing import Any
 
 import pytest
 from esql.tree import Element
-from flowbroker.qm.protocol import Message, MessageDescriptor, decode_message, encode_message, pad_id
+from flowbroker.qm.protocol import Message, decode_message
 from flowbroker.runtime import assembly as assemblies
 from flowbroker.runtime.engine import FlowThread
 from flowbroker.runtime.harness import FlowHarness, flow
-
-
-class Encoded:
-    """A transport that takes a message as its bytes (the queue manager's) or as its parts."""
-
-    dead_letter_queue = "SYSTEM.DEAD.LETTER.QUEUE"
-    principal = ""
-    pipelined = 0
-
-    def __init__(self) -> None:
-        self.puts: list[tuple[str, str, bytes, bool, bool]] = []
-
-    def put(
-        self,
-        queue: str,
-        body: bytes,
-        md: MessageDescriptor | None = None,
-        *,
-        syncpoint: bool = False,
-        properties: dict[str, Any] | None = None,
-        pipeline: bool = False,
-    ) -> None:
-        # as the queue manager's client encodes a put made of parts
-        assert md is not None
-        encoded = encode_message(md, properties, body, pad_id(md.msg_id))
-        self.puts.append(("parts", queue, encoded, syncpoint, pipeline))
-
-    def put_encoded(
-        self, queue: str, encoded: bytes, *, syncpoint: bool = False, pipeline: bool = False
-    ) -> None:
-        self.puts.append(("encoded", queue, encoded, syncpoint, pipeline))
-
-
-class PartsOnly(Encoded):
-    """A transport that puts only parts: every Root is written out."""
-
-    put_encoded = None  # type: ignore[assignment]
-
-
-def _got(body: bytes, properties: dict[str, Any] | None = None, **md: Any) -> Message:
-    """A message as a get returns it: decoded from its wire form, which it keeps."""
-    fields = {"msg_id": b"M" * 24, "persistence": 0, "priority": 4, "put_time": 1_700_000_000.5, **md}
-    return decode_message(encode_message(MessageDescriptor(**fields), properties, body))
+from recording_transport import DESCRIPTOR_FIELDS, Encoded, PartsOnly, got_message
 
 
 def _thread(transport: Encoded) -> FlowThread:
@@ -119,40 +77,35 @@ def _blob_body(root: Element) -> Element:
 
 
 MESSAGES: dict[str, tuple[Callable[[], Message], str, Callable[[Element], Element]]] = {
-    "json, MQSTR": (lambda: _got(b'{"Data":{"a":1}}', format="MQSTR   "), "JSON", _set_field),
+    "json, MQSTR": (lambda: got_message(b'{"Data":{"a":1}}', format="MQSTR   "), "JSON", _set_field),
     "json, no format, properties": (
-        lambda: _got(b'{"Data":{"a":1}}', {"colour": "red", "n": 3}, format=""),
+        lambda: got_message(b'{"Data":{"a":1}}', {"colour": "red", "n": 3}, format=""),
         "JSON",
         _set_field,
     ),
     "json, descriptor fields": (
-        lambda: _got(
+        lambda: got_message(
             b'{"Data":{"status":"new"}}',
             {"k": "v"},
-            format="MQSTR   ",
-            correl_id=b"C" * 24,
-            group_id=b"G" * 24,
-            reply_to_q="REPLY.Q",
-            reply_to_q_mgr="QM2",
-            expiry=600,
-            priority=7,
-            persistence=1,
-            backout_count=2,
-            encoding=273,
+            **DESCRIPTOR_FIELDS,
             coded_char_set_id=819,
         ),
         "JSON",
         _set_field,
     ),
     "json, delivery properties left out": (
-        lambda: _got(b'{"Data":{}}', {"MQTopicString": "a/b", "flowbroker.reason": "x", "p": 1}),
+        lambda: got_message(b'{"Data":{}}', {"MQTopicString": "a/b", "flowbroker.reason": "x", "p": 1}),
         "JSON",
         _set_field,
     ),
-    "json, body only read": (lambda: _got(b'{"Data":{"a":[1,2]}}', {"p": 1}), "JSON", _read_body),
-    "json to xml": (lambda: _got(b'{"Data":{"a":1}}', format="MQSTR   "), "JSON", _new_body),
-    "blob with its own format": (lambda: _got(b"opaque", {"p": 2}, format="MYFMT   "), "BLOB", _blob_body),
-    "xml": (lambda: _got(b"<order><id>1</id></order>", format="MQSTR   "), "XMLNSC", _read_body),
+    "json, body only read": (lambda: got_message(b'{"Data":{"a":[1,2]}}', {"p": 1}), "JSON", _read_body),
+    "json to xml": (lambda: got_message(b'{"Data":{"a":1}}', format="MQSTR   "), "JSON", _new_body),
+    "blob with its own format": (
+        lambda: got_message(b"opaque", {"p": 2}, format="MYFMT   "),
+        "BLOB",
+        _blob_body,
+    ),
+    "xml": (lambda: got_message(b"<order><id>1</id></order>", format="MQSTR   "), "XMLNSC", _read_body),
 }
 
 OPTIONS: dict[str, dict[str, Any]] = {
@@ -225,7 +178,9 @@ def _two_bodies(root: Element) -> Element:
 
 def _another_message(root: Element) -> Element:
     # the Root of a message other than the one being processed (one a node kept, say)
-    return _set_field(assemblies.build_root(_got(b'{"Data":{"b":2}}', format="MQSTR   "), {"domain": "JSON"}))
+    return _set_field(
+        assemblies.build_root(got_message(b'{"Data":{"b":2}}', format="MQSTR   "), {"domain": "JSON"})
+    )
 
 
 @pytest.mark.parametrize(
@@ -234,7 +189,11 @@ def _another_message(root: Element) -> Element:
 def test_any_other_root_is_written_out(change: Callable[[Element], Element]) -> None:
     encoded = Encoded()
     _, put = _put(
-        encoded, _got(b'{"Data":{"a":1}}', {"p": 1}, format="MQSTR   "), "JSON", change, {"syncpoint": None}
+        encoded,
+        got_message(b'{"Data":{"a":1}}', {"p": 1}, format="MQSTR   "),
+        "JSON",
+        change,
+        {"syncpoint": None},
     )
     assert put[0] == "parts"
 
@@ -247,6 +206,6 @@ def test_an_mqrfh2_message_is_written_out() -> None:
     header.add("usr", type=0x01000000).add("Route", "yes")
     raw = rfh2.serialize(header, encoding=546, ccsid=1208) + b'{"Data":{"a":1}}'
     encoded = Encoded()
-    _, put = _put(encoded, _got(raw, format="MQHRF2  "), "JSON", _set_field, {"syncpoint": None})
+    _, put = _put(encoded, got_message(raw, format="MQHRF2  "), "JSON", _set_field, {"syncpoint": None})
     assert put[0] == "parts"
     assert decode_message(put[2]).properties == {"Route": "yes"}

@@ -280,3 +280,20 @@ def test_with_no_edits_the_body_is_its_own_bytes() -> None:
     editor = document_editor(())
     assert editor(b'{ "a" : 1 }') == b'{ "a" : 1 }'
     assert editor(b"{not json") == b"{not json"  # the copied tree writes it unread, as the node does
+
+
+def test_the_setting_turns_straight_runs_off_and_a_bad_value_fails_the_deployment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flowbroker.runtime.compiler import FlowCompileError
+
+    document = flow(
+        {"c": ("Compute", {"esql": module(COPY, f"SET {DATA}.x = 1;", "RETURN TRUE;")}), **INPUT}, []
+    )
+    monkeypatch.setenv("FLOWBROKER_STRAIGHT_RUNS", "OFF ")
+    assert FlowHarness(document).compiled.nodes["c"].message_edits is None
+    monkeypatch.setenv("FLOWBROKER_STRAIGHT_RUNS", "on")
+    assert FlowHarness(document).compiled.nodes["c"].message_edits is not None
+    monkeypatch.setenv("FLOWBROKER_STRAIGHT_RUNS", "sometimes")
+    with pytest.raises(FlowCompileError, match="FLOWBROKER_STRAIGHT_RUNS must be on or off, not 'sometimes'"):
+        FlowHarness(document)

@@ -127,6 +127,50 @@ def test_the_same_flow_document_runs_on_either_transport(side: Side, group: Exec
     assert stats["messages_in"] == 10 and stats["errors"] == 0 and stats["backouts"] == 0
 
 
+STAMP = """CREATE COMPUTE MODULE Stamp
+  CREATE FUNCTION Main() RETURNS BOOLEAN
+  BEGIN
+    SET OutputRoot = InputRoot;
+    SET OutputRoot.JSON.Data.status = 'processed';
+    RETURN TRUE;
+  END;
+END MODULE;
+"""
+
+
+def test_a_json_stamp_flow_runs_straight_where_the_transport_puts_encoded_messages(
+    side: Side, group: ExecutionGroupRuntime
+) -> None:
+    """MQInput → Compute (copy, set a field) → MQOutput: on the queue manager each message is
+    edited and put as its own bytes with the new body (a straight run); on RabbitMQ it goes
+    through the nodes. Either way the same messages come out, in order, with their headers."""
+    src, dst = side.make_queue("IN"), side.make_queue("OUT")
+    doc = flow(
+        {
+            "in": ("MQInput", {"queueName": src, "messageDomain": "JSON"}),
+            "c": ("Compute", {"esql": STAMP}),
+            "out": ("MQOutput", {"queueName": dst}),
+        },
+        ["in.out -> c", "c.out -> out"],
+        name=f"Stamp{abs(hash(src)) % 100000}",
+    )
+    group.deploy(doc)
+    md = MessageDescriptor(persistence=1, correl_id=b"C" * 24, format="MQSTR   ", priority=4, expiry=-1)
+    for i in range(20):
+        side.probe.put(src, b'{"id": %d, "status": "new"}' % i, md, properties={"order": i})
+    got = side.get_all(dst, 20)
+    assert [m.body for m in got] == [b'{"id":%d,"status":"processed"}' % i for i in range(20)]
+    assert [m.properties["order"] for m in got] == list(range(20))
+    assert all(
+        m.md.correl_id == b"C" * 24 and m.md.persistence == 1 and m.md.format == "MQSTR   " for m in got
+    )
+    (thread,) = group._get(doc["name"]).threads
+    assert thread.straight is not None
+    assert thread.straight.runs == (20 if side.data_dir is not None else 0)  # the queue manager's
+    stats = next(iter(group.statistics().values()))
+    assert stats["messages_in"] == 20 and stats["errors"] == 0
+
+
 def test_a_poison_message_goes_to_the_backout_queue_with_the_reason(
     side: Side, group: ExecutionGroupRuntime
 ) -> None:

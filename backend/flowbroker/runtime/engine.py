@@ -58,7 +58,7 @@ from flowbroker.runtime.debugger import Breakpoints, FlowAborted, FlowDebugger, 
 from flowbroker.runtime.dependencies import install_message_sets, subflow_resolver
 from flowbroker.runtime.http_listener import HTTPListener
 from flowbroker.runtime.recorder import Recording, RecordingSpec
-from flowbroker.runtime.straight import StraightRun
+from flowbroker.runtime.straight import StraightRun, straight_domain
 from flowbroker.runtime.transports import (
     DEAD_LETTER_QUEUE,
     RC_NO_MSG_AVAILABLE,
@@ -79,6 +79,25 @@ __all__ = ["DEAD_LETTER_QUEUE", "DeployedFlow", "ExecutionGroupRuntime", "FlowTh
 Connector = Callable[[], Transport]
 #: Message properties the queue manager sets on a delivery, not the application's own.
 _DELIVERY_PROPERTIES = frozenset({"MQTopicString", "MQIsRetained"})
+#: The MQMD Format of a message whose body begins with an MQRFH2 header.
+_RFH2 = mqmd.FORMAT_RFH2.strip()
+
+
+def _own_properties(given: dict[str, Any]) -> dict[str, Any]:
+    """A got message's properties without those its delivery added (its topic, the broker's own)."""
+    if not given:
+        return {}
+    return {
+        key: value
+        for key, value in given.items()
+        if key not in _DELIVERY_PROPERTIES and not key.startswith("flowbroker.")
+    }
+
+
+def _backout_count(message: Any) -> int:
+    return int(getattr(message.md, "backout_count", 0) or 0)
+
+
 #: The MsgIds of what flows put, assigned here so the putting node learns its message's id
 #: (ACE's LocalEnvironment.WrittenDestination), whichever transport carries it.
 _IDS = IdFactory()
@@ -144,8 +163,10 @@ class FlowThread(threading.Thread):
         self._after_batch: dict[object, Callable[[], None]] = {}
         #: What this thread last gave :func:`trace_nodes` (its user trace's writer, or None).
         self._trace_writer: Callable[[str], None] | None = None
-        #: The straight run of this thread's input, while it serves a source whose flow is one.
+        #: The straight run of this thread's input, while it serves a flow that is one, and the
+        #: same for the batch being processed when it may run straight.
         self.straight: StraightRun | None = None
+        self._straight_now: StraightRun | None = None
 
     # -- the thread ----------------------------------------------------------------------------
 
@@ -207,6 +228,7 @@ class FlowThread(threading.Thread):
         # never 0 (infinite): the node's, else the queue's, else the execution group's default
         threshold = spec.backout_threshold or queue_threshold or backouts.default_threshold()
         backout_queue = spec.backout_queue or backout_queue
+        self.straight = StraightRun.of(self.node, straight_domain(spec.template))
         cautious = 0
         # messages already got are processed even when a stop arrives, never backed out by it
         while not self.stop.is_set() or self.prefetched:
@@ -243,6 +265,8 @@ class FlowThread(threading.Thread):
             messages = self.next_messages(spec.queue, limit, spec.wait_ms)
         if not messages:
             return 0
+        straight = self.straight
+        self._straight_now = straight if straight is not None and straight.ready(self) else None
         transactional = mode == "yes" or (mode == "automatic" and any(map(_persistent, messages)))
         # non-persistent messages in automatic mode share one unit of work for their queue work (one
         # commit instead of a round trip per put); if one of them fails, the batch is backed out and
@@ -292,6 +316,13 @@ class FlowThread(threading.Thread):
         pipeline: bool = False,
     ) -> bool:
         """Process one message; False when the unit of work must be backed out."""
+        straight = self._straight_now
+        if (
+            straight is not None
+            and (not transactional or not threshold or _backout_count(message) < threshold)
+            and straight.queued(self, message, transactional, pipeline)
+        ):
+            return True
         node = self.node
         self.begin(transactional, pipeline)
         stats = node.stats
@@ -299,7 +330,7 @@ class FlowThread(threading.Thread):
         started = time.perf_counter_ns()
         cpu = stats.cpu_clock()
         try:
-            backout_count = int(getattr(message.md, "backout_count", 0) or 0)
+            backout_count = _backout_count(message)
             if transactional and threshold and backout_count >= threshold:
                 return self._give_up(spec, message, backout_queue, backout_count, threshold)
             try:
@@ -389,7 +420,9 @@ class FlowThread(threading.Thread):
 
     def _serve_source(self, source: InputSource) -> None:
         """Until stop, take the source's next arrivals and run each in a unit of work of its own."""
-        straight = self.straight = StraightRun.of(self.node, source)
+        # a source outside any unit of work whose flow is a straight line runs it so
+        domain = "" if getattr(source, "transactional", True) else getattr(source, "straight_domain", "")
+        straight = self.straight = StraightRun.of(self.node, domain)
         while not self.stop.is_set():
             arrivals = source.next()
             if not arrivals:
@@ -746,6 +779,42 @@ class FlowThread(threading.Thread):
             properties=self.input_properties,
             body=body,
         )
+
+    def put_straight(
+        self,
+        queue: str,
+        message: Any,
+        body: bytes,
+        syncpoint: bool | None,
+        persistence: str,
+        new_msg_id: bool,
+        new_correl_id: bool,
+    ) -> bool:
+        """Put ``message``, got from the input queue, with ``body`` (UTF-8 text) in place of its
+        own, as :meth:`put` puts a Root that copied it and changed only its body
+        (:meth:`_rewritten_put`); False when that is not how such a Root would be put (a message
+        with an MQRFH2, a body in another CCSID, a transport without encoded puts): nothing is put."""
+        put_encoded = getattr(self.transport, "put_encoded", None)
+        if put_encoded is None or not getattr(message, "raw", None):
+            return False
+        md = message.md
+        fmt = getattr(md, "format", "")
+        if type(fmt) is not str or _RFH2 in fmt or getattr(md, "coded_char_set_id", 0) != 1208:
+            return False
+        self._put_encoded(
+            put_encoded,
+            queue,
+            message,
+            syncpoint,
+            persistence,
+            new_msg_id,
+            new_correl_id,
+            None,
+            format=mqmd.FORMAT_STRING,
+            properties=_own_properties(getattr(message, "properties", None) or {}),
+            body=body,
+        )
+        return True
 
     def _put_encoded(
         self,
@@ -1122,15 +1191,7 @@ class FlowThread(threading.Thread):
 
     def build_assembly(self, message: QueueMessage, template: dict[str, str]) -> Assembly:
         given = getattr(message, "properties", None) or {}
-        self.input_properties = (
-            {
-                key: value
-                for key, value in given.items()
-                if key not in _DELIVERY_PROPERTIES and not key.startswith("flowbroker.")
-            }
-            if given
-            else {}
-        )
+        self.input_properties = _own_properties(given)
         # an untouched Root of this message may be put as the message itself when it carries
         # exactly the properties the written-out Root would
         self._relay_message = message if len(self.input_properties) == len(given) else None

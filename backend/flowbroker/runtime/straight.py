@@ -4,16 +4,23 @@ The most common JSON flow is an input node, a Compute node whose Main copies the
 sets a few fields of its body (:func:`esql.edits.message_edits`), and an output node. Run node by
 node, each message builds a Root, an ExecutionContext and an output Root, and writes the output
 tree back to bytes; most of its cost is that machinery, not the edit. A flow thread whose flow is
-that straight line runs a turn of arrivals as one edit of each parsed body
-(:func:`flowbroker.formats.json.document_editor`), written by the output node's own writer, and
-gives every node the counts and times it would have had.
+that straight line edits each parsed body instead
+(:func:`flowbroker.formats.json.document_editor`), has the output node's own writer put or
+publish it, and gives every node the counts and times it would have had:
+
+- an input with a source of its own (MQTTSubscribe → … → MQTTPublish at QoS 0) runs a turn of
+  arrivals so (:meth:`StraightRun.run`);
+- a queue input (MQInput → … → MQOutput to a named queue) runs each message so, in the unit of
+  work and batch the flow thread runs it in (:meth:`StraightRun.queued`); the message is put as
+  its own encoded bytes with the new body, as the nodes put a Root that changed only its body.
 
 It gives the bytes the nodes would give, in the same order, or it steps aside: a body the editor
-declines (not JSON, not an object, a field that is an object or array, …) goes through the nodes,
-in its place in the turn, and fails or succeeds there as always. Whole turns go through the nodes
-while the flow's user trace is on, while the step debugger or a recording taps a wire (they wrap
-a wire's target), and when the output node cannot take the turn (see ``straight_writer``). A flow
-whose failure paths run from the output node, or whose input catches, always runs node by node.
+declines (not JSON, not an object, a field that is an object or array, …) or a message the writer
+cannot take (an MQRFH2, another CCSID, a transport without encoded puts, one past its backout
+threshold) goes through the nodes, in its place, and fails or succeeds there as always. Whole
+turns and batches go through the nodes while the flow's user trace is on, and while the step
+debugger or a recording taps a wire (they wrap a wire's target). A flow whose output node is
+wired on (out or failure), or whose input catches, always runs node by node.
 """
 
 from __future__ import annotations
@@ -25,6 +32,11 @@ from typing import Any
 from flowbroker_nodes.base import Node, NodeError, exception_entry, exception_list_with
 
 from flowbroker.formats.json import document_editor
+
+
+def straight_domain(template: dict[str, str]) -> str:
+    """The domain an input node's template parses every body in, "" when it names a message set."""
+    return "" if template.get("set") or template.get("type") else template.get("domain") or ""
 
 
 def _only_target(node: Node, terminal: str) -> Node | None:
@@ -46,7 +58,7 @@ def _edited(edit: Callable[[bytes], bytes | None], body: bytes) -> bytes | None:
 class StraightRun:
     """The straight line of one flow thread's input node, when its flow is one (see :meth:`of`)."""
 
-    __slots__ = ("compute", "edit", "input", "output", "runs", "writer_of")
+    __slots__ = ("compute", "edit", "input", "output", "runs", "write", "writer_of")
 
     def __init__(
         self,
@@ -54,27 +66,29 @@ class StraightRun:
         compute: Node,
         output: Node,
         edit: Callable[[bytes], bytes | None],
-        writer_of: Callable[[Any], Callable[[bytes], None] | None],
+        writer_of: Callable[[Any], Callable[[Any, bytes], bool] | None],
     ) -> None:
         self.input = input_node
         self.compute = compute
         self.output = output
         self.edit = edit
-        #: The output node's ``straight_writer``.
+        #: The output node's ``straight_writer``: given the flow thread, a function putting an
+        #: arrival's new body (True; False when it cannot, and did nothing), or None.
         self.writer_of = writer_of
+        #: The writer of a queue input's messages, asked for once (its output's is fixed).
+        self.write: Callable[[Any, bytes], bool] | None = None
         #: Messages this run has written itself (the others went through the nodes).
         self.runs = 0
 
     @classmethod
-    def of(cls, node: Node, source: Any) -> StraightRun | None:
-        """The straight run of ``node``'s arrivals from ``source``, or None when the flow is not
-        input → Compute (edits of the source's domain) → output with a writer of its own."""
-        domain = getattr(source, "straight_domain", "")
-        if not domain or getattr(source, "transactional", True) or node.wires.get("catch"):
+    def of(cls, node: Node, domain: str) -> StraightRun | None:
+        """The straight run of ``node``'s messages, whose bodies are parsed in ``domain``, or None
+        when the flow is not input → Compute (edits of that domain) → output with a writer."""
+        if not domain or node.wires.get("catch"):
             return None
         compute = _only_target(node, "out")
         edits = getattr(compute, "message_edits", None)
-        if compute is None or edits is None or edits.domain != domain:
+        if compute is None or edits is None or edits.domain != domain or not edits.edits:
             return None
         output = _only_target(compute, "out")
         writer_of = getattr(output, "straight_writer", None)
@@ -91,7 +105,8 @@ class StraightRun:
         )
 
     def run(self, thread: Any, source: Any, arrivals: list[Any]) -> bool:
-        """Run a turn's arrivals; False when the turn ended early (as ``FlowThread._run_arrival`` says)."""
+        """Run a turn of a source's arrivals (outside a unit of work); False when the turn ended
+        early (as ``FlowThread._run_arrival`` says)."""
         write = self.writer_of(thread)
         if write is None:
             for arrival in arrivals:
@@ -112,20 +127,21 @@ class StraightRun:
         for arrival, body in zip(arrivals, bodies, strict=True):
             if body is not None:
                 try:
-                    write(body)
-                    written += 1
-                    continue
+                    if write(arrival, body):
+                        written += 1
+                        continue
                 except NodeError as exc:  # what evaluate raises, and the flow thread then does
                     self.output.stats.errors += 1
                     self.input.stats.errors += 1
-                    went = thread._arrival_failed(
-                        source, arrival, None, exception_list_with(exception_entry(self.output, exc))
-                    )
-            else:
-                before, before_cpu = clock(), cpu_clock()
-                went = thread._run_arrival(source, arrival)
-                aside += clock() - before
-                aside_cpu += cpu_clock() - before_cpu
+                    errors = exception_list_with(exception_entry(self.output, exc))
+                    if not thread._arrival_failed(source, arrival, None, errors):
+                        complete = False
+                        break
+                    continue
+            before, before_cpu = clock(), cpu_clock()
+            went = thread._run_arrival(source, arrival)
+            aside += clock() - before
+            aside_cpu += cpu_clock() - before_cpu
             if not went:
                 complete = False
                 break
@@ -136,9 +152,44 @@ class StraightRun:
         )
         return complete
 
+    def queued(self, thread: Any, message: Any, transactional: bool, pipeline: bool) -> bool:
+        """Put one message got from the input queue straight, in the unit of work the flow thread
+        runs it in; False when it must go through the nodes instead (nothing was done: a body the
+        editor declines, a message the output cannot put so, or a put that failed, which the
+        nodes then make again and fail or succeed as they do)."""
+        write = self.write
+        if write is None:
+            write = self.write = self.writer_of(thread)
+            if write is None:
+                return False
+        stats = self.input.stats
+        clock = time.perf_counter_ns
+        started = clock()
+        cpu = stats.cpu_clock()
+        body = _edited(self.edit, message.body)
+        if body is None:
+            return False
+        thread.begin(transactional, pipeline)
+        putting = clock()
+        try:
+            if not write(message, body):
+                return False
+        except Exception:
+            return False
+        ended = clock()
+        elapsed = ended - started
+        if cpu >= 0:
+            cpu_ns = time.thread_time_ns() - cpu
+            editing_cpu = cpu_ns * (putting - started) // max(elapsed, 1)
+        else:
+            cpu_ns = editing_cpu = -1
+        self.runs += 1
+        self._count(1, elapsed, cpu_ns, putting - started, editing_cpu)
+        return True
+
     def _count(self, written: int, elapsed: int, cpu: int, editing: int, editing_cpu: int) -> None:
         """What the nodes' statistics would hold for ``written`` messages: each node's time holds
-        the nodes after it, as a node's receive does."""
+        the nodes after it, as a node's receive does (``cpu`` -1: not sampled)."""
         if not written:
             return
         for stats in (self.input.stats, self.compute.stats):
@@ -146,4 +197,4 @@ class StraightRun:
             stats.messages_out += written
             stats.add_span(elapsed, cpu)
         self.output.stats.messages_in += written
-        self.output.stats.add_span(max(elapsed - editing, 0), max(cpu - editing_cpu, 0))
+        self.output.stats.add_span(max(elapsed - editing, 0), max(cpu - editing_cpu, 0) if cpu >= 0 else -1)
