@@ -507,13 +507,14 @@ class NodeStats:
             self.sampled_cpu_ns += time.thread_time_ns() - cpu_clock
             self.sampled_elapsed_ns += elapsed
 
-    def add_span(self, elapsed_ns: int, cpu_ns: int) -> None:
-        """Count the time of messages measured together (a straight run's), a sample of the CPU
-        clock unless ``cpu_ns`` is -1."""
+    def add_span(self, elapsed_ns: int, cpu_ns: int, sampled_ns: int | None = None) -> None:
+        """Count the time of messages measured together (a straight run's): ``elapsed_ns`` in all,
+        ``cpu_ns`` of the CPU clock over ``sampled_ns`` of it (all of it when not given; none when
+        ``cpu_ns`` is -1)."""
         self.elapsed_ns += elapsed_ns
         if cpu_ns >= 0:
             self.sampled_cpu_ns += cpu_ns
-            self.sampled_elapsed_ns += elapsed_ns
+            self.sampled_elapsed_ns += elapsed_ns if sampled_ns is None else sampled_ns
 
     @property
     def cpu_ns(self) -> int:

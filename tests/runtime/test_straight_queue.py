@@ -120,6 +120,8 @@ def _run(
     bind_thread(thread)
     try:
         thread._run_queued(spec, message, transactional, 3, "", pipeline)
+        if thread.straight is not None:
+            thread.straight.flush()  # as the flow thread does at the end of a batch
     finally:
         bind_thread(None)
     runs = thread.straight.runs if thread.straight is not None else 0

@@ -205,6 +205,11 @@ def _raise_error(args: Any) -> QMError:
     return QMError(RC_CONNECTION_BROKEN, "malformed error reply")
 
 
+#: Bytes of encoded messages consecutive deferred puts to one queue send in one frame at most (a
+#: larger message goes in a frame of its own, as always).
+MERGED_PUT_BYTES = 64 * 1024
+
+
 class Client:
     """A blocking connection to the queue manager; one request at a time, replies in order.
 
@@ -221,6 +226,10 @@ class Client:
         self._discard: set[int] = set()  # replies nobody waits for any more
         self._ids = IdFactory()
         self._outbox: list[bytes] = []
+        #: Deferred puts of encoded messages to one queue not yet framed: consecutive ones go out
+        #: in one frame (see :meth:`put_encoded`); framed into the outbox before anything else.
+        self._open_put: tuple[str, list[bytes]] | None = None
+        self._open_put_bytes = 0
         # per queue, the encoded arguments of a deferred put to it and of an asynchronous one
         self._deferred_put_args: dict[str, bytes] = {}
         self._async_put_args: dict[str, bytes] = {}
@@ -274,12 +283,16 @@ class Client:
 
     # --- transport --------------------------------------------------------------------------
     def _send(self, op: int, args: Any = None, tail: bytes = b"") -> int:
+        if self._open_put is not None:
+            self._frame_open_put()  # the deferred puts kept so far go first, with the lower ids
         rid = next(self._rids)
         self._write(encode_frame(op, rid, args, tail))
         return rid
 
     def _write(self, frame: bytes) -> None:
         """Send one frame; deferred puts go first, in the same write, so the server sees them in order."""
+        if self._open_put is not None:
+            self._frame_open_put()
         if self._outbox:
             self._outbox.append(frame)
             frame = b"".join(self._outbox)
@@ -450,9 +463,31 @@ class Client:
         """Put a message already in its wire form (:func:`~flowbroker.qm.protocol.relay_encoding`);
         ``deferred`` (under syncpoint only) as :meth:`put_deferred`, else one round trip."""
         if deferred and syncpoint:
-            self._outbox.append(frame_with(OP_PUT, next(self._rids), self._deferred_put(queue), encoded))
+            # one frame for consecutive deferred puts to the same queue, up to MERGED_PUT_BYTES: the
+            # queue manager stages each as it would alone, and a refusal of any dooms the unit of
+            # work as one would
+            open_put = self._open_put
+            size = len(encoded)
+            if open_put is not None:
+                if open_put[0] == queue and self._open_put_bytes + size <= MERGED_PUT_BYTES:
+                    open_put[1].append(encoded)
+                    self._open_put_bytes += size
+                    return
+                self._frame_open_put()
+            self._open_put = (queue, [encoded])
+            self._open_put_bytes = size
             return
         self._call(OP_PUT, {"q": queue, "sync": syncpoint}, encoded)
+
+    def _frame_open_put(self) -> None:
+        """Frame the deferred puts :meth:`put_encoded` kept together into the outbox."""
+        open_put = self._open_put
+        if open_put is None:
+            return
+        self._open_put = None
+        queue, messages = open_put
+        tail = messages[0] if len(messages) == 1 else b"".join(messages)
+        self._outbox.append(frame_with(OP_PUT, next(self._rids), self._deferred_put(queue), tail))
 
     def put_deferred(
         self,
@@ -472,6 +507,7 @@ class Client:
         if md is None:
             md = _DEFAULT_MD
         msg_id = pad_id(md.msg_id) if md.msg_id and md.msg_id != ZERO_ID else self._ids.next()
+        self._frame_open_put()  # the deferred puts kept so far go first, with the lower ids
         self._outbox.append(
             frame_with(
                 OP_PUT,
@@ -519,6 +555,7 @@ class Client:
         if md is None:
             md = _DEFAULT_MD
         msg_id = pad_id(md.msg_id) if md.msg_id and md.msg_id != ZERO_ID else self._ids.next()
+        self._frame_open_put()  # the deferred puts kept so far go first, with the lower ids
         self._outbox.append(
             encode_frame(op, next(self._rids), args, encode_message(md, properties, body, msg_id))
         )
@@ -561,6 +598,7 @@ class Client:
         else:
             base = md if md.reply_to_q == reply_to_q else dataclasses.replace(md, reply_to_q=reply_to_q)
             msg_id = pad_id(md.msg_id) if md.msg_id and md.msg_id != ZERO_ID else self._ids.next()
+        self._frame_open_put()  # the deferred puts kept so far go first, with the lower ids
         self._outbox.append(
             encode_frame(
                 OP_PUT, put_rid := next(self._rids), {"q": queue}, encode_message(base, None, body, msg_id)
@@ -640,6 +678,7 @@ class Client:
     def backout(self, notes: dict[str, str] | None = None) -> None:
         """Back out; ``notes`` become properties of a message moved past its backout threshold."""
         self._outbox.clear()  # never sent: there is nothing of them to back out
+        self._open_put = None
         self._call(OP_BACKOUT, {"notes": notes} if notes else None)
 
     # --- pub/sub ----------------------------------------------------------------------------

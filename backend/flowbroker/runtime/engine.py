@@ -239,6 +239,8 @@ class FlowThread(threading.Thread):
                     spec, threshold, backout_queue, limit, cautious > 0, queue_threshold
                 )
             finally:
+                if self._straight_now is not None:
+                    self._straight_now.flush()
                 if self._after_batch:
                     self._end_batch()
             if got < 0:
@@ -1146,6 +1148,8 @@ class FlowThread(threading.Thread):
 
     def commit(self) -> None:
         """End the unit of work: data sources first, then the queue manager (see the module docstring)."""
+        if self._straight_now is not None:
+            self._straight_now.flush()  # the nodes' counts are there once their messages are
         if self._before_commit:
             self._run_before_commit()
         if self._sources:
@@ -1162,6 +1166,8 @@ class FlowThread(threading.Thread):
 
     def commit_and_get(self, queue: str, limit: int, wait_ms: int) -> list[QueueMessage]:
         """Commit the unit of work, then get the next batch under syncpoint, in one round trip."""
+        if self._straight_now is not None:
+            self._straight_now.flush()
         self._run_before_commit()
         for source in self._sources.values():
             source.commit()

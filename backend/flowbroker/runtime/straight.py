@@ -55,10 +55,13 @@ def _edited(edit: Callable[[bytes], bytes | None], body: bytes) -> bytes | None:
         return None
 
 
+_NOTHING_HELD = (0, 0, 0, 0, 0, 0)
+
+
 class StraightRun:
     """The straight line of one flow thread's input node, when its flow is one (see :meth:`of`)."""
 
-    __slots__ = ("compute", "edit", "input", "output", "runs", "write", "writer_of")
+    __slots__ = ("_held", "compute", "edit", "input", "output", "runs", "write", "writer_of")
 
     def __init__(
         self,
@@ -79,6 +82,7 @@ class StraightRun:
         self.write: Callable[[Any, bytes], bool] | None = None
         #: Messages this run has written itself (the others went through the nodes).
         self.runs = 0
+        self._held = list(_NOTHING_HELD)
 
     @classmethod
     def of(cls, node: Node, domain: str) -> StraightRun | None:
@@ -177,15 +181,34 @@ class StraightRun:
         except Exception:
             return False
         ended = clock()
-        elapsed = ended - started
+        # counted once a batch (:meth:`flush`): messages, elapsed, of it editing, and the same
+        # for the messages whose CPU time was sampled, with that CPU time
+        held = self._held
+        held[0] += 1
+        held[1] += ended - started
+        held[2] += putting - started
         if cpu >= 0:
-            cpu_ns = time.thread_time_ns() - cpu
-            editing_cpu = cpu_ns * (putting - started) // max(elapsed, 1)
-        else:
-            cpu_ns = editing_cpu = -1
+            held[3] += ended - started
+            held[4] += putting - started
+            held[5] += time.thread_time_ns() - cpu
         self.runs += 1
-        self._count(1, elapsed, cpu_ns, putting - started, editing_cpu)
         return True
+
+    def flush(self) -> None:
+        """Give the nodes the counts and times of what :meth:`queued` put since the last flush (the
+        flow thread flushes at the end of every batch)."""
+        held = self._held
+        messages, elapsed, editing, sampled, sampled_editing, cpu = held
+        if not messages:
+            return
+        held[:] = _NOTHING_HELD
+        for stats in (self.input.stats, self.compute.stats):
+            stats.messages_in += messages
+            stats.messages_out += messages
+            stats.add_span(elapsed, cpu, sampled)
+        putting = sampled - sampled_editing
+        self.output.stats.messages_in += messages
+        self.output.stats.add_span(elapsed - editing, cpu * putting // max(sampled, 1), putting)
 
     def _count(self, written: int, elapsed: int, cpu: int, editing: int, editing_cpu: int) -> None:
         """What the nodes' statistics would hold for ``written`` messages: each node's time holds
