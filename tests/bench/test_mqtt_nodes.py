@@ -231,15 +231,8 @@ END;
 END MODULE;"""
 
 
-@pytest.mark.mqtt
-@pytest.mark.timeout(60)
-def test_a_straight_flow_edits_each_body_and_steps_aside_for_the_rest(
-    mqtt_address: tuple[str, int], tmp_path: Path
-) -> None:
-    """MQTTSubscribe → Compute (copy, set two fields) → MQTTPublish runs straight: the same
-    publications in the same order, the nodes' counts as node by node; a body it cannot edit goes
-    through the nodes in its place, and so does every message while the user trace is on."""
-    host, port = mqtt_address
+def _stamp_flow(host: str, port: int) -> tuple[str, dict[str, Any]]:
+    """MQTTSubscribe (JSON) on BASE/in → Compute (STAMP) → MQTTPublish on BASE/out, and BASE."""
     base = f"fbtest/{uuid.uuid4().hex}"
     common = {"host": host, "port": port}
     doc = _document(
@@ -250,6 +243,19 @@ def test_a_straight_flow_edits_each_body_and_steps_aside_for_the_rest(
         },
         ["in.out -> c", "c.out -> out"],
     )
+    return base, doc
+
+
+@pytest.mark.mqtt
+@pytest.mark.timeout(60)
+def test_a_straight_flow_edits_each_body_and_steps_aside_for_the_rest(
+    mqtt_address: tuple[str, int], tmp_path: Path
+) -> None:
+    """MQTTSubscribe → Compute (copy, set two fields) → MQTTPublish runs straight: the same
+    publications in the same order, the nodes' counts as node by node; a body it cannot edit goes
+    through the nodes in its place, and so does every message while the user trace is on."""
+    host, port = mqtt_address
+    base, doc = _stamp_flow(host, port)
     trace = UserTrace(tmp_path / "flow.trace", level="none", mode="safe")
     compiled, deployed = _deployed(doc, trace)
     collector = Collector(host, port, f"{base}/out")
@@ -310,16 +316,7 @@ def test_a_straight_flow_whose_publication_fails_drops_it_and_goes_on(
     import socket
 
     host, port = mqtt_address
-    base = f"fbtest/{uuid.uuid4().hex}"
-    common = {"host": host, "port": port}
-    doc = _document(
-        {
-            "in": ("MQTTSubscribe", {**common, "topicName": f"{base}/in", "messageDomain": "JSON"}),
-            "c": ("Compute", {"esql": STAMP}),
-            "out": ("MQTTPublish", {**common, "topicName": f"{base}/out"}),
-        },
-        ["in.out -> c", "c.out -> out"],
-    )
+    base, doc = _stamp_flow(host, port)
     compiled, deployed = _deployed(doc)
     collector = Collector(host, port, f"{base}/out")
     deployed.start()
