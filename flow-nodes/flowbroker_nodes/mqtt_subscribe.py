@@ -279,11 +279,9 @@ class _Subscription:
 
     def __init__(self, node: Node, flow: FlowServices) -> None:
         self.node = node
-        #: The domain every arrival's body (UTF-8, no header) is parsed in, for a straight run of
-        #: the flow (``flowbroker.runtime.straight``); "" when the template names a message set.
-        self.straight_domain = (
-            "" if node.template["set"] or node.template["type"] else node.template["domain"]
-        )
+        #: The template every arrival's body (UTF-8, no header) is parsed under: this source's
+        #: arrivals may run straight (``flowbroker.runtime.straight``).
+        self.straight_template = node.template
         #: this thread's FlowServices.build_assembly, looked up once
         self._build_assembly = flow.build_assembly
         with node._lock:

@@ -423,16 +423,19 @@ class FlowThread(threading.Thread):
     def _serve_source(self, source: InputSource) -> None:
         """Until stop, take the source's next arrivals and run each in a unit of work of its own."""
         # a source outside any unit of work whose flow is a straight line runs it so
-        domain = "" if getattr(source, "transactional", True) else getattr(source, "straight_domain", "")
-        straight = self.straight = StraightRun.of(self.node, domain)
+        template = (
+            None if getattr(source, "transactional", True) else getattr(source, "straight_template", None)
+        )
+        straight = self.straight = StraightRun.of(self.node, straight_domain(template or {}))
         while not self.stop.is_set():
             arrivals = source.next()
             if not arrivals:
                 continue
             complete = True
             try:
-                if straight is not None and straight.ready(self):
-                    complete = straight.run(self, source, arrivals)
+                write = straight.writer(self) if straight is not None else None
+                if straight is not None and write is not None:
+                    complete = straight.run(self, source, arrivals, write)
                 else:
                     for arrival in arrivals:
                         # a stop between two arrivals of one turn leaves the rest to the source

@@ -108,15 +108,14 @@ class StraightRun:
             and _only_target(self.compute, "out") is self.output
         )
 
-    def run(self, thread: Any, source: Any, arrivals: list[Any]) -> bool:
-        """Run a turn of a source's arrivals (outside a unit of work); False when the turn ended
-        early (as ``FlowThread._run_arrival`` says)."""
-        write = self.writer_of(thread)
-        if write is None:
-            for arrival in arrivals:
-                if not thread._run_arrival(source, arrival):
-                    return False
-            return True
+    def writer(self, thread: Any) -> Callable[[Any, bytes], bool] | None:
+        """The output's writer for this turn of a source's arrivals, when it may run straight
+        (:meth:`ready`, and the output can take it); else None and the nodes run it."""
+        return self.writer_of(thread) if self.ready(thread) else None
+
+    def run(self, thread: Any, source: Any, arrivals: list[Any], write: Callable[[Any, bytes], bool]) -> bool:
+        """Run a turn of a source's arrivals (outside a unit of work) with :meth:`writer`'s
+        ``write``; False when the turn ended early (as ``FlowThread._run_arrival`` says)."""
         clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
         started, cpu = clock(), cpu_clock()
         edit = self.edit
